@@ -1,0 +1,213 @@
+"""zfsperf's command line: the entry point and its subcommands, nothing else."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import InputError, ZfsperfError
+from .units import parse_size
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run a runfile (default: the built-in 'quick' suite)",
+                       description="Run the cases of a runfile and write a results directory. Short flags "
+                                   "follow the ZFS Test Suite (zfs-tests.sh).")
+    p.add_argument("-r", "--runfile", default="quick", help="a runfile path or a built-in name (default quick)")
+    p.add_argument("-T", "--tags", help="comma-separated tags: run only tests with one of them")
+    p.add_argument("-t", "--test", help="run only this test")
+    p.add_argument("-I", "--iterations", type=int, help="iterations per case (overrides the runfile)")
+    p.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf", help="directory for vdev files")
+    p.add_argument("-s", "--vdev-size", help="size of each vdev file, e.g. 2G (overrides the runfile)")
+    p.add_argument("-f", "--files", action="store_true", help="sparse files as vdevs (the default)")
+    p.add_argument("-o", "--outdir", default="zfsperf-results", help="where results directories go")
+    p.add_argument("-v", "--verbose", action="store_true", help="show each case's live figures")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only non-PASS lines and the summary")
+    p.add_argument("-x", "--cleanup", action="store_true",
+                   help="first remove leftovers of earlier zfsperf runs (only pools and files zfsperf marked)")
+    p.add_argument("-k", "--keep-failed", action="store_true", help="keep the pool and files of a failed case")
+    p.add_argument("--target", default="auto", help="auto | zfs-fuse | openzfs (default auto)")
+    p.add_argument("--params-dir", help="use a directory laid out like /sys/module/zfs/parameters for tunables")
+    p.add_argument("--resume", metavar="DIR", help="finish the cases an interrupted run in DIR did not")
+    p.add_argument("--arc-max", type=int, metavar="MB", help="zfs-fuse ARC size in MB (embedded daemon only)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="zfsperf", description="A performance test suite for ZFS.")
+    ap.add_argument("--version", action="version", version=f"zfsperf {__version__}")
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
+    _add_run(sub)
+
+    p = sub.add_parser("list", help="show a runfile's tests, tags and the cases its sweeps expand to")
+    p.add_argument("-r", "--runfile", default="quick")
+    p.add_argument("-T", "--tags")
+    p.add_argument("-t", "--test")
+
+    p = sub.add_parser("info", help="what ZFS this machine has and what zfsperf can read from it")
+    p.add_argument("--target", default="auto")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("lab", help="the embedded zfs-fuse daemon: start | stop | status")
+    p.add_argument("action", choices=["start", "stop", "status"])
+    p.add_argument("--arc-max", type=int, metavar="MB")
+
+    p = sub.add_parser("corpus", help="sendfile corpus")
+    csub = p.add_subparsers(dest="corpus_cmd", metavar="ACTION", required=True)
+    m = csub.add_parser("make", help="make a deterministic send stream")
+    m.add_argument("--kind", required=True)
+    m.add_argument("--size", default="256M")
+    m.add_argument("--seed", type=int, default=1)
+    m.add_argument("-o", "--output", help="write the stream to this file (default: the cache)")
+    m.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf")
+    m.add_argument("--target", default="auto")
+
+    p = sub.add_parser("report", help="summarise results directories (nothing is re-run)")
+    p.add_argument("dirs", nargs="+")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    try:
+        if args.cmd is None or args.cmd == "run":
+            if args.cmd is None:
+                args = build_parser().parse_args(["run", *argv])
+            return cmd_run(args, argv)
+        return {"list": cmd_list, "info": cmd_info, "lab": cmd_lab, "corpus": cmd_corpus,
+                "report": cmd_report}[args.cmd](args)
+    except InputError as e:
+        print(f"zfsperf: {e}", file=sys.stderr)
+        return 2
+    except ZfsperfError as e:
+        print(f"zfsperf: {e}", file=sys.stderr)
+        return e.exit_status
+    except KeyboardInterrupt:
+        print("zfsperf: interrupted", file=sys.stderr)
+        return 3
+
+
+def _tags(text: str | None) -> list[str] | None:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
+    from .runner import RunOptions, Runner
+    if args.iterations is not None and args.iterations < 1:
+        raise InputError("-I takes a whole number >= 1", field="-I")
+    try:
+        vdev_size = parse_size(args.vdev_size) if args.vdev_size else None
+    except ValueError as e:
+        raise InputError(str(e), field="-s") from None
+    if os.environ.get("DISKS"):
+        raise InputError("DISKS (real disks as vdevs) is not supported yet; zfsperf uses sparse files (-f)",
+                         field="DISKS")
+    opts = RunOptions(runfile=args.runfile, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
+                      vdev_dir=args.vdev_dir, vdev_size=vdev_size, outdir=args.outdir,
+                      keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet, target=args.target,
+                      params_dir=args.params_dir, resume=args.resume, cleanup=args.cleanup,
+                      arc_max_mb=args.arc_max, argv=["zfsperf", *argv])
+    return Runner(opts).run()
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .runfile import load
+    rf = load(args.runfile)
+    for t in rf.select(tags=_tags(args.tags), test=args.test):
+        from .runfile import expand
+        cases = expand(t)
+        print(f"{t.name}  [{', '.join(t.tags)}]  workload={t.workload}  iterations={t.iterations}  "
+              f"pool={t.pool.describe()}  cases={len(cases)}")
+        for c in cases:
+            print(f"    {c.id}")
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from .target import open_target
+    target = open_target(args.target)
+    try:
+        info = target.info()
+        try:
+            arc = target.kstat("arcstats")
+        except ZfsperfError:
+            arc = None
+        info["arcstats_fields"] = len(arc) if arc else 0
+    finally:
+        target.close()
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    print(f"implementation:  {info['implementation']}")
+    print(f"version:         {info['zfs_version']} (pool version {info['pool_version']})")
+    print(f"kstat sources:   {', '.join(info['kstat_sources']) or 'none yet'}"
+          + (f" ({info['kstat_note']})" if info.get("kstat_note") else ""))
+    print(f"arcstats:        {info['arcstats_fields']} fields")
+    print(f"txgs:            {info['txgs'] if info['txgs'] else 'unavailable'}")
+    print(f"zpool iostat:    {', '.join(info['zpool_iostat_forms'])}")
+    print(f"tunables:        {info['tunables'] or 'none at run time'}")
+    return 0
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    from .lab import Lab, lab_dir_from_env
+    root = lab_dir_from_env()
+    if args.action == "start":
+        lab = Lab.start(root, owner="lab", arc_max_mb=args.arc_max)
+        st = lab.status()
+        print(f"zfs-fuse lab started at {root}: daemon pid {st['daemon_pid']} in a private mount namespace "
+              f"(holder pid {st['holder_pid']})")
+        return 0
+    lab = Lab.find(root)
+    if lab is None:
+        print(f"no zfsperf lab is running at {root}")
+        return 0 if args.action == "stop" else 1
+    if args.action == "status":
+        print(json.dumps(lab.status(), indent=1))
+        return 0
+    lab.stop()
+    print(f"zfs-fuse lab at {root} stopped")
+    return 0
+
+
+def cmd_corpus(args: argparse.Namespace) -> int:
+    from .target import open_target
+    from .workloads import corpus
+    target = open_target(args.target)
+    try:
+        c = corpus.make(target, args.kind, args.size, seed=args.seed, vdev_dir=Path(args.vdev_dir),
+                        out=args.output, progress=print)
+    finally:
+        target.close()
+    s = c.stream
+    print(f"{s.path}: {s.length} bytes, {s.writes} WRITE records ({c.describe()}, made by {c.made_by})")
+    if c.base:
+        print(f"{c.base.path}: base stream, {c.base.length} bytes, {c.base.writes} WRITE records")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .results.export import status_line
+    from .results.store import ResultsDir
+    from .results.tables import case_table
+    from .runner import HEADLINE
+    from .ui import Console
+    ui = Console()
+    for d in args.dirs:
+        rd = ResultsDir.open(Path(d))
+        info = rd.run_info()
+        records = rd.results()
+        print(f"{rd.path}: {info['target']['implementation']} {info['target']['zfs_version']}, "
+              f"runfile {info['runfile']['source']}, {len(records)} results")
+        for r in records:
+            print(status_line(r, HEADLINE.get(r.get("workload", ""))))
+        ui.print_table(case_table(records))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,293 @@
+"""Vdevs, pools and datasets that zfsperf creates, and the rules that keep it off everything else.
+
+Every pool zfsperf creates carries the user property `zfsperf:owner` on its root dataset. zfsperf
+refuses a pool name that already exists, and destroys a pool only when it carries that mark, was
+not present when the run started, and is not named in KEEP. Vdev files are created in a directory
+with a `.zfsperf-vdevs` manifest, and only files named in a manifest are ever removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import proc
+from .errors import InputError, TargetError
+from .target.base import Target
+from .units import MIB, format_size
+
+OWNER_PROP = "zfsperf:owner"
+MANIFEST = ".zfsperf-vdevs"
+LAYOUTS = ("stripe", "mirror", "raidz1", "raidz2", "raidz3")
+MIN_VDEVS = {"stripe": 1, "mirror": 2, "raidz1": 2, "raidz2": 3, "raidz3": 4}
+# ZFS's own rules (zfs_namecheck.c): pool names start with a letter and hold alphanumerics,
+# _ - . : ; dataset components add nothing else; no "c[0-9]" style or reserved names handled here.
+POOL_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,254}$")
+COMPONENT_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,255}$")
+PROP_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$|^[a-z0-9_.+-]+:[a-z0-9_.:+-]+$")
+RESERVED_POOL_NAMES = {"mirror", "raidz", "raidz1", "raidz2", "raidz3", "spare", "log", "cache",
+                       "special", "dedup", "draid"}
+
+
+def check_pool_name(name: str) -> str:
+    if not POOL_NAME_RE.match(name) or name in RESERVED_POOL_NAMES or name.startswith(("mirror", "raidz")):
+        raise InputError(f"{name!r} is not a valid pool name (a letter, then letters, digits, _ - . :)",
+                         field="pool")
+    return name
+
+
+def check_dataset_component(name: str) -> str:
+    if not COMPONENT_RE.match(name) or name in (".", ".."):
+        raise InputError(f"{name!r} is not a valid dataset name component", field="dataset")
+    return name
+
+
+def check_property_name(name: str) -> str:
+    if not PROP_NAME_RE.match(name):
+        raise InputError(f"{name!r} is not a valid ZFS property name", field="property")
+    return name
+
+
+def check_property_value(value: str) -> str:
+    if "\n" in value or "\0" in value or len(value) > 1024:
+        raise InputError(f"{value!r} is not a valid property value", field="property")
+    return value
+
+
+@dataclass
+class PoolSpec:
+    layout: str = "stripe"
+    vdevs: int = 2
+    vdev_size: int = 2 * 1024 ** 3
+    log_vdevs: int = 0
+    ashift: int | None = None
+    prefill: bool = False
+    properties: dict[str, str] = field(default_factory=dict)   # zpool -o
+
+    def validate(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise InputError(f"unknown layout {self.layout!r} (expected {' | '.join(LAYOUTS)})",
+                             field="pool.layout")
+        if self.vdevs < MIN_VDEVS[self.layout]:
+            raise InputError(f"{self.layout} needs at least {MIN_VDEVS[self.layout]} vdevs, got {self.vdevs}",
+                             field="pool.vdevs")
+        if self.vdev_size < 64 * MIB:
+            raise InputError(f"vdev_size {format_size(self.vdev_size)} is below ZFS's 64M minimum",
+                             field="pool.vdev_size")
+
+    def describe(self) -> str:
+        text = f"{self.layout} of {self.vdevs} × {format_size(self.vdev_size)}"
+        if self.log_vdevs:
+            text += f" + log {'mirror ' if self.log_vdevs > 1 else ''}of {self.log_vdevs}"
+        return text
+
+
+class VdevDir:
+    """A directory of sparse vdev files that zfsperf created (listed in its manifest)."""
+
+    def __init__(self, target: Target, path: Path) -> None:
+        self.target = target
+        self.path = Path(path)
+
+    def _manifest(self) -> dict:
+        try:
+            return json.loads((self.path / MANIFEST).read_text())
+        except (OSError, ValueError):
+            return {"files": {}}
+
+    def _save(self, data: dict) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.path / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        os.replace(tmp, self.path / MANIFEST)
+
+    def files(self, names: list[str], size: int, prefill: bool) -> list[str]:
+        """Vdev files of this size, created (and pre-filled) when missing or of another size."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        data = self._manifest()
+        out = []
+        for name in names:
+            p = self.path / name
+            info = data["files"].get(name)
+            if p.exists() and info is None:
+                raise TargetError(f"{p} exists and was not created by zfsperf: refusing to use it")
+            fresh = info is None or info.get("size") != size or not p.exists()
+            if fresh:
+                data["files"][name] = {"size": size, "prefilled": False}
+                self._save(data)               # listed before it exists: a crash leaves nothing unlisted
+                if p.exists():
+                    p.unlink()
+                res = self.target.run(["truncate", "-s", str(size), str(p)])
+                if not res.ok:
+                    raise TargetError(f"cannot create vdev file {p}: {res.error_text()}")
+            if prefill and not data["files"][name].get("prefilled"):
+                res = self.target.run(["dd", "if=/dev/zero", f"of={p}", "bs=1M", f"count={size // MIB}",
+                                       "conv=notrunc", "status=none"], timeout=3600)
+                if not res.ok:
+                    raise TargetError(f"cannot pre-fill {p}: {res.error_text()}")
+                data["files"][name]["prefilled"] = True
+                self._save(data)
+            out.append(str(p))
+        return out
+
+    def remove_all(self) -> list[str]:
+        """Remove the files this directory's manifest lists (and nothing else)."""
+        data = self._manifest()
+        removed = []
+        for name in list(data["files"]):
+            p = self.path / name
+            try:
+                p.unlink()
+                removed.append(str(p))
+            except FileNotFoundError:
+                pass
+            del data["files"][name]
+        try:
+            (self.path / MANIFEST).unlink()
+        except FileNotFoundError:
+            pass
+        for sub in ("mnt",):
+            try:
+                (self.path / sub).rmdir()
+            except OSError:
+                pass
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass
+        return removed
+
+
+def new_pool_name(prefix: str = "zfsperf") -> str:
+    return f"{prefix}_{secrets.token_hex(3)}"
+
+
+def list_pools(target: Target) -> list[str]:
+    res = target.run(["zpool", "list", "-H", "-o", "name"], log=proc.NULL_LOG)
+    return res.stdout.split() if res.ok else []
+
+
+def pool_owner(target: Target, pool: str) -> str | None:
+    """The zfsperf ownership mark on a pool's root dataset, or None."""
+    res = target.run(["zfs", "get", "-H", "-o", "value", OWNER_PROP, pool], log=proc.NULL_LOG)
+    if not res.ok:
+        return None
+    value = res.stdout.strip()
+    return None if value in ("", "-") else value
+
+
+def keep_list() -> set[str]:
+    return set(os.environ.get("KEEP", "").replace(",", " ").split())
+
+
+@dataclass
+class Pool:
+    target: Target
+    name: str
+    spec: PoolSpec
+    vdevs: list[str]
+    mountpoint: str
+    owner: str
+
+    @property
+    def root(self) -> str:
+        return self.name
+
+    def dataset(self, name: str, properties: dict[str, str] | None = None) -> str:
+        full = f"{self.name}/{check_dataset_component(name)}"
+        argv = ["zfs", "create"]
+        for k, v in (properties or {}).items():
+            argv += ["-o", f"{check_property_name(k)}={check_property_value(str(v))}"]
+        res = self.target.run(argv + [full])
+        if not res.ok:
+            raise TargetError(f"zfs create {full} failed: {res.error_text()}")
+        return full
+
+    def layout_argv(self) -> list[str]:
+        n_data = self.spec.vdevs
+        data, logs = self.vdevs[:n_data], self.vdevs[n_data:]
+        argv = list(data) if self.spec.layout == "stripe" else [self.spec.layout, *data]
+        if logs:
+            argv += ["log"] + (["mirror"] if len(logs) > 1 else []) + logs
+        return argv
+
+
+class PoolManager:
+    """Creates and destroys zfsperf's pools on one target, remembering what existed before."""
+
+    def __init__(self, target: Target, vdev_dir: Path, run_id: str) -> None:
+        self.target = target
+        self.vdev_dir = VdevDir(target, vdev_dir)
+        self.run_id = run_id
+        self.preexisting = set(list_pools(target))
+
+    def create(self, spec: PoolSpec, *, name: str | None = None,
+               fs_properties: dict[str, str] | None = None) -> Pool:
+        spec.validate()
+        name = check_pool_name(name or new_pool_name())
+        existing = set(list_pools(self.target))
+        if name in existing or name in self.preexisting:
+            raise TargetError(f"pool {name} already exists: zfsperf never reuses a pool it did not create")
+        names = [f"vdev{i}" for i in range(spec.vdevs)] + [f"log{i}" for i in range(spec.log_vdevs)]
+        files = self.vdev_dir.files(names, spec.vdev_size, spec.prefill)
+        mountpoint = str(self.vdev_dir.path / "mnt" / name)
+        owner = f"{self.run_id}"
+        argv = ["zpool", "create", "-f", "-m", mountpoint, "-O", f"{OWNER_PROP}={owner}"]
+        if spec.ashift:
+            argv += ["-o", f"ashift={spec.ashift}"]
+        for k, v in spec.properties.items():
+            argv += ["-o", f"{check_property_name(k)}={check_property_value(str(v))}"]
+        for k, v in (fs_properties or {}).items():
+            argv += ["-O", f"{check_property_name(k)}={check_property_value(str(v))}"]
+        pool = Pool(self.target, name, spec, files, mountpoint, owner)
+        # -f: the files are ours (manifest); they may carry the label of a pool we destroyed.
+        res = self.target.run(argv + [name] + pool.layout_argv())
+        if not res.ok:
+            raise TargetError(f"zpool create {name} failed: {res.error_text()}")
+        return pool
+
+    def may_destroy(self, name: str) -> tuple[bool, str]:
+        if name in keep_list():
+            return False, f"{name} is in KEEP"
+        if name in self.preexisting:
+            return False, f"{name} existed before this run started"
+        if pool_owner(self.target, name) is None:
+            return False, f"{name} does not carry the {OWNER_PROP} mark"
+        return True, ""
+
+    def destroy(self, pool: Pool | str, *, attempts: int = 10, delay: float = 1.0) -> None:
+        name = pool.name if isinstance(pool, Pool) else pool
+        ok, why = self.may_destroy(name)
+        if not ok:
+            raise TargetError(f"refusing to destroy pool {name}: {why}")
+        last = ""
+        for _ in range(attempts):
+            res = self.target.run(["zpool", "destroy", "-f", name], timeout=120)
+            if res.ok or name not in list_pools(self.target):
+                mp = self.vdev_dir.path / "mnt" / name
+                try:
+                    mp.rmdir()
+                except OSError:
+                    pass
+                return
+            last = res.error_text()
+            time.sleep(delay)    # zfs-fuse: "pool is busy" right after a receive; it clears
+        raise TargetError(f"zpool destroy {name} failed after {attempts} attempts: {last}")
+
+    def cleanup_files(self) -> list[str]:
+        return self.vdev_dir.remove_all()
+
+
+def leftover_pools(target: Target) -> list[tuple[str, str]]:
+    """Pools on the target that carry zfsperf's mark: (name, owner)."""
+    out = []
+    for name in list_pools(target):
+        owner = pool_owner(target, name)
+        if owner is not None:
+            out.append((name, owner))
+    return out

@@ -1,0 +1,169 @@
+"""Running commands: argv lists only, every command and its output logged, processes stopped by pid."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Sequence
+
+
+@dataclass
+class Completed:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    elapsed: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def error_text(self) -> str:
+        text = (self.stderr.strip() or self.stdout.strip())
+        return text or f"exit status {self.returncode}"
+
+
+class CommandLog:
+    """Appends every command run, with its exit status, time and output, to one file."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, text: str) -> None:
+        if self.path is None:
+            return
+        with self._lock, open(self.path, "a", encoding="utf-8") as f:
+            f.write(text if text.endswith("\n") else text + "\n")
+
+    def record(self, res: Completed, note: str = "") -> None:
+        head = f"$ {shlex.join(res.argv)}{note}\n# exit {res.returncode}, {res.elapsed:.3f} s\n"
+        body = ""
+        if res.stdout.strip():
+            body += "".join(f"  | {ln}\n" for ln in res.stdout.rstrip("\n").splitlines())
+        if res.stderr.strip():
+            body += "".join(f"  ! {ln}\n" for ln in res.stderr.rstrip("\n").splitlines())
+        self.write(head + body)
+
+
+NULL_LOG = CommandLog(None)
+
+
+def run(argv: Sequence[str], *, log: CommandLog = NULL_LOG, stdin: IO[bytes] | int | None = None,
+        input: str | None = None, timeout: float | None = None, env: dict[str, str] | None = None,
+        note: str = "", stdout: IO[bytes] | None = None) -> Completed:
+    """Run argv (never through a shell), wait, log it and return what it printed.
+
+    With stdout given, the command writes there (a file) and only stderr is captured."""
+    argv = [str(a) for a in argv]
+    t0 = time.monotonic()
+    try:
+        cp = subprocess.run(argv, stdin=stdin if input is None else None, input=input,
+                            stdout=subprocess.PIPE if stdout is None else stdout,
+                            stderr=subprocess.PIPE, text=True, timeout=timeout, env=env,
+                            errors="replace")
+        res = Completed(argv, cp.returncode, cp.stdout or "", cp.stderr or "", time.monotonic() - t0)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        res = Completed(argv, -signal.SIGKILL, out, err + f"\ntimed out after {timeout} s",
+                        time.monotonic() - t0)
+    except FileNotFoundError as e:
+        res = Completed(argv, 127, "", f"{argv[0]}: {e.strerror}", time.monotonic() - t0)
+    log.record(res, note)
+    return res
+
+
+def pid_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def pid_cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [p.decode(errors="replace") for p in f.read().split(b"\0") if p]
+    except OSError:
+        return []
+
+
+def wait_gone(pid: int, timeout: float, proc: subprocess.Popen | None = None) -> bool:
+    """Wait until pid has exited (reaping it when it is our child). True if it is gone."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return True
+        if proc is None:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    return not pid_alive(pid)
+
+
+def stop_pid(pid: int, *, grace: float = 10.0, proc: subprocess.Popen | None = None,
+             sig: int = signal.SIGTERM, group: bool = False) -> bool:
+    """Stop one process we started, by pid: sig, wait up to grace seconds, then SIGKILL.
+
+    With group=True the signal goes to the process group the pid leads (a process we
+    started with start_new_session=True), so its children stop with it.
+    Returns True when it had to be killed.
+    """
+    if not pid_alive(pid):
+        if proc is not None:
+            proc.poll()
+        return False
+    kill = os.killpg if group else os.kill
+    try:
+        kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    if wait_gone(pid, grace, proc):
+        return False
+    try:
+        kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    wait_gone(pid, 5.0, proc)
+    return True
+
+
+class ProcessSet:
+    """The processes a case started. On a timeout or a signal they are stopped by pid, never by name."""
+
+    def __init__(self) -> None:
+        self._procs: list[subprocess.Popen] = []
+        self._lock = threading.Lock()
+
+    def add(self, p: subprocess.Popen) -> subprocess.Popen:
+        with self._lock:
+            self._procs.append(p)
+        return p
+
+    def stop_all(self, grace: float = 5.0) -> list[int]:
+        """SIGTERM each live process group we started, then SIGKILL. Returns the pids stopped."""
+        stopped = []
+        with self._lock:
+            procs = list(self._procs)
+        for p in procs:
+            if p.poll() is None:
+                stop_pid(p.pid, grace=grace, proc=p, group=True)
+                stopped.append(p.pid)
+        return stopped

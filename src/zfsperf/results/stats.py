@@ -1,0 +1,54 @@
+"""Statistics over iterations: what a performance engineer needs to trust a number."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+
+@dataclass
+class Summary:
+    n: int
+    mean: float
+    median: float
+    stddev: float
+    cv: float              # % (stddev / mean)
+    min: float
+    max: float
+    ci_low: float          # 95 % confidence interval of the mean (Student t)
+    ci_high: float
+    outliers: list[int]    # indexes flagged by the median/MAD rule
+
+    def as_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+def mad_outliers(values: np.ndarray, threshold: float = 3.5) -> list[int]:
+    """Indexes whose modified z-score 0.6745·|x − median| / MAD exceeds threshold (Iglewicz-Hoaglin)."""
+    if len(values) < 3:
+        return []
+    med = float(np.median(values))
+    mad = float(np.median(np.abs(values - med)))
+    if mad == 0:
+        return []
+    z = 0.6745 * np.abs(values - med) / mad
+    return [int(i) for i in np.nonzero(z > threshold)[0]]
+
+
+def summarise(values: list[float]) -> Summary:
+    a = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    n = len(a)
+    if n == 0:
+        nan = float("nan")
+        return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan, [])
+    mean = float(a.mean())
+    sd = float(a.std(ddof=1)) if n > 1 else 0.0
+    if n > 1 and sd > 0:
+        half = float(sps.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    else:
+        half = 0.0 if n > 1 else float("nan")
+    return Summary(n, mean, float(np.median(a)), sd, (100 * sd / mean) if mean else float("nan"),
+                   float(a.min()), float(a.max()), mean - half, mean + half, mad_outliers(a))

@@ -1,0 +1,126 @@
+"""The results directory: written once, append-only, read back by report/compare/steady.
+
+<outdir>/<YYYYMMDDTHHMMSS>/
+  run.json        how the results were obtained (versions, host, layout, tunables, runfile, times)
+  results.jsonl   one line per case and iteration, appended, flushed and fsynced as each ends
+  logs/           every command with its output, one file per case; daemon.log from zfs-fuse
+  series/         sampled metric series (steady state)
+  summary.txt, junit.xml, results.csv   derived from the above
+<outdir>/current -> the newest results directory
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import InputError
+from ..proc import CommandLog
+
+STATUSES = ("PASS", "FAIL", "SKIP", "KILLED")
+
+
+class ResultsDir:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, outdir: Path) -> "ResultsDir":
+        outdir = Path(outdir)
+        outdir.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        path = outdir / stamp
+        n = 1
+        while True:
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:
+                n += 1
+                path = outdir / f"{stamp}.{n}"
+        for sub in ("logs", "series"):
+            (path / sub).mkdir()
+        rd = cls(path)
+        rd.link_current()
+        return rd
+
+    @classmethod
+    def open(cls, path: Path) -> "ResultsDir":
+        path = Path(path)
+        if not (path / "run.json").exists():
+            raise InputError("not a zfsperf results directory (no run.json)", file=str(path))
+        return cls(path)
+
+    def link_current(self) -> None:
+        link = self.path.parent / "current"
+        tmp = self.path.parent / f".current.{os.getpid()}"
+        try:
+            if tmp.is_symlink():
+                tmp.unlink()
+            tmp.symlink_to(self.path.name)
+            os.replace(tmp, link)
+        except OSError:
+            pass
+
+    # ---------------------------------------------------------------- writing
+    def write_json(self, name: str, data: Any) -> None:
+        tmp = self.path / f".{name}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, default=str)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path / name)
+
+    def append_result(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, separators=(",", ":"), default=str)
+        with open(self.path / "results.jsonl", "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def case_log(self, slug: str, iteration: int) -> CommandLog:
+        return CommandLog(self.path / "logs" / f"{slug}.iter{iteration}.log")
+
+    def write_text(self, name: str, text: str) -> None:
+        (self.path / name).write_text(text)
+
+    # ---------------------------------------------------------------- reading
+    def run_info(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.path / "run.json").read_text())
+        except (OSError, ValueError) as e:
+            raise InputError(f"cannot read run.json: {e}", file=str(self.path / "run.json")) from None
+
+    def results(self) -> list[dict[str, Any]]:
+        return list(iter_results(self.path / "results.jsonl"))
+
+
+def iter_results(path: Path) -> Iterator[dict[str, Any]]:
+    """Records of a results.jsonl. A torn last line (a run killed mid-write) is skipped;
+    a malformed line elsewhere is an error naming the file and line."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").split("\n")
+    except FileNotFoundError:
+        return
+    last = len(lines) - 1
+    while last >= 0 and not lines[last].strip():
+        last -= 1
+    for i, line in enumerate(lines[:last + 1], start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec, dict):
+                raise ValueError("not an object")
+        except ValueError as e:
+            if i == last + 1:
+                return                      # torn final write: the finished cases are whole
+            raise InputError(f"malformed record: {e}", file=str(path), line=i) from None
+        if rec.get("status") not in STATUSES:
+            raise InputError(f"status must be one of {', '.join(STATUSES)}, got {rec.get('status')!r}",
+                             file=str(path), line=i, field="status")
+        yield rec

@@ -1,0 +1,58 @@
+"""The per-case table printed after a run and by `zfsperf report`: mean over iterations with CV %."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .stats import summarise
+
+# preferred column order; other figures follow alphabetically
+ORDER = ["throughput", "blocks", "txgs", "per_stream", "iops", "read_iops", "write_iops", "read_bw", "write_bw",
+         "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99", "wall_time"]
+
+
+@dataclass
+class Table:
+    columns: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    title: str = ""
+
+
+def _fmt(v: float) -> str:
+    if v != v:
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 100:
+        return f"{v:.1f}"
+    if abs(v) >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def case_table(records: list[dict[str, Any]]) -> Table:
+    cases: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        cases.setdefault(r["case"], []).append(r)
+    figs: dict[str, str] = {}
+    for r in records:
+        if r["status"] == "PASS":
+            for k, f in (r.get("figures") or {}).items():
+                figs.setdefault(k, f["unit"])
+    names = [n for n in ORDER if n in figs] + sorted(n for n in figs if n not in ORDER and n != "bytes")
+    t = Table(columns=["case", "status", "n"] + [f"{n} ({figs[n]})" for n in names],
+              title="mean over iterations (CV %)")
+    for case, recs in cases.items():
+        passed = [r for r in recs if r["status"] == "PASS"]
+        statuses = sorted({r["status"] for r in recs})
+        row = [case, "/".join(statuses), str(len(passed))]
+        for n in names:
+            vals = [r["figures"][n]["value"] for r in passed if n in (r.get("figures") or {})]
+            if not vals:
+                row.append("-")
+                continue
+            s = summarise(vals)
+            row.append(_fmt(s.mean) + (f" ({s.cv:.1f}%)" if s.n > 1 and s.cv == s.cv else ""))
+        t.rows.append(row)
+    return t

@@ -1,0 +1,437 @@
+"""Runfiles: TOML, validated completely before anything is touched, expanded into cases.
+
+```toml
+[defaults]                 # iterations, timeout, pool, dataset, tunables, steady
+iterations = 3
+[defaults.pool]
+layout = "mirror"
+[[test]]
+name = "recv-threads"
+tags = ["receive", "quick"]
+workload = "receive"
+corpus = { kind = "small-records", size = "256M" }
+threads = [1, 2, 4]        # a list is a sweep: one case per value; several lists make a matrix
+tunables = { zfs_recv_write_batch_size = ["128K", "1M"] }
+expect = { throughput = ">= 100 MiB/s" }
+```
+Every error names the file, the line, the field and what was expected (InputError, exit 2).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+from .pool import LAYOUTS, PoolSpec, check_property_name
+from .tunables import normalise_value
+from .units import parse_duration, parse_size
+from .workloads import WORKLOADS
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+TUNABLE_RE = re.compile(r"^[a-z][a-z0-9_]{1,80}$")
+EXPECT_RE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*(\S.*)?$")
+COMMON_TEST_KEYS = {"name", "tags", "workload", "description", "iterations", "timeout", "pool",
+                    "dataset", "tunables", "expect", "steady"}
+DEFAULT_KEYS = {"iterations", "timeout", "pool", "dataset", "tunables", "steady"}
+POOL_KEYS = {"layout": str, "vdevs": int, "vdev_size": (str, int), "log_vdevs": int, "ashift": int,
+             "prefill": bool, "properties": dict}
+STEADY_KEYS = {"mode", "interval", "window", "range", "slope", "quorum", "timeout", "cache_gate",
+               "measure"}
+DEFAULT_ITERATIONS = 3
+DEFAULT_TIMEOUT = 20 * 60.0
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.name[:-5] for p in resources.files("zfsperf.runfiles").iterdir()
+                  if p.name.endswith(".toml"))
+
+
+def resolve_path(name_or_path: str) -> tuple[str, str]:
+    """(display name, text) of a runfile given as a path or a built-in name."""
+    p = Path(name_or_path)
+    if p.exists():
+        try:
+            return str(p), p.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"cannot read runfile: {e}", file=str(p)) from None
+    if name_or_path in builtin_names():
+        res = resources.files("zfsperf.runfiles") / f"{name_or_path}.toml"
+        return f"<builtin:{name_or_path}>", res.read_text()
+    raise InputError(f"no such runfile (and no built-in of that name; built-ins: "
+                     f"{', '.join(builtin_names())})", file=name_or_path)
+
+
+class Locator:
+    """Finds the line of a key in TOML text: tomllib gives values, not positions."""
+
+    def __init__(self, text: str) -> None:
+        self.index: dict[tuple[str, int, str], int] = {}
+        section, test_idx = "", -1
+        for i, raw in enumerate(text.splitlines(), start=1):
+            s = raw.split("#", 1)[0].strip() if not raw.strip().startswith(("'", '"')) else raw.strip()
+            if s.startswith("[["):
+                section = s.strip("[] \t").strip()
+                if section == "test":
+                    test_idx += 1
+                self.index.setdefault((section, test_idx if section.startswith("test") else -1, ""), i)
+            elif s.startswith("["):
+                section = s.strip("[] \t").strip()
+                self.index.setdefault((section, test_idx if section.startswith("test") else -1, ""), i)
+            elif "=" in s:
+                key = s.split("=", 1)[0].strip().strip('"').strip("'")
+                idx = test_idx if section.startswith("test") else -1
+                self.index.setdefault((section, idx, key), i)
+                head = key.split(".", 1)[0]
+                self.index.setdefault((section, idx, head), i)
+
+    def line(self, section: str, idx: int, key: str = "") -> int | None:
+        parts = key.split(".") if key else [""]
+        # "pool.layout" may be a key of [test.pool], a dotted key in [[test]], or inline
+        for n in range(len(parts), 0, -1):
+            sec = ".".join([section] + parts[:n - 1]) if n > 1 else section
+            hit = self.index.get((sec, idx, parts[n - 1] if key else ""))
+            if hit:
+                return hit
+        return self.index.get((section, idx, ""))
+
+
+@dataclass
+class Expectation:
+    figure: str
+    op: str
+    value: float
+    unit: str | None
+    text: str
+
+    def check(self, figures: dict[str, dict[str, Any]]) -> str | None:
+        """None when met, else the failure text with both numbers."""
+        fig = figures.get(self.figure)
+        if fig is None:
+            return f"expected {self.figure} {self.text}, but the case reported no {self.figure}"
+        if self.unit and fig["unit"] != self.unit:
+            return f"expected {self.figure} {self.text}, but it is reported in {fig['unit']}"
+        v = fig["value"]
+        ok = {">=": v >= self.value, "<=": v <= self.value, ">": v > self.value, "<": v < self.value,
+              "==": v == self.value}[self.op]
+        if ok:
+            return None
+        return f"expected {self.figure} {self.op} {self.value:g} {fig['unit']}, got {v:.4g} {fig['unit']}"
+
+
+@dataclass
+class TestSpec:
+    name: str
+    workload: str
+    tags: list[str]
+    iterations: int
+    timeout: float
+    pool: PoolSpec
+    dataset: dict[str, Any]                # property -> value or list (sweep)
+    tunables: dict[str, Any]               # tunable -> value or list (sweep)
+    fields: dict[str, Any]                 # workload fields, lists where swept
+    expect: list[Expectation]
+    steady: dict[str, Any]
+    description: str = ""
+    line: int | None = None
+
+
+@dataclass
+class Case:
+    test: TestSpec
+    sweep: dict[str, Any]                  # only the swept keys -> this case's value
+    params: dict[str, Any]                 # workload fields with this case's values
+    dataset: dict[str, str]
+    tunables: dict[str, str]               # normalised for the kernel
+
+    @property
+    def id(self) -> str:
+        if not self.sweep:
+            return self.test.name
+        return self.test.name + " " + " ".join(f"{k}={_short(v)}" for k, v in self.sweep.items())
+
+    @property
+    def slug(self) -> str:
+        return re.sub(r"[^A-Za-z0-9_.=-]+", "_", self.id.replace(" ", "__"))
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, dict):
+        if "file" in v:
+            return Path(str(v["file"])).name
+        return "-".join(str(v[k]) for k in ("kind", "size") if k in v)
+    return str(v)
+
+
+@dataclass
+class Runfile:
+    source: str
+    text: str
+    tests: list[TestSpec] = field(default_factory=list)
+
+    def cases(self, *, tags: list[str] | None = None, test: str | None = None) -> list[Case]:
+        out = []
+        for t in self.select(tags=tags, test=test):
+            out.extend(expand(t))
+        return out
+
+    def select(self, *, tags: list[str] | None = None, test: str | None = None) -> list[TestSpec]:
+        tests = self.tests
+        if test:
+            tests = [t for t in tests if t.name == test]
+            if not tests:
+                raise InputError(f"no test named {test!r} (tests: {', '.join(x.name for x in self.tests)})",
+                                 file=self.source, field="-t")
+        if tags:
+            tests = [t for t in tests if set(tags) & set(t.tags)]
+        return tests
+
+
+def expand(t: TestSpec) -> list[Case]:
+    """The cross product of every list-valued (swept) field, in the order they appear."""
+    axes: list[tuple[str, str, list[Any]]] = []     # (kind, key, values)
+    wl = WORKLOADS[t.workload]
+    for k, v in t.fields.items():
+        if isinstance(v, list) and wl.fields.get(k, (None, False))[1]:
+            axes.append(("field", k, v))
+    for k, v in t.dataset.items():
+        if isinstance(v, list):
+            axes.append(("dataset", k, v))
+    for k, v in t.tunables.items():
+        if isinstance(v, list):
+            axes.append(("tunable", k, v))
+    cases = []
+    for combo in itertools.product(*[a[2] for a in axes]) if axes else [()]:
+        params = {k: v for k, v in t.fields.items()}
+        dataset = {k: v for k, v in t.dataset.items() if not isinstance(v, list)}
+        tunables = {k: v for k, v in t.tunables.items() if not isinstance(v, list)}
+        sweep = {}
+        for (kind, key, _), value in zip(axes, combo):
+            sweep[key] = value
+            {"field": params, "dataset": dataset, "tunable": tunables}[kind][key] = value
+        cases.append(Case(t, sweep, params, {k: _propval(v) for k, v in dataset.items()},
+                          {k: normalise_value(k, v) for k, v in tunables.items()}))
+    return cases
+
+
+def _propval(v: Any) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    return str(v)
+
+
+# ----------------------------------------------------------------------------- loading
+def load(name_or_path: str) -> Runfile:
+    source, text = resolve_path(name_or_path)
+    return loads(text, source)
+
+
+def loads(text: str, source: str = "<runfile>") -> Runfile:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise InputError(f"not valid TOML: {e}", file=source, line=int(m.group(1)) if m else None) from None
+    loc = Locator(text)
+
+    def where(section: str, idx: int, key: str) -> dict:
+        return {"file": source, "line": loc.line(section, idx, key), "field": key if section != "test"
+                else f"test[{idx + 1}].{key}" if key else f"test[{idx + 1}]"}
+
+    unknown = set(data) - {"defaults", "test"}
+    if unknown:
+        k = sorted(unknown)[0]
+        raise InputError(f"unknown top-level table (expected [defaults] and [[test]])",
+                         file=source, line=loc.line(k, -1) or loc.line("", -1, k), field=k)
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise InputError("must be a table", **where("", -1, "defaults"))
+    dwhere = lambda key: {"file": source, "line": loc.line("defaults", -1, key), "field": f"defaults.{key}"}
+    for k in defaults:
+        if k not in DEFAULT_KEYS:
+            raise InputError(f"unknown field (expected one of {', '.join(sorted(DEFAULT_KEYS))})", **dwhere(k))
+    tests_raw = data.get("test", [])
+    if not isinstance(tests_raw, list) or not tests_raw:
+        raise InputError("no [[test]] entries", file=source, line=1, field="test")
+
+    rf = Runfile(source, text)
+    seen: dict[str, int] = {}
+    for idx, raw in enumerate(tests_raw):
+        twhere = lambda key, idx=idx: where("test", idx, key)
+        t = _load_test(raw, defaults, twhere, dwhere)
+        t.line = loc.line("test", idx)
+        if t.name in seen:
+            raise InputError(f"duplicate test name {t.name!r} (first at test[{seen[t.name] + 1}])",
+                             **twhere("name"))
+        seen[t.name] = idx
+        rf.tests.append(t)
+    for t in rf.tests:          # expansion errors (bad tunable values) are input errors too
+        try:
+            expand(t)
+        except ValueError as e:
+            raise InputError(str(e), file=source, line=t.line, field=f"{t.name}.tunables") from None
+    return rf
+
+
+def _type_name(tp: Any) -> str:
+    names = {str: "a string", int: "an integer", bool: "true or false", dict: "a table", list: "a list",
+             float: "a number"}
+    if isinstance(tp, tuple):
+        return " or ".join(names.get(x, x.__name__) for x in tp)
+    return names.get(tp, tp.__name__)
+
+
+def _is(value: Any, tp: Any) -> bool:
+    tps = tp if isinstance(tp, tuple) else (tp,)
+    if isinstance(value, bool) and bool not in tps:
+        return False
+    return isinstance(value, tps)
+
+
+def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
+    if not isinstance(raw, dict):
+        raise InputError("each [[test]] must be a table", **where(""))
+    name = raw.get("name")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise InputError(f"expected a name of letters, digits, _ . - (got {name!r})", **where("name"))
+    workload = raw.get("workload")
+    if workload not in WORKLOADS:
+        raise InputError(f"unknown workload {workload!r} (expected one of {', '.join(sorted(WORKLOADS))})",
+                         **where("workload"))
+    wl = WORKLOADS[workload]
+    allowed = COMMON_TEST_KEYS | set(wl.fields)
+    for k in raw:
+        if k not in allowed:
+            raise InputError(f"unknown field for a {workload} test (expected one of "
+                             f"{', '.join(sorted(allowed))})", **where(k))
+    tags = raw.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(x, str) and x for x in tags):
+        raise InputError("tags must be a list of strings", **where("tags"))
+
+    iterations = raw.get("iterations", defaults.get("iterations", DEFAULT_ITERATIONS))
+    iw = where("iterations") if "iterations" in raw else dwhere("iterations")
+    if not _is(iterations, int) or iterations < 1:
+        raise InputError(f"expected a whole number >= 1, got {iterations!r}", **iw)
+    timeout_raw = raw.get("timeout", defaults.get("timeout", DEFAULT_TIMEOUT))
+    tw = where("timeout") if "timeout" in raw else dwhere("timeout")
+    try:
+        timeout = parse_duration(timeout_raw)
+    except ValueError as e:
+        raise InputError(str(e), **tw) from None
+    if timeout <= 0:
+        raise InputError("timeout must be positive", **tw)
+
+    def merged(table: str) -> tuple[dict, Any]:
+        d, t = defaults.get(table, {}), raw.get(table, {})
+        for x, w in ((d, dwhere), (t, where)):
+            if not isinstance(x, dict):
+                raise InputError("must be a table", **w(table))
+        # each key's errors point at the line that set it: the test's own, else [defaults]
+        return {**d, **t}, lambda k: where(f"{table}.{k}") if k in t else dwhere(f"{table}.{k}")
+
+    pool = _load_pool(*merged("pool"))
+    dataset = _load_props(*merged("dataset"))
+    tunables = _load_tunables(*merged("tunables"))
+
+    fields: dict[str, Any] = {}
+    for k, (tp, sweepable) in wl.fields.items():
+        if k not in raw:
+            continue
+        v = raw[k]
+        values = v if isinstance(v, list) and tp is not list else [v]
+        if isinstance(v, list) and tp is not list:
+            if not sweepable:
+                raise InputError(f"{k} cannot be swept (expected {_type_name(tp)})", **where(k))
+            if not v:
+                raise InputError("an empty list sweeps over nothing", **where(k))
+        for x in values:
+            if not _is(x, tp):
+                raise InputError(f"expected {_type_name(tp)}" + (" or a list of them" if sweepable else "")
+                                 + f", got {x!r}", **where(k))
+        fields[k] = v
+    wl.validate(fields, where)
+
+    expect = []
+    ex = raw.get("expect", {})
+    if not isinstance(ex, dict):
+        raise InputError("expect must be a table like { throughput = \">= 100 MiB/s\" }", **where("expect"))
+    for fig, text in ex.items():
+        m = EXPECT_RE.match(text) if isinstance(text, str) else None
+        if not m:
+            raise InputError(f"expected e.g. \">= 100 MiB/s\", got {text!r}", **where("expect"))
+        expect.append(Expectation(fig, m.group(1), float(m.group(2)), (m.group(3) or "").strip() or None,
+                                  text.strip()))
+    steady = {**defaults.get("steady", {}), **raw.get("steady", {})}
+    for k in steady:
+        if k not in STEADY_KEYS:
+            raise InputError(f"unknown steady field (expected {', '.join(sorted(STEADY_KEYS))})",
+                             **where("steady"))
+    return TestSpec(name, workload, list(tags), iterations, timeout, pool, dataset, tunables, fields, expect,
+                    steady, str(raw.get("description", "")))
+
+
+def _load_pool(d: dict, w) -> PoolSpec:
+    for k, v in d.items():
+        if k not in POOL_KEYS:
+            raise InputError(f"unknown pool field {k!r} (expected one of {', '.join(POOL_KEYS)})", **w(k))
+        if not _is(v, POOL_KEYS[k]):
+            raise InputError(f"expected {_type_name(POOL_KEYS[k])}, got {v!r}", **w(k))
+    spec = PoolSpec()
+    if "layout" in d:
+        if d["layout"] not in LAYOUTS:
+            raise InputError(f"expected {' | '.join(LAYOUTS)}, got {d['layout']!r}", **w("layout"))
+        spec.layout = d["layout"]
+    for k in ("vdevs", "log_vdevs", "ashift"):
+        if k in d:
+            setattr(spec, k, d[k])
+    if "vdev_size" in d:
+        try:
+            spec.vdev_size = parse_size(d["vdev_size"])
+        except ValueError as e:
+            raise InputError(str(e), **w("vdev_size")) from None
+    if "prefill" in d:
+        spec.prefill = d["prefill"]
+    if "properties" in d:
+        spec.properties = {check_property_name(k): str(v) for k, v in d["properties"].items()}
+    try:
+        spec.validate()
+    except InputError as e:
+        raise InputError(e.message, **w((e.field or "pool.").split(".", 1)[1])) from None
+    return spec
+
+
+def _load_props(d: dict, w) -> dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        try:
+            check_property_name(k)
+        except InputError:
+            raise InputError(f"{k!r} is not a ZFS property name", **w(k)) from None
+        values = v if isinstance(v, list) else [v]
+        if isinstance(v, list) and not v:
+            raise InputError("an empty list sweeps over nothing", **w(k))
+        for x in values:
+            if not _is(x, (str, int, bool)) or (isinstance(x, str) and ("\n" in x or not x)):
+                raise InputError(f"expected a property value (string, integer, true/false), got {x!r}", **w(k))
+        out[k] = v
+    return out
+
+
+def _load_tunables(d: dict, w) -> dict[str, Any]:
+    for k, v in d.items():
+        if not TUNABLE_RE.match(k):
+            raise InputError(f"{k!r} is not a tunable name", **w(k))
+        values = v if isinstance(v, list) else [v]
+        if isinstance(v, list) and not v:
+            raise InputError("an empty list sweeps over nothing", **w(k))
+        for x in values:
+            try:
+                normalise_value(k, x)
+            except ValueError as e:
+                raise InputError(str(e), **w(k)) from None
+    return d

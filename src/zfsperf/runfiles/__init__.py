@@ -1,0 +1,1 @@
+"""Built-in runfiles (`zfsperf run -r NAME`)."""

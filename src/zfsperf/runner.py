@@ -1,0 +1,387 @@
+"""Executes a plan of cases: statuses, timeouts, iterations, tunables, resume, signals.
+
+Order per case and iteration: fresh pool (+ dataset properties) -> tunables (journaled) ->
+workload -> stop its processes -> tunables restored -> pool destroyed -> result appended.
+The runner owns that order; workloads, targets and the store are plain components it calls.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__, proc
+from .errors import InputError, TargetError, Unavailable, ZfsperfError
+from .pool import PoolManager, leftover_pools, pool_owner, keep_list, VdevDir
+from .results import export
+from .results.store import ResultsDir
+from .results.tables import case_table
+from .runfile import Case, Runfile, load, loads
+from .target import open_target
+from .target.base import Target
+from .tunables import Journal, TunableSession, replay
+from .ui import Console
+from .workloads import WORKLOADS
+from .workloads.base import CaseContext, CaseTimeout, WorkloadFailed
+
+HEADLINE = {"receive": "throughput", "fio": "iops", "mixed": "read_p99_ratio"}
+
+
+class Interrupted(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@dataclass
+class RunOptions:
+    runfile: str = "quick"
+    tags: list[str] | None = None
+    test: str | None = None
+    iterations: int | None = None
+    vdev_dir: str = "/var/tmp/zfsperf"
+    vdev_size: int | None = None
+    outdir: str = "zfsperf-results"
+    keep_failed: bool = False
+    verbose: bool = False
+    quiet: bool = False
+    target: str = "auto"
+    params_dir: str | None = None
+    resume: str | None = None
+    cleanup: bool = False
+    arc_max_mb: int | None = None
+    argv: list[str] = field(default_factory=list)
+
+
+class Runner:
+    def __init__(self, opts: RunOptions, console: Console | None = None) -> None:
+        self.opts = opts
+        self.ui = console or Console(quiet=opts.quiet, verbose=opts.verbose)
+        self._interrupt: int | None = None
+
+    # ------------------------------------------------------------------ entry
+    def run(self) -> int:
+        opts = self.opts
+        # 1. Everything about the input is checked before anything on disk is touched.
+        done: set[tuple[str, int]] = set()
+        if opts.resume:
+            rd = ResultsDir.open(Path(opts.resume))
+            info = rd.run_info()
+            rf = loads(info["runfile"]["text"], info["runfile"]["source"])
+            sel = info.get("selection", {})
+            opts.tags, opts.test = sel.get("tags"), sel.get("test")
+            opts.iterations = sel.get("iterations", opts.iterations)
+            done = {(r["case"], r["iteration"]) for r in rd.results()}
+        else:
+            rf = load(opts.runfile)
+        cases = rf.cases(tags=opts.tags, test=opts.test)
+        if not cases:
+            raise InputError(f"no test matches the selection (tags {opts.tags}, test {opts.test})",
+                             file=rf.source)
+        if opts.vdev_size is not None:
+            for c in cases:
+                c.test.pool.vdev_size = opts.vdev_size
+                c.test.pool.validate()
+        # 2. A zfsperf that died left tunables changed: put them back first, and say so.
+        journal = Journal()
+        for line in replay(journal):
+            self.ui.say(f"journal: {line}")
+
+        rd = ResultsDir.open(Path(opts.resume)) if opts.resume else ResultsDir.create(Path(opts.outdir))
+        target_log = proc.CommandLog(rd.path / "logs" / "target.log")
+        old_handlers = self._install_signals()
+        t_start = time.time()
+        target: Target | None = None
+        interrupted = False
+        try:
+            self.ui.say(f"Starting ZFS target ({opts.target}) ...")
+            target = open_target(opts.target, log=target_log, arc_max_mb=opts.arc_max_mb,
+                                 params_dir=opts.params_dir)
+            if opts.cleanup:
+                self._cleanup_leftovers(target)
+            vdev_dir = Path(opts.vdev_dir) / f"run-{os.getpid()}"
+            pools = PoolManager(target, vdev_dir, run_id=rd.path.name)
+            tun_names = sorted({n for c in cases for n in c.tunables})
+            run_info = self._run_info(rf, rd, target, cases, t_start, tun_names)
+            rd.write_json("run.json", run_info) if not opts.resume else None
+            try:
+                interrupted = self._run_cases(rf, cases, done, rd, target, pools, journal)
+            finally:
+                self._finish_target(target, pools, rd)
+            if opts.resume:
+                run_info = rd.run_info()
+                run_info.setdefault("resumed", []).append({"time": t_start, "argv": opts.argv})
+            run_info["tunables"]["after"] = self._read_tunables(target, tun_names)
+            run_info["end"] = time.time()
+            run_info["interrupted"] = interrupted
+            rd.write_json("run.json", run_info)
+        except Interrupted:
+            interrupted = True
+        finally:
+            if target is not None:
+                self._close_target(target, rd)
+            for line in replay(journal):       # anything an interrupt cut short
+                self.ui.say(f"journal: {line}")
+            self._restore_signals(old_handlers)
+        return self._summarise(rd, t_start, interrupted)
+
+    # ------------------------------------------------------------------ cases
+    def _run_cases(self, rf: Runfile, cases: list[Case], done: set[tuple[str, int]], rd: ResultsDir,
+                   target: Target, pools: PoolManager, journal: Journal) -> bool:
+        prepared: dict[str, Any] = {}
+        prep_error: dict[str, str] = {}
+        total = sum(self._iterations(c) for c in cases)
+        self.ui.start_progress(total - len(done))
+        for case in cases:
+            for it in range(1, self._iterations(case) + 1):
+                if (case.id, it) in done:
+                    continue
+                if self._interrupt:
+                    return True
+                t = case.test
+                if t.name not in prepared and t.name not in prep_error:
+                    try:
+                        prepared[t.name] = WORKLOADS[t.workload].prepare(
+                            {**t.fields}, target, pools.vdev_dir.path, self.ui.progress_text)
+                    except Interrupted:
+                        return True
+                    except (ZfsperfError, OSError) as e:
+                        prep_error[t.name] = f"preparing {t.name} failed: {e}"
+                try:
+                    record = self._run_case(case, it, rd, target, pools, journal,
+                                            prepared.get(t.name), prep_error.get(t.name))
+                except Interrupted:
+                    return True
+                rd.append_result(record)
+                self.ui.case_done(record, HEADLINE.get(t.workload))
+        return False
+
+    def _iterations(self, case: Case) -> int:
+        return self.opts.iterations or case.test.iterations
+
+    def _run_case(self, case: Case, it: int, rd: ResultsDir, target: Target, pools: PoolManager,
+                  journal: Journal, prepared: Any, prep_error: str | None) -> dict[str, Any]:
+        t = case.test
+        log = rd.case_log(case.slug, it)
+        target.log = log
+        record: dict[str, Any] = {"test": t.name, "case": case.id, "params": case.sweep, "iteration": it,
+                                  "workload": t.workload, "status": "FAIL", "figures": {}, "error": None,
+                                  "start": time.time()}
+        t0 = time.monotonic()
+        self.ui.case_start(case.id, it)
+
+        def finish(status: str, error: str | None = None) -> dict[str, Any]:
+            record["status"], record["error"] = status, error
+            record["duration"] = round(time.monotonic() - t0, 3)
+            return record
+
+        if prep_error:
+            return finish("FAIL", prep_error)
+        missing = [n for n in case.tunables if not target.has_tunable(n)]
+        if missing:
+            return finish("SKIP", f"{target.impl} has no tunable {', '.join(missing)}")
+
+        pool = None
+        session = TunableSession(target.params, journal, log) if case.tunables else None
+        ctx = None
+        status, error = "FAIL", None
+        try:
+            pool = pools.create(t.pool, fs_properties=case.dataset)
+            record["pool"] = {"name": pool.name, "layout": t.pool.describe(), "dataset": case.dataset}
+            if session is not None:
+                record["tunables"] = session.apply(case.tunables)
+            ctx = CaseContext(target=target, pool=pool, params=case.params, log=log,
+                              deadline=time.monotonic() + t.timeout, prepared=prepared,
+                              live=self.ui.live if (self.opts.verbose or self.ui.is_tty) else None,
+                              workdir=rd.path, case_id=case.slug)
+            figures = WORKLOADS[t.workload].run(ctx)
+            record["figures"] = figures
+            unmet = [m for m in (e.check(figures) for e in t.expect) if m]
+            status, error = ("FAIL", "; ".join(unmet)) if unmet else ("PASS", None)
+        except CaseTimeout as e:
+            status, error = "KILLED", f"timeout of {t.timeout:.0f} s: {e}"
+        except WorkloadFailed as e:
+            status, error = "FAIL", str(e)
+        except Unavailable as e:
+            status, error = "SKIP", str(e)
+        except (TargetError, InputError, OSError) as e:
+            status, error = "FAIL", str(e)
+        except Interrupted:
+            self._teardown(ctx, session, pools, pool, failed=True, log=log)
+            raise
+        except Exception as e:  # noqa: BLE001 - a bug in zfsperf: FAIL with the traceback in the log
+            log.write(traceback.format_exc())
+            status, error = "FAIL", f"internal error: {type(e).__name__}: {e}"
+        teardown_error = self._teardown(ctx, session, pools, pool, failed=status != "PASS", log=log)
+        if teardown_error:
+            if status == "PASS":
+                status = "FAIL"
+            error = "; ".join(x for x in (error, teardown_error) if x)
+        if status == "FAIL" and error and self._daemon_gone(target):
+            error += " (the zfs-fuse daemon is gone)"
+        return finish(status, error)
+
+    def _teardown(self, ctx: CaseContext | None, session: TunableSession | None, pools: PoolManager,
+                  pool, *, failed: bool, log: proc.CommandLog) -> str | None:
+        errors = []
+        if ctx is not None:
+            stopped = ctx.procs.stop_all()
+            if stopped:
+                log.write(f"# stopped processes by pid: {stopped}")
+        if session is not None:
+            try:
+                session.restore()
+            except ZfsperfError as e:
+                errors.append(str(e))
+        target = pools.target
+        if self._daemon_gone(target):
+            try:
+                target.lab.recover()            # type: ignore[attr-defined]
+                log.write("# zfs-fuse daemon restarted after it died")
+            except ZfsperfError as e:
+                errors.append(f"could not restart zfs-fuse: {e}")
+        if pool is not None:
+            if failed and self.opts.keep_failed:
+                log.write(f"# -k: keeping pool {pool.name} and its vdev files")
+            else:
+                try:
+                    pools.destroy(pool)
+                except ZfsperfError as e:
+                    errors.append(str(e))
+        return "; ".join(errors) or None
+
+    @staticmethod
+    def _daemon_gone(target: Target) -> bool:
+        lab = getattr(target, "lab", None)
+        return lab is not None and not lab.daemon_alive()
+
+    # ------------------------------------------------------------------ target lifecycle
+    def _cleanup_leftovers(self, target: Target) -> None:
+        keep = keep_list()
+        for name, owner in leftover_pools(target):
+            if name in keep:
+                self.ui.say(f"-x: keeping {name} (in KEEP)")
+                continue
+            res = target.run(["zpool", "destroy", "-f", name])
+            self.ui.say(f"-x: destroyed leftover zfsperf pool {name} (run {owner})" if res.ok
+                        else f"-x: could not destroy {name}: {res.error_text()}")
+        base = Path(self.opts.vdev_dir)
+        if base.is_dir():
+            for d in sorted(base.iterdir()):
+                if (d / ".zfsperf-vdevs").exists():
+                    removed = VdevDir(target, d).remove_all()
+                    if removed:
+                        self.ui.say(f"-x: removed {len(removed)} leftover vdev files in {d}")
+
+    def _finish_target(self, target: Target, pools: PoolManager, rd: ResultsDir) -> None:
+        leftovers = [n for n, _o in leftover_pools(target) if n not in pools.preexisting]
+        if not self.opts.keep_failed:
+            for name in leftovers:
+                try:
+                    pools.destroy(name)
+                except ZfsperfError as e:
+                    self.ui.say(f"warning: {e}")
+            pools.cleanup_files()
+        elif leftovers:
+            self.ui.say(f"-k: kept pools {', '.join(leftovers)} and vdev files in {pools.vdev_dir.path}")
+
+    def _close_target(self, target: Target, rd: ResultsDir) -> None:
+        lab = getattr(target, "lab", None)
+        if lab is not None:
+            text, _ = lab.syslog_since(0)
+            with open(rd.path / "logs" / "daemon.log", "a") as f:
+                f.write(text)
+        try:
+            target.close()
+        except ZfsperfError as e:
+            self.ui.say(f"warning: stopping the target: {e}")
+
+    # ------------------------------------------------------------------ run.json
+    def _read_tunables(self, target: Target, names: list[str]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for n in names:
+            try:
+                out[n] = target.get_tunable(n)
+            except ZfsperfError:
+                out[n] = None
+        return out
+
+    def _run_info(self, rf: Runfile, rd: ResultsDir, target: Target, cases: list[Case], t_start: float,
+                  tun_names: list[str]) -> dict[str, Any]:
+        fio = proc.run(["fio", "--version"])
+        return {
+            "zfsperf_version": __version__,
+            "command_line": self.opts.argv,
+            "host": platform.node(),
+            "os": platform.platform(),
+            "kernel": platform.release(),
+            "python": sys.version.split()[0],
+            "target": target.info(),
+            "fio_version": fio.stdout.strip() if fio.ok else None,
+            "start": t_start,
+            "end": None,
+            "runfile": {"source": rf.source, "text": rf.text},
+            "selection": {"tags": self.opts.tags, "test": self.opts.test, "iterations": self.opts.iterations},
+            "vdev_dir": self.opts.vdev_dir,
+            "pools": {t.name: t.pool.describe() for t in {c.test.name: c.test for c in cases}.values()},
+            "cases": [c.id for c in cases],
+            "tunables": {"before": self._read_tunables(target, tun_names), "after": None},
+        }
+
+    # ------------------------------------------------------------------ summary
+    def _summarise(self, rd: ResultsDir, t_start: float, interrupted: bool) -> int:
+        self.ui.stop_progress()
+        records = rd.results()
+        counts = {s: sum(1 for r in records if r["status"] == s) for s in ("PASS", "FAIL", "SKIP", "KILLED")}
+        table = case_table(records)
+        elapsed = time.time() - t_start
+        lines = ["", "Results Summary"]
+        lines += [f"{s}\t{counts[s]:4d}" for s in ("PASS", "FAIL", "SKIP", "KILLED") if counts[s]]
+        ran = len(records)
+        pct = 100.0 * counts["PASS"] / ran if ran else 0.0
+        from .units import format_duration
+        lines += ["", f"Running Time:\t{format_duration(elapsed)}", f"Percent passed:\t{pct:.1f}%"]
+        if interrupted:
+            lines.append("Interrupted:\tyes (resume with --resume " + str(rd.path) + ")")
+        lines.append(f"Log directory:\t{rd.path}")
+        text_table = self.ui.render_table(table)
+        summary = "\n".join(export.status_line(r, HEADLINE.get(r.get("workload", ""))) for r in records)
+        rd.write_text("summary.txt", summary + "\n\n" + text_table + "\n" + "\n".join(lines) + "\n")
+        rd.write_text("junit.xml", export.junit_xml(records))
+        rd.write_text("results.csv", export.results_csv(records))
+        self.ui.print_table(table)
+        for ln in lines:
+            self.ui.summary_line(ln)
+        if interrupted:
+            return 3
+        if not ran:
+            return 2
+        return 1 if counts["FAIL"] or counts["KILLED"] else 0
+
+    # ------------------------------------------------------------------ signals
+    def _install_signals(self) -> dict[int, Any]:
+        def handler(signum, _frame):
+            if self._interrupt is None:
+                self._interrupt = signum
+                raise Interrupted(signum)
+        old = {}
+        for s in (signal.SIGINT, signal.SIGTERM):
+            old[s] = signal.signal(s, handler)
+        return old
+
+    @staticmethod
+    def _restore_signals(old: dict[int, Any]) -> None:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def command_line() -> list[str]:
+    return [shlex.quote(a) for a in sys.argv]

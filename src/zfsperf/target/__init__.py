@@ -1,0 +1,67 @@
+"""Targets: where ZFS lives. `open_target(spec)` picks one.
+
+Specs: "auto" (kernel OpenZFS when present, else the embedded zfs-fuse), "zfs-fuse",
+"openzfs" (this host's kernel OpenZFS, Linux or FreeBSD).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+from .. import proc
+from ..errors import InputError, TargetError
+from ..lab import Lab, lab_dir_from_env
+from .base import Target
+from .openzfs_freebsd import OpenZfsFreeBsdTarget
+from .openzfs_linux import OpenZfsLinuxTarget, present
+from ..tunables import FileParams
+
+__all__ = ["Target", "open_target", "SPECS"]
+
+SPECS = ("auto", "zfs-fuse", "openzfs")
+
+
+def _kernel_openzfs(log: proc.CommandLog) -> Target | None:
+    if platform.system() == "FreeBSD":
+        return OpenZfsFreeBsdTarget(log)
+    if present("/"):
+        return OpenZfsLinuxTarget("/", log)
+    return None
+
+
+def _zfs_fuse(log: proc.CommandLog, arc_max_mb: int | None) -> Target:
+    from .zfsfuse import ZfsFuseTarget
+    root = lab_dir_from_env()
+    lab = Lab.find(root, log)
+    if lab is not None:
+        if not lab.ready():
+            lab.recover()
+        return ZfsFuseTarget(lab, owns_lab=False, log=log)
+    # No lab started by `zfsperf lab start`: this run starts its own and stops it at the end.
+    own = Path(str(root) + f"-run{os.getpid()}")
+    lab = Lab.start(own, owner="run", arc_max_mb=arc_max_mb, log=log)
+    return ZfsFuseTarget(lab, owns_lab=True, log=log)
+
+
+def open_target(spec: str = "auto", *, log: proc.CommandLog = proc.NULL_LOG,
+                arc_max_mb: int | None = None, params_dir: str | None = None) -> Target:
+    """The target for spec. params_dir replaces its tunables with a directory laid out like
+    /sys/module/zfs/parameters (how the journal and restore are tested without a kernel)."""
+    if spec not in SPECS:
+        raise InputError(f"unknown target {spec!r} (expected one of: {', '.join(SPECS)})", field="target")
+    if params_dir is not None and not os.path.isdir(params_dir):
+        raise InputError("not a directory", file=params_dir, field="--params-dir")
+    if spec == "auto":
+        t = _kernel_openzfs(log) or _zfs_fuse(log, arc_max_mb)
+    elif spec == "zfs-fuse":
+        t = _zfs_fuse(log, arc_max_mb)
+    else:
+        k = _kernel_openzfs(log)
+        if k is None:
+            raise TargetError("no kernel OpenZFS on this machine (/proc/spl/kstat/zfs is absent)")
+        t = k
+    if params_dir is not None:
+        t.params = FileParams(params_dir)
+    return t

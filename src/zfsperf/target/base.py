@@ -1,0 +1,124 @@
+"""Where ZFS lives: one small protocol that every target answers.
+
+A target runs argv lists (never shell strings), reads kstats as flat {name: number} dicts,
+lists, reads and writes tunables, and runs zpool/zfs. What a target lacks it reports as
+unavailable (None, or an empty list), never as a made-up value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from abc import ABC, abstractmethod
+from typing import Any, Sequence
+
+from .. import proc
+from ..errors import Unavailable
+from .kstat import Txg
+
+
+class Target(ABC):
+    impl: str = "?"                 # "zfs-fuse", "openzfs-linux", "openzfs-freebsd"
+
+    def __init__(self, log: proc.CommandLog = proc.NULL_LOG) -> None:
+        self.log = log
+        self.params = None          # tunables backend: FileParams, SysctlParams, or None
+
+    # ------------------------------------------------------------------ commands
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """The argv that runs argv on the target (a namespace or ssh prefix, or nothing)."""
+        return [str(a) for a in argv]
+
+    def run(self, argv: Sequence[str], *, stdin_file: str | None = None, timeout: float | None = None,
+            log: proc.CommandLog | None = None, input: str | None = None,
+            stdout_file: str | None = None) -> proc.Completed:
+        """Run argv on the target; stdin_file/stdout_file redirect from/to files on the target."""
+        log = self.log if log is None else log
+        with contextlib.ExitStack() as stack:
+            fin = stack.enter_context(open(stdin_file, "rb")) if stdin_file else None
+            fout = stack.enter_context(open(stdout_file, "wb")) if stdout_file else None
+            note = (f" < {stdin_file}" if stdin_file else "") + (f" > {stdout_file}" if stdout_file else "")
+            return proc.run(self.wrap(argv), log=log, timeout=timeout, input=input, stdin=fin,
+                            stdout=fout, note=note)
+
+    def popen(self, argv: Sequence[str], *, stdin_file: str | None = None,
+              stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE) -> subprocess.Popen:
+        """Start argv on the target in its own process group (stopped later by pid)."""
+        stdin: Any = subprocess.DEVNULL
+        f = open(stdin_file, "rb") if stdin_file else None
+        try:
+            return subprocess.Popen(self.wrap(argv), stdin=f or stdin, stdout=stdout, stderr=stderr,
+                                    start_new_session=True)
+        finally:
+            if f:
+                f.close()
+
+    # ------------------------------------------------------------------ identity
+    @abstractmethod
+    def zfs_version(self) -> str: ...
+
+    def pool_version(self) -> str:
+        return "5000 (feature flags)"
+
+    def info(self) -> dict[str, Any]:
+        names = self.tunable_names()
+        return {
+            "implementation": self.impl,
+            "zfs_version": self.zfs_version(),
+            "pool_version": self.pool_version(),
+            "kstat_sources": self.kstat_sources(),
+            "txgs": self.has_txgs(),
+            "zpool_iostat_forms": self.iostat_forms(),
+            "tunables": len(names),
+        }
+
+    # ------------------------------------------------------------------ kstats
+    @abstractmethod
+    def kstat_sources(self) -> list[str]: ...
+
+    @abstractmethod
+    def kstat(self, name: str) -> dict[str, float] | None:
+        """A global kstat ("arcstats", "zfetchstats", …) as {field: number}, or None."""
+
+    def has_txgs(self) -> bool:
+        return False
+
+    def txgs(self, pool: str) -> list[Txg] | None:
+        return None
+
+    def txg(self, pool: str) -> int | None:
+        """The pool's current (last synced) txg number, or None where it cannot be read."""
+        rows = self.txgs(pool)
+        if not rows:
+            return None
+        committed = [t.txg for t in rows if t.state == "C"]
+        return max(committed) if committed else max(t.txg for t in rows)
+
+    def iostat_forms(self) -> list[str]:
+        """Which `zpool iostat` forms work: "human", "-Hp", "-l", "-w", "-q", "-r"."""
+        return ["human", "-Hp", "-l", "-w", "-q", "-r"]
+
+    # ------------------------------------------------------------------ tunables
+    def tunable_names(self) -> list[str]:
+        return self.params.names() if self.params is not None else []
+
+    def has_tunable(self, name: str) -> bool:
+        return self.params is not None and self.params.has(name)
+
+    def get_tunable(self, name: str) -> str:
+        if self.params is None:
+            raise Unavailable(f"{self.impl} has no tunables at run time")
+        return self.params.get(name)
+
+    def set_tunable(self, name: str, value: str) -> None:
+        if self.params is None:
+            raise Unavailable(f"{self.impl} has no tunables at run time")
+        self.params.set(name, value)
+
+    # ------------------------------------------------------------------ files
+    def host_path(self, path: str) -> str | None:
+        """A path on the target as zfsperf on this host can open it, or None (remote)."""
+        return path
+
+    def close(self) -> None:
+        """Release what the target holds (an embedded daemon that a run started)."""

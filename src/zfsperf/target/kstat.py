@@ -1,0 +1,146 @@
+"""Parsers for the forms in which ZFS publishes kstats. Formats: shared/reference/anchors.md §4.
+
+- SPL named kstat (OpenZFS on Linux, /proc/spl/kstat/zfs/arcstats): a raw header line, a
+  `name type data` line, then `name type value` rows; type 7 is a string.
+- SPL raw table (/proc/spl/kstat/zfs/<pool>/txgs): a raw header line, a column header, rows.
+- sysctl (FreeBSD, `sysctl -q kstat.zfs.misc.arcstats`): `kstat.zfs.misc.arcstats.hits: 123`.
+- zfs-fuse (/zfs-kstat/zfs/arcstats/<field>): one file per field holding a decimal value.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+STRING_TYPE = "7"
+
+
+def _number(text: str) -> float | int | None:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return None
+
+
+def parse_named(text: str, source: str = "kstat") -> dict[str, float]:
+    """A named SPL kstat as {name: number}; string fields (dataset_name) are left out."""
+    lines = text.splitlines()
+    if len(lines) < 2 or lines[1].split()[:3] != ["name", "type", "data"]:
+        raise InputError("not an SPL named kstat (no 'name type data' header)", file=source, line=2)
+    out: dict[str, float] = {}
+    for i, line in enumerate(lines[2:], start=3):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) < 3:
+            raise InputError(f"expected 'name type value', got {line!r}", file=source, line=i)
+        name, typ, value = parts[0], parts[1], parts[2]
+        if typ == STRING_TYPE:
+            continue
+        num = _number(value)
+        if num is None:
+            raise InputError(f"value of {name} is not a number: {value!r}", file=source, line=i)
+        out[name] = num
+    return out
+
+
+def parse_named_strings(text: str) -> dict[str, str]:
+    """String fields of a named kstat (type 7), e.g. an objset kstat's dataset_name."""
+    out: dict[str, str] = {}
+    for line in text.splitlines()[2:]:
+        parts = line.split(None, 2)
+        if len(parts) == 3 and parts[1] == STRING_TYPE:
+            out[parts[0]] = parts[2].strip()
+    return out
+
+
+@dataclass
+class Txg:
+    txg: int
+    birth: int          # hrtime, ns
+    state: str          # B O Q W S C
+    ndirty: int
+    nread: int
+    nwritten: int
+    reads: int
+    writes: int
+    otime: int          # ns open
+    qtime: int          # ns quiescing
+    wtime: int          # ns waiting for sync
+    stime: int          # ns syncing
+
+
+TXG_COLUMNS = ("txg", "birth", "state", "ndirty", "nread", "nwritten", "reads", "writes",
+               "otime", "qtime", "wtime", "stime")
+
+
+def parse_txgs(text: str, source: str = "txgs") -> list[Txg]:
+    """/proc/spl/kstat/zfs/<pool>/txgs rows, by the column header (not by position)."""
+    lines = text.splitlines()
+    hdr_i = next((i for i, ln in enumerate(lines) if ln.split()[:1] == ["txg"]), None)
+    if hdr_i is None:
+        raise InputError("no 'txg birth state …' column header", file=source, line=1)
+    cols = lines[hdr_i].split()
+    missing = [c for c in TXG_COLUMNS if c not in cols]
+    if missing:
+        raise InputError(f"txgs header lacks {', '.join(missing)}", file=source, line=hdr_i + 1)
+    idx = {c: cols.index(c) for c in TXG_COLUMNS}
+    out: list[Txg] = []
+    for n, line in enumerate(lines[hdr_i + 1:], start=hdr_i + 2):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) < len(cols):
+            raise InputError(f"short txgs row: {line!r}", file=source, line=n)
+        vals = {}
+        for c in TXG_COLUMNS:
+            v = parts[idx[c]]
+            if c == "state":
+                vals[c] = v
+            else:
+                num = _number(v)
+                if not isinstance(num, int):
+                    raise InputError(f"{c} is not an integer: {v!r}", file=source, line=n)
+                vals[c] = num
+        out.append(Txg(**vals))
+    return out
+
+
+def parse_sysctl(text: str, prefix: str, source: str = "sysctl") -> dict[str, float]:
+    """`sysctl` lines `prefix.name: value` as {name: number}; non-numeric values are skipped."""
+    out: dict[str, float] = {}
+    dotted = prefix.rstrip(".") + "."
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            key, sep, value = line.partition("=")
+        if not sep:
+            raise InputError(f"expected 'name: value', got {line!r}", file=source, line=i)
+        key = key.strip()
+        if not key.startswith(dotted):
+            continue
+        num = _number(value.strip())
+        if num is not None:
+            out[key[len(dotted):]] = num
+    return out
+
+
+def read_field_dir(path: str) -> dict[str, float]:
+    """zfs-fuse's kstat form: a directory with one file per field, each a decimal number."""
+    out: dict[str, float] = {}
+    for name in sorted(os.listdir(path)):
+        try:
+            with open(os.path.join(path, name), encoding="ascii") as f:
+                num = _number(f.read().strip())
+        except (OSError, UnicodeDecodeError):
+            continue
+        if num is not None:
+            out[name] = num
+    return out

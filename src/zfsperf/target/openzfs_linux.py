@@ -1,0 +1,73 @@
+"""OpenZFS on Linux: /proc/spl/kstat/zfs/…, /sys/module/zfs/parameters/…, zpool iostat -Hp.
+
+`sysroot` lets tests (and a remote copy of those trees) point the target at a directory laid out
+like / — e.g. a writable directory shaped like /sys/module/zfs/parameters for tunable tests.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .. import proc
+from ..tunables import FileParams
+from .base import Target
+from .kstat import Txg, parse_named, parse_txgs
+
+KSTAT = "proc/spl/kstat/zfs"
+PARAMS = "sys/module/zfs/parameters"
+
+
+def present(sysroot: str = "/") -> bool:
+    return os.path.isdir(os.path.join(sysroot, KSTAT)) and os.path.isdir(os.path.join(sysroot, PARAMS))
+
+
+class OpenZfsLinuxTarget(Target):
+    impl = "openzfs-linux"
+
+    def __init__(self, sysroot: str = "/", log: proc.CommandLog = proc.NULL_LOG) -> None:
+        super().__init__(log)
+        self.sysroot = Path(sysroot)
+        self.params = FileParams(str(self.sysroot / PARAMS))
+
+    def _p(self, rel: str) -> Path:
+        return self.sysroot / rel
+
+    def zfs_version(self) -> str:
+        try:
+            return "OpenZFS " + self._p("sys/module/zfs/version").read_text().strip()
+        except OSError:
+            res = self.run(["zfs", "version"], log=proc.NULL_LOG)
+            return res.stdout.splitlines()[0].strip() if res.ok and res.stdout else "OpenZFS (unknown)"
+
+    def kstat_sources(self) -> list[str]:
+        try:
+            base = self._p(KSTAT)
+            return sorted(e for e in os.listdir(base) if os.path.isfile(base / e))
+        except OSError:
+            return []
+
+    def kstat(self, name: str) -> dict[str, float] | None:
+        path = self._p(f"{KSTAT}/{name}")
+        try:
+            return parse_named(path.read_text(), str(path))
+        except (OSError, ValueError):
+            return None
+
+    def pool_kstat_text(self, pool: str, name: str) -> str | None:
+        try:
+            return self._p(f"{KSTAT}/{pool}/{name}").read_text()
+        except OSError:
+            return None
+
+    def has_txgs(self) -> bool:
+        return True
+
+    def txgs(self, pool: str) -> list[Txg] | None:
+        text = self.pool_kstat_text(pool, "txgs")
+        if text is None:
+            return None
+        try:
+            return parse_txgs(text, f"{pool}/txgs")
+        except ValueError:
+            return None

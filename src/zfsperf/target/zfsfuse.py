@@ -1,0 +1,80 @@
+"""zfs-fuse, the embedded default: ZFS pool v23 in a FUSE daemon that zfsperf owns (see lab.py).
+
+kstats: /zfs-kstat/zfs/<name>/<field>, one value per file (reached through the lab's namespace).
+No tunables at run time, no txgs kstat; the last synced txg comes from `zdb -u POOL`.
+`zpool iostat` is human-scaled only (no -H/-p/-l/-w/-q/-r).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Sequence
+
+from .. import proc
+from ..lab import KSTAT_DIR, Lab
+from .base import Target
+from .kstat import read_field_dir
+
+_TXG_RE = re.compile(r"^\s*txg = (\d+)\s*$", re.MULTILINE)
+
+
+class ZfsFuseTarget(Target):
+    impl = "zfs-fuse"
+
+    def __init__(self, lab: Lab, *, owns_lab: bool = False, log: proc.CommandLog = proc.NULL_LOG) -> None:
+        super().__init__(log)
+        self.lab = lab
+        self.owns_lab = owns_lab
+        self._version: str | None = None
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        return self.lab.prefix() + [str(a) for a in argv]
+
+    def zfs_version(self) -> str:
+        if self._version is None:
+            res = proc.run(["dpkg-query", "-W", "-f", "${Version}", "zfs-fuse"])
+            self._version = "zfs-fuse " + (res.stdout.strip() if res.ok and res.stdout.strip() else "unknown")
+        return self._version
+
+    def pool_version(self) -> str:
+        return "23"
+
+    def kstat_sources(self) -> list[str]:
+        base = self.lab.host_path(KSTAT_DIR + "/zfs")
+        try:
+            return sorted(e for e in os.listdir(base) if os.path.isdir(os.path.join(base, e)))
+        except OSError:
+            return []
+
+    def kstat(self, name: str) -> dict[str, float] | None:
+        path = self.lab.host_path(f"{KSTAT_DIR}/zfs/{name}")
+        try:
+            data = read_field_dir(path)
+        except OSError:
+            return None
+        return data or None
+
+    def txg(self, pool: str) -> int | None:
+        res = self.run(["zdb", "-u", pool], log=proc.NULL_LOG, timeout=30)
+        m = _TXG_RE.search(res.stdout) if res.ok else None
+        return int(m.group(1)) if m else None
+
+    def iostat_forms(self) -> list[str]:
+        return ["human"]
+
+    def host_path(self, path: str) -> str | None:
+        return self.lab.host_path(path)
+
+    def info(self) -> dict:
+        out = super().info()
+        out["txgs"] = "zdb -u (last synced txg only)"
+        if not out["kstat_sources"]:
+            out["kstat_note"] = "zfs-fuse mounts /zfs-kstat when its first pool is created or imported"
+        out["daemon"] = self.lab.status()
+        return out
+
+    def close(self) -> None:
+        if self.owns_lab:
+            from ..lab import stop_signal_safe
+            stop_signal_safe(self.lab)

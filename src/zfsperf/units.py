@@ -1,0 +1,101 @@
+"""Sizes and durations with the usual suffixes, and how figures are printed."""
+
+from __future__ import annotations
+
+import math
+import re
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?)(i?b?)?\s*$", re.IGNORECASE)
+_SIZE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
+_DUR_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?", re.IGNORECASE)
+_DUR_MULT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+
+MIB = 1024 * 1024
+
+
+def parse_size(value: str | int | float) -> int:
+    """Bytes from 512, "128K", "2G", "1.5GiB", "256MB" (binary multiples, as ZFS and fio use)."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a size: {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0 or (isinstance(value, float) and not math.isfinite(value)):
+            raise ValueError(f"not a size: {value!r}")
+        return int(value)
+    m = _SIZE_RE.match(str(value))
+    if not m:
+        raise ValueError(f"not a size: {value!r} (expected a number with an optional K, M, G, T suffix)")
+    number, unit = float(m.group(1)), m.group(2).lower()
+    return int(number * (1024 ** _SIZE_POW[unit]))
+
+
+def parse_duration(value: str | int | float) -> float:
+    """Seconds from 90, "90s", "20m", "1h30m", "250ms"."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0 or not math.isfinite(float(value)):
+            raise ValueError(f"not a duration: {value!r}")
+        return float(value)
+    text = str(value).strip()
+    if not text:
+        raise ValueError("not a duration: empty")
+    pos, total = 0, 0.0
+    for m in _DUR_RE.finditer(text):
+        if m.start() != pos:
+            break
+        unit = m.group(2).lower() if m.group(2) else None
+        total += float(m.group(1)) * _DUR_MULT[unit]
+        pos = m.end()
+    if pos != len(text):
+        raise ValueError(f"not a duration: {value!r} (expected e.g. 90, 90s, 20m, 1h30m)")
+    return total
+
+
+_HUMAN_RE = re.compile(r"^(-?\d+(?:\.\d+)?)([KMGTPEZ]?)$")
+
+
+def parse_human(text: str) -> float | None:
+    """A number as zpool prints it in human form ("1.35K", "6.30M", "616K", "-" for none).
+
+    zpool scales by 1024 for sizes and operation counts alike.
+    """
+    text = text.strip()
+    if text in ("-", ""):
+        return None
+    m = _HUMAN_RE.match(text)
+    if not m:
+        raise ValueError(f"not a zpool number: {text!r}")
+    return float(m.group(1)) * 1024 ** " KMGTPEZ".index(m.group(2) or " ")
+
+
+def format_size(nbytes: float) -> str:
+    """1536 -> "1.5K"; used for names and messages, never for recorded figures."""
+    for unit in ("", "K", "M", "G", "T", "P"):
+        if abs(nbytes) < 1024 or unit == "P":
+            return f"{nbytes:.0f}{unit}" if unit == "" or nbytes == int(nbytes) else f"{nbytes:.1f}{unit}"
+        nbytes /= 1024
+    return str(nbytes)
+
+
+def format_duration(seconds: float) -> str:
+    """[MM:SS] as the ZFS Test Suite prints a test's time; HH:MM:SS past an hour."""
+    seconds = max(0, int(round(seconds)))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h:02d}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+def format_figure(value: float, unit: str) -> str:
+    """A figure with its unit, at a precision a reader can use."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return f"- {unit}"
+    mag = abs(value)
+    if mag >= 1000:
+        text = f"{value:,.0f}"
+    elif mag >= 100:
+        text = f"{value:.1f}"
+    elif mag >= 1:
+        text = f"{value:.2f}"
+    else:
+        text = f"{value:.3g}"
+    return f"{text} {unit}"

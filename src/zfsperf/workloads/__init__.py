@@ -1,0 +1,10 @@
+"""Workloads behind one table: name -> an object with fields, validate, prepare and run."""
+
+from __future__ import annotations
+
+from .base import Workload
+from .receive import ReceiveWorkload
+
+WORKLOADS: dict[str, Workload] = {
+    "receive": ReceiveWorkload(),
+}

@@ -1,0 +1,173 @@
+"""N concurrent `zfs receive` streams of one sendfile (MultiReceive, seed 001; blocks/s, seed 002).
+
+Each receive gets the sendfile as its stdin file: nothing is copied through Python (on zfs-fuse
+the daemon reads the passed descriptor directly). Timing runs from the first start to the last
+exit; a receive ends with a sync task, so the data is committed. Every receive must exit 0 and its
+snapshot must exist afterwards, or the case is FAIL with zfs's own message.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import InputError
+from ..target.base import Target
+from ..units import MIB
+from . import corpus as corpus_mod
+from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
+
+
+def _fd_pos(pid: int, fd: int = 0) -> int | None:
+    """Bytes consumed so far from a process's stdin (shared offset of the file description)."""
+    try:
+        with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("pos:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+class ReceiveWorkload:
+    name = "receive"
+    fields: dict[str, tuple[Any, bool]] = {
+        "corpus": (dict, True),
+        "threads": (int, True),
+        "force": (bool, False),          # zfs receive -F
+    }
+
+    def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
+        if "corpus" not in test:
+            raise InputError("a receive test needs a corpus: { kind = ..., size = ... } or { file = ... }",
+                             **where("corpus"))
+        specs = test["corpus"] if isinstance(test["corpus"], list) else [test["corpus"]]
+        for spec in specs:
+            if not isinstance(spec, dict):
+                raise InputError("corpus must be a table", **where("corpus"))
+            unknown = set(spec) - {"kind", "size", "seed", "file"}
+            if unknown:
+                raise InputError(f"unknown corpus field {sorted(unknown)[0]!r} (expected kind, size, seed "
+                                 "or file)", **where("corpus"))
+            if "file" in spec:
+                if set(spec) - {"file"}:
+                    raise InputError("corpus.file stands alone (no kind/size/seed with it)", **where("corpus"))
+                if not isinstance(spec["file"], str) or not spec["file"]:
+                    raise InputError("corpus.file must be a path", **where("corpus"))
+                continue
+            if spec.get("kind") not in corpus_mod.KINDS:
+                raise InputError(f"corpus.kind must be one of {', '.join(corpus_mod.KINDS)}, got "
+                                 f"{spec.get('kind')!r}", **where("corpus"))
+            from ..units import parse_size
+            try:
+                size = parse_size(spec.get("size", "256M"))
+            except ValueError as e:
+                raise InputError(f"corpus.size: {e}", **where("corpus")) from None
+            if size < MIB:
+                raise InputError("corpus.size must be at least 1M", **where("corpus"))
+            if "seed" in spec and (not isinstance(spec["seed"], int) or isinstance(spec["seed"], bool)):
+                raise InputError("corpus.seed must be an integer", **where("corpus"))
+        threads = test.get("threads", 1)
+        for t in threads if isinstance(threads, list) else [threads]:
+            if not 1 <= t <= 64:
+                raise InputError(f"threads must be between 1 and 64, got {t}", **where("threads"))
+
+    def prepare(self, test: dict[str, Any], target: Target, vdev_dir: Path,
+                progress: Callable[[str], None] | None) -> dict[str, corpus_mod.Corpus]:
+        specs = test["corpus"] if isinstance(test["corpus"], list) else [test["corpus"]]
+        return {corpus_mod.describe_spec(s): corpus_mod.resolve(target, s, vdev_dir, progress) for s in specs}
+
+    def run(self, ctx: CaseContext) -> Figures:
+        corpus: corpus_mod.Corpus = ctx.prepared[corpus_mod.describe_spec(ctx.params["corpus"])]
+        threads = int(ctx.params.get("threads", 1))
+        target, pool = ctx.target, ctx.pool
+        parent = f"{pool.name}/rcv"
+        res = target.run(["zfs", "create", "-o", "mountpoint=none", parent])
+        if not res.ok:
+            raise WorkloadFailed(f"zfs create {parent}: {res.error_text()}")
+        names = [f"{parent}/s{i}" for i in range(threads)]
+        force = ["-F"] if ctx.params.get("force") else []
+        if corpus.base is not None:          # incremental: the base goes in first, untimed
+            for name in names:
+                r = target.run(["zfs", "receive", *force, name], stdin_file=corpus.base.path,
+                               timeout=max(1.0, ctx.remaining()))
+                if not r.ok:
+                    raise WorkloadFailed(f"zfs receive of the base stream into {name} failed: {r.error_text()}")
+
+        txg0 = target.txg(pool.name)
+        stream = corpus.stream
+        starts: list[float] = []
+        procs = []
+        t0 = time.monotonic()
+        for name in names:
+            argv = ["zfs", "receive", *force, name]
+            p = ctx.procs.add(target.popen(argv, stdin_file=stream.path))
+            starts.append(time.monotonic())
+            procs.append((name, argv, p))
+        stop_live = threading.Event()
+        if ctx.live is not None:
+            threading.Thread(target=self._live, args=(ctx, procs, stream.length, t0, stop_live),
+                             daemon=True).start()
+        ends: list[float] = []
+        errors: list[str] = []
+        try:
+            for name, argv, p in procs:
+                try:
+                    out, err = p.communicate(timeout=max(0.1, ctx.remaining()))
+                except Exception as e:         # subprocess.TimeoutExpired
+                    raise CaseTimeout(f"receive into {name} still running at the case timeout") from e
+                ends.append(time.monotonic())
+                text = (err or b"").decode(errors="replace").strip()
+                ctx.log.write(f"$ {' '.join(target.wrap(argv))} < {stream.path}\n# exit {p.returncode}, "
+                              f"{ends[-1] - t0:.3f} s" + (f"\n  ! {text}" if text else ""))
+                if p.returncode != 0:
+                    errors.append(f"{name}: {text or f'exit status {p.returncode}'}")
+        finally:
+            stop_live.set()
+        elapsed = max(ends) - t0
+        if errors:
+            raise WorkloadFailed("zfs receive failed: " + "; ".join(errors))
+        if stream.problem:
+            raise WorkloadFailed(f"zfs receive reported success on a stream zfsperf found broken: {stream.problem}")
+        self._verify(ctx, parent, threads)
+        txg1 = target.txg(pool.name)
+
+        nbytes = stream.length * threads
+        per_stream = [stream.length / MIB / (e - s) for s, e in zip(starts, ends) if e > s]
+        figs: Figures = {
+            "throughput": figure(nbytes / MIB / elapsed, "MiB/s"),
+            "per_stream": figure(sum(per_stream) / len(per_stream), "MiB/s"),
+            "blocks": figure(stream.writes * threads / elapsed, "blocks/s"),
+            "streams": figure(threads, "streams"),
+            "bytes": figure(nbytes, "B"),
+            "wall_time": figure(elapsed, "s"),
+        }
+        if txg0 is not None and txg1 is not None:
+            figs["txgs"] = figure((txg1 - txg0) / elapsed, "TXGs/s")
+        return figs
+
+    def _verify(self, ctx: CaseContext, parent: str, threads: int) -> None:
+        """Every receive must have left its dataset and snapshot: a receive that 'succeeded'
+        without them is a failure (the receive-batching PR's follow-up bug)."""
+        res = ctx.target.run(["zfs", "list", "-H", "-t", "snapshot", "-o", "name", "-r", parent])
+        snaps = res.stdout.split() if res.ok else []
+        got = {s.split("@")[0] for s in snaps}
+        missing = [f"{parent}/s{i}" for i in range(threads) if f"{parent}/s{i}" not in got]
+        if missing:
+            raise WorkloadFailed(f"receive reported success but left no snapshot in {', '.join(missing)}")
+
+    def _live(self, ctx: CaseContext, procs, length: int, t0: float, stop: threading.Event) -> None:
+        last_total, last_t = 0, t0
+        while not stop.wait(1.0):
+            total = 0
+            for _name, _argv, p in procs:
+                pos = _fd_pos(p.pid) if p.poll() is None else length
+                total += pos if pos is not None else 0
+            now = time.monotonic()
+            rate = (total - last_total) / MIB / max(1e-6, now - last_t)
+            if ctx.live:
+                ctx.live(f"{rate:.1f} MiB/s now, {total / MIB:.0f} of {length * len(procs) / MIB:.0f} MiB")
+            last_total, last_t = total, now

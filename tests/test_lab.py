@@ -1,0 +1,60 @@
+"""The embedded zfs-fuse: private namespace, captured syslog, clean stop, crash recovery."""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from zfsperf import proc
+from zfsperf.lab import Lab
+
+
+def test_lab_is_private_and_logs(lab, target):
+    st = lab.status()
+    assert st["daemon_alive"] and proc.pid_alive(st["daemon_pid"])
+    # the host namespace does not see the lab's socket: its zpool has no daemon to talk to
+    assert not os.path.exists("/run/zfs/zfs_socket") or \
+        os.stat("/run/zfs/zfs_socket").st_ino != os.stat(lab.root / "run" / "zfs_socket").st_ino
+    assert "zfs-fuse: ARC setup" in lab.daemon_log.read_text()      # syslog captured
+    assert target.zfs_version().startswith("zfs-fuse 0.7")
+
+
+def test_second_lab_stop_leaves_nothing(session_env, tmp_path):
+    root = Path(f"/run/zfsperf/test-second-{os.getpid()}")
+    lab2 = Lab.start(root, owner="lab")
+    vd = tmp_path / "v"
+    os.truncate(vd, 0) if vd.exists() else vd.write_bytes(b"")
+    os.truncate(vd, 128 << 20)
+    assert lab2.run(["zpool", "create", "-m", str(tmp_path / "mnt"), "lt", str(vd)]).ok
+    assert os.path.isdir(lab2.host_path("/zfs-kstat/zfs/arcstats"))   # mounted with the first pool
+    mounts = lab2.fuse_mounts()
+    assert mounts == [str(tmp_path / "mnt")]
+    daemon, holder = lab2.state.daemon_pid, lab2.state.holder_pid
+    lab2.stop()
+    assert not proc.pid_alive(daemon) and not proc.pid_alive(holder)
+    assert not root.exists()
+    assert "fuse.zfs" not in Path("/proc/self/mounts").read_text().split(str(tmp_path))[0][-200:]
+    assert Lab.find(root) is None
+
+
+def test_kill9_recovery(session_env, tmp_path):
+    """kill -9 of the daemon: stale mounts are unmounted lazily, the daemon restarts, pools return."""
+    root = Path(f"/run/zfsperf/test-k9-{os.getpid()}")
+    lab2 = Lab.start(root, owner="lab")
+    try:
+        vd = tmp_path / "v"
+        vd.write_bytes(b"")
+        os.truncate(vd, 128 << 20)
+        mnt = tmp_path / "mnt"
+        assert lab2.run(["zpool", "create", "-m", str(mnt), "k9", str(vd)]).ok
+        os.kill(lab2.state.daemon_pid, signal.SIGKILL)
+        proc.wait_gone(lab2.state.daemon_pid, 5)
+        assert not lab2.ready()
+        assert lab2.recover() is True
+        assert lab2.ready()
+        assert "k9" in lab2.run(["zpool", "list", "-H", "-o", "name"]).stdout.split()
+        assert lab2.run(["zfs", "get", "-H", "-o", "value", "mounted", "k9"]).stdout.strip() == "yes"
+        assert lab2.run(["zpool", "destroy", "k9"]).ok
+    finally:
+        lab2.stop()
+    assert not root.exists()

@@ -1,0 +1,123 @@
+"""The receive path for real: zfs-fuse, real streams, the real CLI."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import zfsperf
+from zfsperf import proc
+from zfsperf.pool import PoolManager, PoolSpec
+from zfsperf.workloads.base import CaseContext, WorkloadFailed
+from zfsperf.workloads.corpus import describe_spec
+from zfsperf.workloads.receive import ReceiveWorkload
+
+
+def test_sweep_bytes_match_and_datasets_exist(target, vdev_root, small_corpus):
+    pools = PoolManager(target, vdev_root / "rw", run_id="test-receive")
+    pool = pools.create(PoolSpec(layout="stripe", vdevs=1, vdev_size=256 << 20), fs_properties={"primarycache": "none"})
+    try:
+        spec = {"kind": "random", "size": "24M", "seed": 7}
+        for threads in (1, 2):
+            ctx = CaseContext(target=target, pool=pool, params={"corpus": spec, "threads": threads},
+                              log=proc.NULL_LOG, deadline=time.monotonic() + 300,
+                              prepared={describe_spec(spec): small_corpus})
+            figs = ReceiveWorkload().run(ctx)
+            assert figs["bytes"]["value"] == small_corpus.stream.length * threads
+            assert figs["blocks"]["unit"] == "blocks/s" and figs["throughput"]["unit"] == "MiB/s"
+            wall = figs["wall_time"]["value"]
+            assert figs["throughput"]["value"] == pytest.approx(small_corpus.stream.length * threads / 2**20 / wall)
+            assert figs["blocks"]["value"] == pytest.approx(small_corpus.stream.writes * threads / wall)
+            listed = target.run(["zfs", "list", "-H", "-o", "name,used", "-r", f"{pool.name}/rcv"]).stdout
+            names = {ln.split()[0] for ln in listed.splitlines()}
+            assert {f"{pool.name}/rcv/s{i}" for i in range(threads)} <= names
+            assert target.run(["zfs", "destroy", "-r", f"{pool.name}/rcv"]).ok
+    finally:
+        pools.destroy(pool)
+        pools.cleanup_files()
+
+
+def _runfile(tmp_path: Path, corpus: str, threads: str = "[1, 2]", extra: str = "") -> Path:
+    p = tmp_path / "rf.toml"
+    p.write_text(f'''
+[defaults]
+iterations = 1
+timeout = "5m"
+[defaults.pool]
+layout = "stripe"
+vdevs = 1
+vdev_size = "256M"
+[defaults.dataset]
+primarycache = "none"
+[[test]]
+name = "recv"
+tags = ["receive"]
+workload = "receive"
+corpus = {corpus}
+threads = {threads}
+{extra}
+''')
+    return p
+
+
+def test_cli_small_sweep_pass(tmp_path, lab):
+    rf = _runfile(tmp_path, '{ kind = "random", size = "24M", seed = 7 }',
+                  extra='expect = { throughput = ">= 1 MiB/s" }')
+    out = tmp_path / "res"
+    res = zfsperf("run", "-r", str(rf), "-o", str(out), "-d", str(tmp_path / "vd"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Test: recv threads=1 iter=1" in res.stdout and "[PASS]" in res.stdout and "MiB/s" in res.stdout
+    assert "Results Summary" in res.stdout and res.stdout.rstrip().splitlines()[-1].startswith("Log directory:")
+    d = Path(res.stdout.rstrip().splitlines()[-1].split("\t")[-1])
+    recs = [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in recs] == ["PASS", "PASS"]
+    assert recs[1]["figures"]["bytes"]["value"] == 2 * recs[0]["figures"]["bytes"]["value"]
+    run = json.loads((d / "run.json").read_text())
+    assert run["target"]["implementation"] == "zfs-fuse" and run["runfile"]["text"].startswith("\n[defaults]")
+    assert (d / "junit.xml").exists() and (d / "summary.txt").exists() and (out / "current").resolve() == d
+    assert any(p.name.startswith("recv__threads=2") for p in (d / "logs").iterdir())
+    # nothing of the run is left in the lab
+    assert lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() == ""
+    assert not (tmp_path / "vd").exists() or not any((tmp_path / "vd").iterdir())
+
+
+def test_truncated_sendfile_is_fail_with_zfs_message(tmp_path, small_corpus, lab):
+    data = Path(small_corpus.stream.path).read_bytes()
+    cut = tmp_path / "cut.zfs"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    rf = _runfile(tmp_path, f'{{ file = "{cut}" }}', threads="1")
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
+    assert res.returncode == 1
+    assert "[FAIL]" in res.stdout and "[PASS]" not in res.stdout
+    assert "cannot receive" in res.stdout          # zfs's own words
+
+
+def test_unmet_expectation_is_fail_with_both_numbers(tmp_path, lab):
+    rf = _runfile(tmp_path, '{ kind = "random", size = "24M", seed = 7 }', threads="1",
+                  extra='expect = { throughput = ">= 1000000 MiB/s" }')
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
+    assert res.returncode == 1
+    assert "expected throughput >= 1e+06 MiB/s, got" in res.stdout
+
+
+def test_foreign_pool_untouched(tmp_path, lab, target):
+    """A pool created outside zfsperf before the run (even with a zfsperf-like name) is untouched."""
+    vd = tmp_path / "foreign"
+    vd.write_bytes(b"")
+    import os
+    os.truncate(vd, 128 << 20)
+    name = "zfsperf_abcdef"
+    assert lab.run(["zpool", "create", "-m", "none", name, str(vd)]).ok
+    try:
+        assert lab.run(["zfs", "create", f"{name}/keepme"]).ok
+        rf = _runfile(tmp_path, '{ kind = "random", size = "24M", seed = 7 }', threads="1")
+        res = zfsperf("run", "-x", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert lab.run(["zfs", "list", "-H", "-o", "name", f"{name}/keepme"]).ok
+        from zfsperf.pool import PoolManager
+        pm = PoolManager(target, tmp_path / "x", run_id="t")
+        ok, why = pm.may_destroy(name)
+        assert not ok and "existed before" in why
+    finally:
+        lab.run(["zpool", "destroy", name])

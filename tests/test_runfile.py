@@ -1,0 +1,105 @@
+import textwrap
+
+import pytest
+
+from conftest import zfsperf
+from zfsperf.errors import InputError
+from zfsperf.runfile import builtin_names, load, loads
+
+EXAMPLE = textwrap.dedent('''\
+    [defaults]
+    iterations = 3
+    timeout = "20m"
+    [defaults.pool]
+    layout = "mirror"          # stripe | mirror | raidz1 | raidz2 | raidz3
+    vdevs = 2
+    vdev_size = "2G"
+    [defaults.dataset]
+    primarycache = "none"
+
+    [[test]]
+    name = "recv-threads"
+    tags = ["receive", "quick"]
+    workload = "receive"
+    corpus = { kind = "small-records", size = "256M" }
+    threads = [1, 2, 4]         # a list is a sweep: one case per value
+
+    [[test]]
+    name = "recv-batch"
+    tags = ["receive", "tunables"]
+    workload = "receive"
+    corpus = { kind = "small-records", size = "256M" }
+    threads = 1
+    tunables = { zfs_recv_write_batch_size = ["128K", "1M"] }
+    ''')
+
+
+def test_issue_example_loads_and_expands():
+    rf = loads(EXAMPLE, "example.toml")
+    cases = rf.cases()
+    assert [c.id for c in cases] == ["recv-threads threads=1", "recv-threads threads=2", "recv-threads threads=4",
+                                     "recv-batch zfs_recv_write_batch_size=128K",
+                                     "recv-batch zfs_recv_write_batch_size=1M"]
+    assert cases[3].tunables == {"zfs_recv_write_batch_size": "131072"}
+    assert cases[0].dataset == {"primarycache": "none"}
+    assert rf.tests[0].pool.layout == "mirror" and rf.tests[0].pool.vdev_size == 2 << 30
+    assert [c.id for c in rf.cases(tags=["tunables"])] == [c.id for c in cases[3:]]
+    assert len(rf.cases(test="recv-threads")) == 3
+
+
+def test_matrix_is_cross_product():
+    rf = loads(EXAMPLE.replace('threads = [1, 2, 4]', 'threads = [1, 2]\ndataset = { compression = ["off", "gzip"] }'))
+    ids = [c.id for c in rf.cases(test="recv-threads")]
+    assert len(ids) == 4 and "recv-threads threads=2 compression=gzip" in ids
+
+
+def test_builtins_load():
+    names = builtin_names()
+    assert {"quick", "receive", "receive-batch"} <= set(names)
+    for n in names:
+        assert load(n).cases()
+
+
+BAD = {
+    "unknown field": ('threads = [1, 2, 4]', 'threads = [1, 2, 4]\ncolour = "blue"', 17, "colour"),
+    "wrong type": ('threads = [1, 2, 4]', 'threads = "four"', 16, "threads"),
+    "bad size suffix": ('vdev_size = "2G"', 'vdev_size = "2Q"', 7, "pool.vdev_size"),
+    "empty sweep": ('threads = [1, 2, 4]', 'threads = []', 16, "threads"),
+    "unknown workload": ('workload = "receive"\ncorpus = { kind = "small-records", size = "256M" }\nthreads = [1',
+                         'workload = "dance"\ncorpus = { kind = "small-records", size = "256M" }\nthreads = [1',
+                         14, "workload"),
+    "duplicate test name": ('name = "recv-batch"', 'name = "recv-threads"', 19, "name"),
+    "bad layout": ('layout = "mirror"', 'layout = "raid5"', 5, "pool.layout"),
+    "bad iterations": ("iterations = 3", "iterations = 0", 2, "iterations"),
+    "bad timeout": ('timeout = "20m"', 'timeout = "soon"', 3, "timeout"),
+    "bad corpus kind": ('corpus = { kind = "small-records", size = "256M" }\nthreads = [1',
+                        'corpus = { kind = "huge", size = "256M" }\nthreads = [1', 15, "corpus"),
+    "bad tunable value": ('["128K", "1M"]', '["128K", "lots"]', 24, "tunables"),
+    "not toml": ('threads = 1\n', 'threads = = 1\n', 23, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_malformed_runfiles_name_file_line_field(name, tmp_path):
+    old, new, line, field = BAD[name]
+    assert old in EXAMPLE
+    path = tmp_path / "bad.toml"
+    path.write_text(EXAMPLE.replace(old, new, 1))
+    with pytest.raises(InputError) as e:
+        load(str(path)).cases()
+    err = e.value
+    assert err.file == str(path)
+    assert err.line == line, str(err)
+    if field:
+        assert field in (err.field or ""), str(err)
+
+
+def test_malformed_runfile_cli_exit_2_touches_nothing(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(EXAMPLE.replace('threads = [1, 2, 4]', 'threads = "four"'))
+    out = tmp_path / "results"
+    vdevs = tmp_path / "vdevs"
+    res = zfsperf("run", "-r", str(path), "-o", str(out), "-d", str(vdevs))
+    assert res.returncode == 2
+    assert f"{path}:16: test[1].threads: expected an integer" in res.stderr
+    assert not out.exists() and not vdevs.exists()
