@@ -107,6 +107,8 @@ class Runner:
                                  params_dir=opts.params_dir)
             if opts.cleanup:
                 self._cleanup_leftovers(target)
+            elif opts.resume:
+                self._cleanup_leftovers(target, only_owner=rd.path.name)
             vdev_dir = Path(opts.vdev_dir) / f"run-{os.getpid()}"
             pools = PoolManager(target, vdev_dir, run_id=rd.path.name)
             tun_names = sorted({n for c in cases for n in c.tunables})
@@ -264,15 +266,21 @@ class Runner:
         return lab is not None and not lab.daemon_alive()
 
     # ------------------------------------------------------------------ target lifecycle
-    def _cleanup_leftovers(self, target: Target) -> None:
+    def _cleanup_leftovers(self, target: Target, only_owner: str | None = None) -> None:
+        """-x: remove pools and vdev files that earlier zfsperf runs marked as theirs (never KEEP).
+        With only_owner (--resume), just what the interrupted run itself left."""
         keep = keep_list()
         for name, owner in leftover_pools(target):
+            if only_owner is not None and owner != only_owner:
+                continue
             if name in keep:
                 self.ui.say(f"-x: keeping {name} (in KEEP)")
                 continue
             res = target.run(["zpool", "destroy", "-f", name])
             self.ui.say(f"-x: destroyed leftover zfsperf pool {name} (run {owner})" if res.ok
                         else f"-x: could not destroy {name}: {res.error_text()}")
+        if only_owner is not None:
+            return
         base = Path(self.opts.vdev_dir)
         if base.is_dir():
             for d in sorted(base.iterdir()):

@@ -1,0 +1,170 @@
+"""The runner: tags, single tests, SKIP, tunables restored after a normal end, SIGINT and kill -9,
+and --resume after a SIGKILL. Real zfs-fuse; tunables live in a directory laid out like
+/sys/module/zfs/parameters (zfs-fuse has none at run time)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import zfsperf
+from test_runfile import EXAMPLE
+
+DEFAULT_BATCH = "1048576"
+
+
+def write_runfile(tmp_path: Path, body: str) -> Path:
+    p = tmp_path / "rf.toml"
+    p.write_text(body)
+    return p
+
+
+def small(example: str) -> str:
+    return (example.replace('size = "256M"', 'size = "16M"').replace('vdev_size = "2G"', 'vdev_size = "256M"')
+            .replace("iterations = 3", "iterations = 1"))
+
+
+def last_dir(stdout: str) -> Path:
+    return Path(stdout.rstrip().splitlines()[-1].split("\t")[-1])
+
+
+def records(d: Path) -> list[dict]:
+    return [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines() if x.strip()]
+
+
+def test_issue_example_on_zfs_fuse(tmp_path, lab):
+    rf = write_runfile(tmp_path, small(EXAMPLE))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("Test: ")]
+    assert sum("[PASS]" in ln for ln in lines if "recv-threads" in ln) == 3
+    skips = [ln for ln in lines if "recv-batch" in ln]
+    assert len(skips) == 2 and all("[SKIP] zfs-fuse has no tunable zfs_recv_write_batch_size" in ln for ln in skips)
+    suite = ET.parse(last_dir(res.stdout) / "junit.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("skipped"), suite.get("failures")) == ("5", "2", "0")
+
+
+def test_tags_and_single_test_select(tmp_path):
+    rf = write_runfile(tmp_path, small(EXAMPLE))
+    res = zfsperf("list", "-r", str(rf), "-T", "tunables")
+    assert "recv-batch" in res.stdout and "recv-threads" not in res.stdout
+    res = zfsperf("list", "-r", str(rf), "-t", "recv-threads")
+    assert res.stdout.count("    recv-threads threads=") == 3 and "recv-batch" not in res.stdout
+
+
+@pytest.fixture
+def params(tmp_path):
+    d = tmp_path / "params"
+    d.mkdir()
+    (d / "zfs_recv_write_batch_size").write_text(DEFAULT_BATCH + "\n")
+    (d / "zfs_vdev_async_write_max_active").write_text("10\n")
+    return d
+
+
+TUNED = '''
+[defaults]
+iterations = {iters}
+timeout = "5m"
+[defaults.pool]
+layout = "stripe"
+vdevs = 1
+vdev_size = "512M"
+[[test]]
+name = "tuned"
+workload = "receive"
+corpus = {{ kind = "random", size = "{size}", seed = 5 }}
+threads = {threads}
+tunables = {{ zfs_recv_write_batch_size = "128K" }}
+'''
+
+
+def test_tunable_restored_after_normal_end(tmp_path, params, lab):
+    rf = write_runfile(tmp_path, TUNED.format(iters=1, size="8M", threads=1))
+    res = zfsperf("run", "-r", str(rf), "--params-dir", str(params), "-o", str(tmp_path / "res"),
+                  "-d", str(tmp_path / "vd"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (params / "zfs_recv_write_batch_size").read_text().strip() == DEFAULT_BATCH
+    rec = records(last_dir(res.stdout))[0]
+    assert rec["tunables"] == {"zfs_recv_write_batch_size": {"before": DEFAULT_BATCH, "set": "131072"}}
+    run = json.loads((last_dir(res.stdout) / "run.json").read_text())
+    assert run["tunables"] == {"before": {"zfs_recv_write_batch_size": DEFAULT_BATCH},
+                               "after": {"zfs_recv_write_batch_size": DEFAULT_BATCH}}
+
+
+def _start(tmp_path, params, iters=20, size="48M", threads=4):
+    rf = write_runfile(tmp_path, TUNED.format(iters=iters, size=size, threads=threads))
+    return subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "--params-dir", str(params),
+                             "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_changed(params: Path, p: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert p.poll() is None, p.communicate()
+        if (params / "zfs_recv_write_batch_size").read_text().strip() == "131072":
+            return
+        time.sleep(0.005)
+    raise AssertionError("the tunable was never changed")
+
+
+def test_tunable_restored_after_sigint(tmp_path, params, lab):
+    p = _start(tmp_path, params)
+    _wait_changed(params, p)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 3, out + err
+    assert (params / "zfs_recv_write_batch_size").read_text().strip() == DEFAULT_BATCH
+    assert "Interrupted:" in out and "Results Summary" in out
+    assert lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() == ""     # its pool is gone
+
+
+def test_tunable_restored_by_next_run_after_kill9(tmp_path, params, lab):
+    p = _start(tmp_path, params)
+    _wait_changed(params, p)
+    p.kill()
+    p.communicate()
+    assert (params / "zfs_recv_write_batch_size").read_text().strip() == "131072"   # left changed
+    rf = write_runfile(tmp_path, TUNED.format(iters=1, size="8M", threads=1))
+    res = zfsperf("run", "-x", "-r", str(rf), "--params-dir", str(params), "-o", str(tmp_path / "res2"),
+                  "-d", str(tmp_path / "vd"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"journal: restored zfs_recv_write_batch_size = {DEFAULT_BATCH} (left at 131072 by zfsperf pid {p.pid}" \
+        in res.stdout
+    assert "-x: destroyed leftover zfsperf pool" in res.stdout
+    assert (params / "zfs_recv_write_batch_size").read_text().strip() == DEFAULT_BATCH
+    assert lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() == ""
+
+
+def test_resume_after_sigkill(tmp_path, lab):
+    body = small(EXAMPLE).replace("iterations = 1", "iterations = 2")
+    rf = write_runfile(tmp_path, body)
+    p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "-t", "recv-threads",
+                          "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    d = None
+    while time.monotonic() < deadline:
+        cur = tmp_path / "res" / "current"
+        if cur.exists() and (cur / "results.jsonl").exists() and len(records(cur.resolve())) >= 2:
+            d = cur.resolve()
+            break
+        time.sleep(0.02)
+    p.kill()
+    p.communicate()
+    assert d is not None
+    done_before = len(records(d))
+    assert done_before < 6
+    res = zfsperf("run", "--resume", str(d), "-d", str(tmp_path / "vd"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    recs = records(d)
+    keys = [(r["case"], r["iteration"]) for r in recs]
+    assert len(keys) == 6 and len(set(keys)) == 6
+    assert all(r["status"] == "PASS" for r in recs)
+    assert lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() == ""
