@@ -168,3 +168,15 @@ def test_resume_after_sigkill(tmp_path, lab):
     assert len(keys) == 6 and len(set(keys)) == 6
     assert all(r["status"] == "PASS" for r in recs)
     assert lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() == ""
+
+
+def test_warmup_runs_but_is_not_recorded(tmp_path, lab):
+    body = small(EXAMPLE).replace("iterations = 1", "iterations = 1\nwarmup = 1")
+    rf = write_runfile(tmp_path, body)
+    res = zfsperf("run", "-v", "-r", str(rf), "-t", "recv-threads", "-o", str(tmp_path / "res"),
+                  "-d", str(tmp_path / "vd"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("Warmup: recv-threads threads=") == 3
+    d = last_dir(res.stdout)
+    assert [r["iteration"] for r in records(d)] == [1, 1, 1]
+    assert len(list((d / "logs").glob("*.warmup1.log"))) == 3

@@ -23,7 +23,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-I", "--iterations", type=int, help="iterations per case (overrides the runfile)")
     p.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf", help="directory for vdev files")
     p.add_argument("-s", "--vdev-size", help="size of each vdev file, e.g. 2G (overrides the runfile)")
-    p.add_argument("-f", "--files", action="store_true", help="sparse files as vdevs (the default)")
+    p.add_argument("-f", "--files", action="store_true",
+                   help="sparse files as vdevs even when DISKS is set (files are the default without DISKS)")
+    p.add_argument("--force", action="store_true",
+                   help="take DISKS that hold a partition table, filesystem or pool label (never a KEEP pool)")
+    p.add_argument("--prefill", action="store_true", help="pre-fill vdev files with zeros (steadier numbers)")
     p.add_argument("-o", "--outdir", default="zfsperf-results", help="where results directories go")
     p.add_argument("-v", "--verbose", action="store_true", help="show each case's live figures")
     p.add_argument("-q", "--quiet", action="store_true", help="print only non-PASS lines and the summary")
@@ -103,14 +107,13 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         vdev_size = parse_size(args.vdev_size) if args.vdev_size else None
     except ValueError as e:
         raise InputError(str(e), field="-s") from None
-    if os.environ.get("DISKS"):
-        raise InputError("DISKS (real disks as vdevs) is not supported yet; zfsperf uses sparse files (-f)",
-                         field="DISKS")
+    from .pool import disks_from_env
+    disks = [] if args.files else disks_from_env()
     opts = RunOptions(runfile=args.runfile, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
-                      vdev_dir=args.vdev_dir, vdev_size=vdev_size, outdir=args.outdir,
+                      vdev_dir=args.vdev_dir, vdev_size=vdev_size, prefill=args.prefill, outdir=args.outdir,
                       keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet, target=args.target,
                       params_dir=args.params_dir, resume=args.resume, cleanup=args.cleanup,
-                      arc_max_mb=args.arc_max, argv=["zfsperf", *argv])
+                      disks=disks, force=args.force, arc_max_mb=args.arc_max, argv=["zfsperf", *argv])
     return Runner(opts).run()
 
 

@@ -163,6 +163,46 @@ class VdevDir:
         return removed
 
 
+def disks_from_env(value: str | None = None) -> list[str]:
+    """DISKS as in the ZFS Test Suite: "sdb sdc" or "/dev/loop0 /dev/loop1"."""
+    text = os.environ.get("DISKS", "") if value is None else value
+    return [d if d.startswith("/") else f"/dev/{d}" for d in text.replace(",", " ").split()]
+
+
+def disk_in_use(path: str) -> str | None:
+    """Why a disk must not be taken (a partition table, a filesystem, a pool label, a mount), or None."""
+    if not os.path.exists(path):
+        return "it does not exist"
+    import stat
+    if not stat.S_ISBLK(os.stat(path).st_mode):
+        return "it is not a block device"
+    res = proc.run(["blkid", "-p", "-o", "export", path])
+    if res.returncode == 0:
+        info = dict(ln.split("=", 1) for ln in res.stdout.splitlines() if "=" in ln)
+        if "PTTYPE" in info:
+            return f"it holds a {info['PTTYPE']} partition table"
+        if info.get("TYPE") == "zfs_member":
+            return "it holds a ZFS pool label"
+        if "TYPE" in info:
+            return f"it holds a {info['TYPE']} {info.get('USAGE', 'signature')}"
+        return "blkid finds a signature on it"
+    real = os.path.realpath(path)
+    with open("/proc/mounts") as f:
+        if any(ln.split()[0] == real for ln in f):
+            return "it is mounted"
+    return None
+
+
+def check_disks(disks: list[str], force: bool) -> None:
+    """Refuse disks in use (input error, before anything is touched) unless forced."""
+    for d in disks:
+        why = disk_in_use(d)
+        if why == "it does not exist" or why == "it is not a block device":
+            raise InputError(f"{d}: {why}", field="DISKS")
+        if why and not force:
+            raise InputError(f"refusing {d}: {why} (use --force to take it anyway)", field="DISKS")
+
+
 def new_pool_name(prefix: str = "zfsperf") -> str:
     return f"{prefix}_{secrets.token_hex(3)}"
 
@@ -220,10 +260,12 @@ class Pool:
 class PoolManager:
     """Creates and destroys zfsperf's pools on one target, remembering what existed before."""
 
-    def __init__(self, target: Target, vdev_dir: Path, run_id: str) -> None:
+    def __init__(self, target: Target, vdev_dir: Path, run_id: str, disks: list[str] | None = None) -> None:
         self.target = target
         self.vdev_dir = VdevDir(target, vdev_dir)
         self.run_id = run_id
+        self.disks = list(disks or [])          # DISKS: checked by check_disks before the run
+        self.labelled: set[str] = set()         # disks this run put a pool label on
         self.preexisting = set(list_pools(target))
 
     def create(self, spec: PoolSpec, *, name: str | None = None,
@@ -234,7 +276,13 @@ class PoolManager:
         if name in existing or name in self.preexisting:
             raise TargetError(f"pool {name} already exists: zfsperf never reuses a pool it did not create")
         names = [f"vdev{i}" for i in range(spec.vdevs)] + [f"log{i}" for i in range(spec.log_vdevs)]
-        files = self.vdev_dir.files(names, spec.vdev_size, spec.prefill)
+        if self.disks:
+            if len(self.disks) < len(names):
+                raise TargetError(f"{spec.describe()} needs {len(names)} disks, DISKS has {len(self.disks)}")
+            files = [self.target.device_path(d) for d in self.disks[:len(names)]]
+            self.labelled.update(self.disks[:len(names)])
+        else:
+            files = self.vdev_dir.files(names, spec.vdev_size, spec.prefill)
         mountpoint = str(self.vdev_dir.path / "mnt" / name)
         owner = f"{self.run_id}"
         argv = ["zpool", "create", "-f", "-m", mountpoint, "-O", f"{OWNER_PROP}={owner}"]
@@ -280,6 +328,11 @@ class PoolManager:
         raise TargetError(f"zpool destroy {name} failed after {attempts} attempts: {last}")
 
     def cleanup_files(self) -> list[str]:
+        """Remove our vdev files, and wipe the pool labels we wrote on DISKS (after destroy)."""
+        for d in sorted(self.labelled):
+            if d not in {p for p in list_pools(self.target)}:
+                self.target.run(["wipefs", "-a", "-q", d])
+        self.labelled.clear()
         return self.vdev_dir.remove_all()
 
 

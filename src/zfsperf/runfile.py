@@ -36,9 +36,9 @@ from .workloads import WORKLOADS
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 TUNABLE_RE = re.compile(r"^[a-z][a-z0-9_]{1,80}$")
 EXPECT_RE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*(\S.*)?$")
-COMMON_TEST_KEYS = {"name", "tags", "workload", "description", "iterations", "timeout", "pool",
+COMMON_TEST_KEYS = {"name", "tags", "workload", "description", "iterations", "warmup", "timeout", "pool",
                     "dataset", "tunables", "expect", "steady"}
-DEFAULT_KEYS = {"iterations", "timeout", "pool", "dataset", "tunables", "steady"}
+DEFAULT_KEYS = {"iterations", "warmup", "timeout", "pool", "dataset", "tunables", "steady"}
 POOL_KEYS = {"layout": str, "vdevs": int, "vdev_size": (str, int), "log_vdevs": int, "ashift": int,
              "prefill": bool, "properties": dict}
 STEADY_KEYS = {"mode", "interval", "window", "range", "slope", "quorum", "timeout", "cache_gate",
@@ -139,6 +139,7 @@ class TestSpec:
     steady: dict[str, Any]
     description: str = ""
     line: int | None = None
+    warmup: int = 0                        # iterations run first and not counted (a cold first run)
 
 
 @dataclass
@@ -317,6 +318,10 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     iw = where("iterations") if "iterations" in raw else dwhere("iterations")
     if not _is(iterations, int) or iterations < 1:
         raise InputError(f"expected a whole number >= 1, got {iterations!r}", **iw)
+    warmup = raw.get("warmup", defaults.get("warmup", 0))
+    ww = where("warmup") if "warmup" in raw else dwhere("warmup")
+    if not _is(warmup, int) or warmup < 0:
+        raise InputError(f"expected a whole number >= 0, got {warmup!r}", **ww)
     timeout_raw = raw.get("timeout", defaults.get("timeout", DEFAULT_TIMEOUT))
     tw = where("timeout") if "timeout" in raw else dwhere("timeout")
     try:
@@ -372,7 +377,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
             raise InputError(f"unknown steady field (expected {', '.join(sorted(STEADY_KEYS))})",
                              **where("steady"))
     return TestSpec(name, workload, list(tags), iterations, timeout, pool, dataset, tunables, fields, expect,
-                    steady, str(raw.get("description", "")))
+                    steady, str(raw.get("description", "")), warmup=warmup)
 
 
 def _load_pool(d: dict, w) -> PoolSpec:

@@ -20,7 +20,7 @@ from typing import Any
 
 from . import __version__, proc
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
-from .pool import PoolManager, leftover_pools, pool_owner, keep_list, VdevDir
+from .pool import PoolManager, VdevDir, check_disks, keep_list, leftover_pools
 from .results import export
 from .results.store import ResultsDir
 from .results.tables import case_table
@@ -49,6 +49,7 @@ class RunOptions:
     iterations: int | None = None
     vdev_dir: str = "/var/tmp/zfsperf"
     vdev_size: int | None = None
+    prefill: bool = False
     outdir: str = "zfsperf-results"
     keep_failed: bool = False
     verbose: bool = False
@@ -57,6 +58,8 @@ class RunOptions:
     params_dir: str | None = None
     resume: str | None = None
     cleanup: bool = False
+    disks: list[str] = field(default_factory=list)
+    force: bool = False
     arc_max_mb: int | None = None
     argv: list[str] = field(default_factory=list)
 
@@ -86,10 +89,13 @@ class Runner:
         if not cases:
             raise InputError(f"no test matches the selection (tags {opts.tags}, test {opts.test})",
                              file=rf.source)
-        if opts.vdev_size is not None:
-            for c in cases:
+        for c in cases:
+            if opts.vdev_size is not None:
                 c.test.pool.vdev_size = opts.vdev_size
-                c.test.pool.validate()
+            if opts.prefill:
+                c.test.pool.prefill = True
+            c.test.pool.validate()
+        check_disks(opts.disks, opts.force)
         # 2. A zfsperf that died left tunables changed: put them back first, and say so.
         journal = Journal()
         for line in replay(journal):
@@ -110,7 +116,7 @@ class Runner:
             elif opts.resume:
                 self._cleanup_leftovers(target, only_owner=rd.path.name)
             vdev_dir = Path(opts.vdev_dir) / f"run-{os.getpid()}"
-            pools = PoolManager(target, vdev_dir, run_id=rd.path.name)
+            pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.disks)
             tun_names = sorted({n for c in cases for n in c.tunables})
             run_info = self._run_info(rf, rd, target, cases, t_start, tun_names)
             rd.write_json("run.json", run_info) if not opts.resume else None
@@ -140,6 +146,7 @@ class Runner:
                    target: Target, pools: PoolManager, journal: Journal) -> bool:
         prepared: dict[str, Any] = {}
         prep_error: dict[str, str] = {}
+        warmed: set[str] = set()
         total = sum(self._iterations(c) for c in cases)
         self.ui.start_progress(total - len(done))
         for case in cases:
@@ -158,6 +165,10 @@ class Runner:
                     except (ZfsperfError, OSError) as e:
                         prep_error[t.name] = f"preparing {t.name} failed: {e}"
                 try:
+                    if case.id not in warmed:
+                        warmed.add(case.id)
+                        self._warmup(case, rd, target, pools, journal, prepared.get(t.name),
+                                     prep_error.get(t.name))
                     record = self._run_case(case, it, rd, target, pools, journal,
                                             prepared.get(t.name), prep_error.get(t.name))
                 except Interrupted:
@@ -165,6 +176,20 @@ class Runner:
                 rd.append_result(record)
                 self.ui.case_done(record, HEADLINE.get(t.workload))
         return False
+
+    def _warmup(self, case: Case, rd: ResultsDir, target: Target, pools: PoolManager, journal: Journal,
+                prepared: Any, prep_error: str | None) -> None:
+        """The case's warm-up iterations, before its first counted one: logged, never recorded
+        (hyperfine's --warmup; zfs-fuse's first write into fresh vdev extents is much slower)."""
+        if prep_error:
+            return
+        for w in range(1, case.test.warmup + 1):
+            rec = self._run_case(case, -w, rd, target, pools, journal, prepared, None)
+            if self.opts.verbose:
+                self.ui.say(f"Warmup: {case.id} {w}/{case.test.warmup} [{rec['status']}]"
+                            + (f" {rec['error']}" if rec.get("error") else ""))
+            if rec["status"] != "PASS":
+                return
 
     def _iterations(self, case: Case) -> int:
         return self.opts.iterations or case.test.iterations

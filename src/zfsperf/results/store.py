@@ -83,7 +83,8 @@ class ResultsDir:
             os.fsync(f.fileno())
 
     def case_log(self, slug: str, iteration: int) -> CommandLog:
-        return CommandLog(self.path / "logs" / f"{slug}.iter{iteration}.log")
+        name = f"{slug}.iter{iteration}.log" if iteration > 0 else f"{slug}.warmup{-iteration}.log"
+        return CommandLog(self.path / "logs" / name)
 
     def write_text(self, name: str, text: str) -> None:
         (self.path / name).write_text(text)

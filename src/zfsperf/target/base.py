@@ -116,6 +116,10 @@ class Target(ABC):
         self.params.set(name, value)
 
     # ------------------------------------------------------------------ files
+    def device_path(self, dev: str) -> str:
+        """How the target's ZFS names a block device (the same path, except in a private /dev)."""
+        return dev
+
     def host_path(self, path: str) -> str | None:
         """A path on the target as zfsperf on this host can open it, or None (remote)."""
         return path

@@ -66,6 +66,12 @@ class ZfsFuseTarget(Target):
     def host_path(self, path: str) -> str | None:
         return self.lab.host_path(path)
 
+    def device_path(self, dev: str) -> str:
+        # the lab's /dev was laid out when it started; its hostdev/ is the live host /dev
+        if dev.startswith("/dev/"):
+            return str(self.lab.root / "hostdev" / dev[len("/dev/"):])
+        return dev
+
     def info(self) -> dict:
         out = super().info()
         out["txgs"] = "zdb -u (last synced txg only)"

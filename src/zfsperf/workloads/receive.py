@@ -141,7 +141,6 @@ class ReceiveWorkload:
             "throughput": figure(nbytes / MIB / elapsed, "MiB/s"),
             "per_stream": figure(sum(per_stream) / len(per_stream), "MiB/s"),
             "blocks": figure(stream.writes * threads / elapsed, "blocks/s"),
-            "streams": figure(threads, "streams"),
             "bytes": figure(nbytes, "B"),
             "wall_time": figure(elapsed, "s"),
         }
