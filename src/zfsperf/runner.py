@@ -117,7 +117,8 @@ class Runner:
                 self._cleanup_leftovers(target, only_owner=rd.path.name)
             vdev_dir = Path(opts.vdev_dir) / f"run-{os.getpid()}"
             pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.disks)
-            tun_names = sorted({n for c in cases for n in c.tunables})
+            # every tunable the target exposes, before and after (the ones the runfile sets included)
+            tun_names = sorted(set(target.tunable_names()) | {n for c in cases for n in c.tunables})
             run_info = self._run_info(rf, rd, target, cases, t_start, tun_names)
             rd.write_json("run.json", run_info) if not opts.resume else None
             try:
@@ -234,7 +235,7 @@ class Runner:
             unmet = [m for m in (e.check(figures) for e in t.expect) if m]
             status, error = ("FAIL", "; ".join(unmet)) if unmet else ("PASS", None)
         except CaseTimeout as e:
-            status, error = "KILLED", f"timeout of {t.timeout:.0f} s: {e}"
+            status, error = "KILLED", f"timeout of {t.timeout:g} s: {e}"
         except WorkloadFailed as e:
             status, error = "FAIL", str(e)
         except Unavailable as e:
