@@ -47,6 +47,22 @@ def _p2roundup(x: int, align: int = 8) -> int:
     return (x + align - 1) & ~(align - 1)
 
 
+def _payload_len(rtype: int, hdr: bytes, endian: str, payloadlen: int) -> int:
+    """Bytes that follow a record's 312-byte header (include/sys/zfs_ioctl.h *_PAYLOAD_SIZE)."""
+    u = 8                                  # start of the union
+    q = lambda off: struct.unpack_from(endian + "Q", hdr, u + off)[0]      # noqa: E731
+    i = lambda off: struct.unpack_from(endian + "I", hdr, u + off)[0]      # noqa: E731
+    if rtype == DRR_OBJECT:                # raw_bonuslen, else bonuslen rounded up to 8
+        return i(28) or _p2roundup(i(20))
+    if rtype == DRR_WRITE:                 # compressed_size when compressed, else logical_size
+        return q(88) if hdr[u + 42] else q(24)
+    if rtype == DRR_SPILL:                 # compressed_size when set, else length
+        return q(32) or q(8)
+    if rtype == DRR_WRITE_EMBEDDED:        # psize rounded up to 8
+        return _p2roundup(i(44))
+    return payloadlen                      # BEGIN (nvlist), END, FREE, FREEOBJECTS, BYREF, …
+
+
 def walk(f: BinaryIO, name: str = "stream") -> StreamInfo:
     info = StreamInfo()
     end = f.seek(0, 2)
@@ -81,7 +97,7 @@ def walk(f: BinaryIO, name: str = "stream") -> StreamInfo:
             raise StreamError(f"{name}: a {TYPES[rtype]} record follows the final END at byte {pos}")
         tname = TYPES[rtype]
         info.records[tname] = info.records.get(tname, 0) + 1
-        payload = payloadlen
+        payload = _payload_len(rtype, hdr, endian, payloadlen)
         if rtype == DRR_BEGIN:
             if not (compound and pos == 0):
                 depth += 1
@@ -89,23 +105,8 @@ def walk(f: BinaryIO, name: str = "stream") -> StreamInfo:
                 info.fromguid = struct.unpack_from(endian + "Q", hdr, u + 40)[0]
                 raw = hdr[u + 48: u + 48 + 256]
                 info.toname = raw.split(b"\0", 1)[0].decode(errors="replace")
-        elif rtype == DRR_OBJECT:
-            bonuslen = struct.unpack_from(endian + "I", hdr, u + 20)[0]
-            raw_bonuslen = struct.unpack_from(endian + "I", hdr, u + 28)[0]
-            payload = raw_bonuslen if raw_bonuslen else _p2roundup(bonuslen)
         elif rtype == DRR_WRITE:
-            logical = struct.unpack_from(endian + "Q", hdr, u + 24)[0]
-            compress = hdr[u + 42]
-            compressed = struct.unpack_from(endian + "Q", hdr, u + 88)[0]
-            payload = compressed if compress else logical
-            info.write_bytes += logical
-        elif rtype == DRR_SPILL:
-            length = struct.unpack_from(endian + "Q", hdr, u + 8)[0]
-            compressed = struct.unpack_from(endian + "Q", hdr, u + 32)[0]
-            payload = compressed if compressed else length
-        elif rtype == DRR_WRITE_EMBEDDED:
-            psize = struct.unpack_from(endian + "I", hdr, u + 44)[0]
-            payload = _p2roundup(psize)
+            info.write_bytes += struct.unpack_from(endian + "Q", hdr, u + 24)[0]
         elif rtype == DRR_END:
             if in_header:
                 in_header = False
@@ -148,23 +149,11 @@ def write_digests(path: str) -> dict[tuple[int, int], str]:
         while pos < end:
             hdr = f.read(RECORD_SIZE)
             rtype, payloadlen = struct.unpack_from(endian + "II", hdr, 0)
-            u = 8
+            n = _payload_len(rtype, hdr, endian, payloadlen)
             if rtype == DRR_WRITE:
-                obj, off, logical = (struct.unpack_from(endian + "Q", hdr, u + o)[0] for o in (0, 16, 24))
-                compressed = struct.unpack_from(endian + "Q", hdr, u + 88)[0]
-                n = compressed if hdr[u + 42] else logical
+                obj, off = (struct.unpack_from(endian + "Q", hdr, 8 + o)[0] for o in (0, 16))
                 out[(obj, off)] = hashlib.sha256(f.read(n)).hexdigest()
-            elif rtype == DRR_OBJECT:
-                raw = struct.unpack_from(endian + "I", hdr, u + 28)[0]
-                n = raw if raw else _p2roundup(struct.unpack_from(endian + "I", hdr, u + 20)[0])
-            elif rtype == DRR_SPILL:
-                c = struct.unpack_from(endian + "Q", hdr, u + 32)[0]
-                n = c if c else struct.unpack_from(endian + "Q", hdr, u + 8)[0]
-            elif rtype == DRR_WRITE_EMBEDDED:
-                n = _p2roundup(struct.unpack_from(endian + "I", hdr, u + 44)[0])
             else:
-                n = payloadlen
-            if rtype != DRR_WRITE:
                 f.seek(n, 1)
             pos = f.tell()
     return out
