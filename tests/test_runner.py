@@ -93,8 +93,9 @@ def test_tunable_restored_after_normal_end(tmp_path, params, lab):
     rec = records(last_dir(res.stdout))[0]
     assert rec["tunables"] == {"zfs_recv_write_batch_size": {"before": DEFAULT_BATCH, "set": "131072"}}
     run = json.loads((last_dir(res.stdout) / "run.json").read_text())
-    assert run["tunables"] == {"before": {"zfs_recv_write_batch_size": DEFAULT_BATCH},
-                               "after": {"zfs_recv_write_batch_size": DEFAULT_BATCH}}
+    # every tunable the target exposes is recorded, the changed one and the untouched one
+    every = {"zfs_recv_write_batch_size": DEFAULT_BATCH, "zfs_vdev_async_write_max_active": "10"}
+    assert run["tunables"] == {"before": every, "after": every}
 
 
 def _start(tmp_path, params, iters=20, size="48M", threads=4):

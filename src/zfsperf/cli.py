@@ -69,6 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf")
     m.add_argument("--target", default="auto")
 
+    p = sub.add_parser("steady", help="re-decide steady state from a recorded series (SNIA range/slope + vote)")
+    p.add_argument("series")
+    p.add_argument("--window", type=int, default=20, help="samples per window W (default 20)")
+    p.add_argument("--interval", type=float, help="re-sample the series to one sample per this many seconds")
+    p.add_argument("--range", type=float, default=0.20, help="R: max-min <= R*mean (default 0.20)")
+    p.add_argument("--slope", type=float, default=0.10, help="S: |slope|*span <= S*mean (default 0.10)")
+    p.add_argument("--quorum", type=float, default=0.70, help="fraction of metrics that must pass (default 0.70)")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("report", help="summarise results directories (nothing is re-run)")
     p.add_argument("dirs", nargs="+")
     return ap
@@ -83,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                 args = build_parser().parse_args(["run", *argv])
             return cmd_run(args, argv)
         return {"list": cmd_list, "info": cmd_info, "lab": cmd_lab, "corpus": cmd_corpus,
-                "report": cmd_report}[args.cmd](args)
+                "report": cmd_report, "steady": cmd_steady}[args.cmd](args)
     except InputError as e:
         print(f"zfsperf: {e}", file=sys.stderr)
         return 2
@@ -190,6 +199,30 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     print(f"{s.path}: {s.length} bytes, {s.writes} WRITE records ({c.describe()}, made by {c.made_by})")
     if c.base:
         print(f"{c.base.path}: base stream, {c.base.length} bytes, {c.base.writes} WRITE records")
+    return 0
+
+
+def cmd_steady(args: argparse.Namespace) -> int:
+    from . import steady
+    samples = steady.read_series(args.series)
+    if args.interval:
+        samples = steady.resample(samples, args.interval)
+    c = steady.Criteria(window=args.window, range=args.range, slope=args.slope, quorum=args.quorum)
+    v = steady.decide(samples, c)
+    if args.json:
+        print(json.dumps(v.as_dict(), indent=1))
+        return 0
+    where = f"first steady at sample {v.first_steady_index}" if v.steady else "never steady"
+    print(f"{args.series}: {v.samples} samples, window {c.window}, R {c.range:g}, S {c.slope:g}, "
+          f"quorum {c.quorum:.0%}: {where}")
+    print(f"{'metric':<28} {'mean':>14} {'range':>12} {'excursion':>12}  verdict")
+    for name, m in sorted(v.metrics.items()):
+        if not m.readable:
+            print(f"{name:<28} {'-':>14} {'-':>12} {'-':>12}  unreadable (counts as steady)")
+            continue
+        verdict = "steady" if m.steady else ("range" if not m.range_ok else "") + \
+            (" slope" if not m.slope_ok else "") + " too large"
+        print(f"{name:<28} {m.mean:>14.6g} {m.range:>12.6g} {m.excursion:>12.6g}  {verdict.strip()}")
     return 0
 
 
