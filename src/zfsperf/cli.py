@@ -102,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zfsperf: interrupted", file=sys.stderr)
         return 3
+    except BrokenPipeError:                 # `zfsperf … | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _tags(text: str | None) -> list[str] | None:
