@@ -329,8 +329,8 @@ class PoolManager:
 
     def cleanup_files(self) -> list[str]:
         """Remove our vdev files, and wipe the pool labels we wrote on DISKS (after destroy)."""
-        for d in sorted(self.labelled):
-            if d not in {p for p in list_pools(self.target)}:
+        if self.labelled and not leftover_pools(self.target):
+            for d in sorted(self.labelled):     # only once none of our pools is still on them
                 self.target.run(["wipefs", "-a", "-q", d])
         self.labelled.clear()
         return self.vdev_dir.remove_all()

@@ -247,7 +247,7 @@ def loads(text: str, source: str = "<runfile>") -> Runfile:
     unknown = set(data) - {"defaults", "test"}
     if unknown:
         k = sorted(unknown)[0]
-        raise InputError(f"unknown top-level table (expected [defaults] and [[test]])",
+        raise InputError("unknown top-level table (expected [defaults] and [[test]])",
                          file=source, line=loc.line(k, -1) or loc.line("", -1, k), field=k)
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):

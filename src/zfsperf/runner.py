@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import platform
-import shlex
 import signal
 import sys
 import time
@@ -120,7 +119,8 @@ class Runner:
             # every tunable the target exposes, before and after (the ones the runfile sets included)
             tun_names = sorted(set(target.tunable_names()) | {n for c in cases for n in c.tunables})
             run_info = self._run_info(rf, rd, target, cases, t_start, tun_names)
-            rd.write_json("run.json", run_info) if not opts.resume else None
+            if not opts.resume:
+                rd.write_json("run.json", run_info)
             try:
                 interrupted = self._run_cases(rf, cases, done, rd, target, pools, journal)
             finally:
@@ -415,7 +415,3 @@ class Runner:
     def _restore_signals(old: dict[int, Any]) -> None:
         for s, h in old.items():
             signal.signal(s, h)
-
-
-def command_line() -> list[str]:
-    return [shlex.quote(a) for a in sys.argv]

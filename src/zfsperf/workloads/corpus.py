@@ -21,7 +21,6 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .. import proc
 from ..errors import InputError, TargetError
 from ..pool import PoolManager, PoolSpec
 from ..target.base import Target
@@ -211,4 +210,4 @@ def resolve(target: Target, spec: dict, vdev_dir: Path, progress=None) -> Corpus
                 vdev_dir=vdev_dir, progress=progress)
 
 
-__all__ = ["Corpus", "Stream", "KINDS", "make", "resolve", "from_file", "cache_dir", "proc"]
+__all__ = ["Corpus", "Stream", "KINDS", "make", "resolve", "from_file", "cache_dir"]
