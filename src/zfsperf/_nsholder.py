@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+KSTAT_DIR = "/zfs-kstat"
 BINDS = (("run", "/run/zfs"), ("lock", "/run/lock/zfs"), ("lib", "/var/lib/zfs"))
 
 
@@ -35,6 +36,11 @@ def setup(root: Path) -> None:
         if entry != "log":
             os.symlink(hostdev / entry, Path("/dev") / entry)
     os.symlink(root / "log.sock", "/dev/log")
+    # zfs-fuse mounts its kstats on /zfs-kstat and removes that directory when it exits. The
+    # directory is on the root filesystem every namespace shares: a tmpfs under the daemon's
+    # mount makes the removal fail (busy) here instead of pulling it from under other labs.
+    Path(KSTAT_DIR).mkdir(exist_ok=True)
+    _mount("-t", "tmpfs", "-o", "mode=755,size=64k", "zfsperf-kstat", KSTAT_DIR)
 
 
 def main() -> int:

@@ -251,7 +251,7 @@ class Lab:
                     "zfs-fuse" in " ".join(proc.pid_cmdline(self.state.daemon_pid)):
                 proc.stop_pid(self.state.daemon_pid, grace=15.0)
             self._stop_helpers()
-            if self.state.created_kstat_dir:
+            if self.state.created_kstat_dir and not self._other_labs_alive():
                 try:
                     os.rmdir(KSTAT_DIR)
                 except OSError:
@@ -259,6 +259,22 @@ class Lab:
         # the namespace is gone with its holder, so nothing below is mounted any more
         if not any(os.path.ismount(self.root / sub) for sub in ("run", "lock", "lib", "hostdev")):
             shutil.rmtree(self.root, ignore_errors=True)
+
+    def _other_labs_alive(self) -> bool:
+        """Another zfsperf lab still needs /zfs-kstat (it is one directory on the shared root fs;
+        removing it under a running lab leaves that daemon without kstats)."""
+        roots = {p.parent for p in Path("/run/zfsperf").glob("*/state.json")}
+        roots |= {p.parent for p in self.root.parent.glob("*/state.json")}
+        for r in roots:
+            if r.resolve() == self.root.resolve():
+                continue
+            try:
+                holder = json.loads((r / "state.json").read_text()).get("holder_pid")
+            except (OSError, ValueError):
+                continue
+            if isinstance(holder, int) and proc.pid_alive(holder):
+                return True
+        return False
 
     # ---------------------------------------------------------------- reporting
     def syslog_tail(self, lines: int = 5) -> str:

@@ -65,6 +65,8 @@ class PoolSpec:
     vdevs: int = 2
     vdev_size: int = 2 * 1024 ** 3
     log_vdevs: int = 0
+    cache_vdevs: int = 0                  # L2ARC devices (sparse files of cache_size)
+    cache_size: int = 256 * MIB
     ashift: int | None = None
     prefill: bool = False
     properties: dict[str, str] = field(default_factory=dict)   # zpool -o
@@ -76,6 +78,11 @@ class PoolSpec:
         if self.vdevs < MIN_VDEVS[self.layout]:
             raise InputError(f"{self.layout} needs at least {MIN_VDEVS[self.layout]} vdevs, got {self.vdevs}",
                              field="pool.vdevs")
+        if self.cache_vdevs < 0 or self.log_vdevs < 0:
+            raise InputError("log_vdevs and cache_vdevs cannot be negative", field="pool.cache_vdevs")
+        if self.cache_vdevs and self.cache_size < 64 * MIB:
+            raise InputError(f"cache_size {format_size(self.cache_size)} is below ZFS's 64M minimum",
+                             field="pool.cache_size")
         if self.vdev_size < 64 * MIB:
             raise InputError(f"vdev_size {format_size(self.vdev_size)} is below ZFS's 64M minimum",
                              field="pool.vdev_size")
@@ -84,6 +91,8 @@ class PoolSpec:
         text = f"{self.layout} of {self.vdevs} × {format_size(self.vdev_size)}"
         if self.log_vdevs:
             text += f" + log {'mirror ' if self.log_vdevs > 1 else ''}of {self.log_vdevs}"
+        if self.cache_vdevs:
+            text += f" + cache of {self.cache_vdevs} × {format_size(self.cache_size)}"
         return text
 
 
@@ -135,12 +144,28 @@ class VdevDir:
             out.append(str(p))
         return out
 
+    def loop_devices(self, files: list[str]) -> list[str]:
+        """Loop devices over our files (ZFS takes only disks as cache devices); reused if attached."""
+        out = []
+        for f in files:
+            have = loops_of(self.target, f)
+            if have:
+                out.append(have[0])
+                continue
+            res = self.target.run(["losetup", "-f", "--show", f])
+            if not res.ok or not res.stdout.strip():
+                raise TargetError(f"cannot attach {f} to a loop device: {res.error_text()}")
+            out.append(res.stdout.strip())
+        return out
+
     def remove_all(self) -> list[str]:
         """Remove the files this directory's manifest lists (and nothing else)."""
         data = self._manifest()
         removed = []
         for name in list(data["files"]):
             p = self.path / name
+            for loop in loops_of(self.target, str(p)):      # cache vdevs sit on loop devices
+                self.target.run(["losetup", "-d", loop])
             try:
                 p.unlink()
                 removed.append(str(p))
@@ -161,6 +186,12 @@ class VdevDir:
         except OSError:
             pass
         return removed
+
+
+def loops_of(target: Target, path: str) -> list[str]:
+    """Loop devices whose backing file is path (`losetup -j`), e.g. /dev/loop3."""
+    res = target.run(["losetup", "-j", path], log=proc.NULL_LOG)
+    return [ln.split(":", 1)[0] for ln in res.stdout.splitlines() if ln.startswith("/dev/loop")] if res.ok else []
 
 
 def disks_from_env(value: str | None = None) -> list[str]:
@@ -238,6 +269,11 @@ class Pool:
     def root(self) -> str:
         return self.name
 
+    @property
+    def l2_capacity(self) -> int | None:
+        """Bytes of L2ARC devices, or None without any (L2 metrics are then absent)."""
+        return self.spec.cache_vdevs * self.spec.cache_size if self.spec.cache_vdevs else None
+
     def dataset(self, name: str, properties: dict[str, str] | None = None) -> str:
         full = f"{self.name}/{check_dataset_component(name)}"
         argv = ["zfs", "create"]
@@ -249,11 +285,14 @@ class Pool:
         return full
 
     def layout_argv(self) -> list[str]:
-        n_data = self.spec.vdevs
-        data, logs = self.vdevs[:n_data], self.vdevs[n_data:]
+        n_data, n_log = self.spec.vdevs, self.spec.log_vdevs
+        data, logs = self.vdevs[:n_data], self.vdevs[n_data:n_data + n_log]
+        caches = self.vdevs[n_data + n_log:]
         argv = list(data) if self.spec.layout == "stripe" else [self.spec.layout, *data]
         if logs:
             argv += ["log"] + (["mirror"] if len(logs) > 1 else []) + logs
+        if caches:
+            argv += ["cache", *caches]
         return argv
 
 
@@ -276,13 +315,18 @@ class PoolManager:
         if name in existing or name in self.preexisting:
             raise TargetError(f"pool {name} already exists: zfsperf never reuses a pool it did not create")
         names = [f"vdev{i}" for i in range(spec.vdevs)] + [f"log{i}" for i in range(spec.log_vdevs)]
+        cache_names = [f"cache{i}" for i in range(spec.cache_vdevs)]
         if self.disks:
-            if len(self.disks) < len(names):
-                raise TargetError(f"{spec.describe()} needs {len(names)} disks, DISKS has {len(self.disks)}")
-            files = [self.target.device_path(d) for d in self.disks[:len(names)]]
-            self.labelled.update(self.disks[:len(names)])
+            need = len(names) + len(cache_names)
+            if len(self.disks) < need:
+                raise TargetError(f"{spec.describe()} needs {need} disks, DISKS has {len(self.disks)}")
+            files = [self.target.device_path(d) for d in self.disks[:need]]
+            self.labelled.update(self.disks[:need])
         else:
             files = self.vdev_dir.files(names, spec.vdev_size, spec.prefill)
+            if cache_names:
+                loops = self.vdev_dir.loop_devices(self.vdev_dir.files(cache_names, spec.cache_size, False))
+                files += [self.target.device_path(d) for d in loops]
         mountpoint = str(self.vdev_dir.path / "mnt" / name)
         owner = f"{self.run_id}"
         argv = ["zpool", "create", "-f", "-m", mountpoint, "-O", f"{OWNER_PROP}={owner}"]

@@ -93,6 +93,16 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time a live process has used (from /proc/<pid>/stat), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def pid_cmdline(pid: int) -> list[str]:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:

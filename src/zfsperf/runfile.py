@@ -29,6 +29,7 @@ from typing import Any
 
 from .errors import InputError
 from .pool import LAYOUTS, PoolSpec, check_property_name
+from .steady import SteadySpec
 from .tunables import normalise_value
 from .units import parse_duration, parse_size
 from .workloads import WORKLOADS
@@ -39,10 +40,9 @@ EXPECT_RE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*(\S.*)?$")
 COMMON_TEST_KEYS = {"name", "tags", "workload", "description", "iterations", "warmup", "timeout", "pool",
                     "dataset", "tunables", "expect", "steady"}
 DEFAULT_KEYS = {"iterations", "warmup", "timeout", "pool", "dataset", "tunables", "steady"}
-POOL_KEYS = {"layout": str, "vdevs": int, "vdev_size": (str, int), "log_vdevs": int, "ashift": int,
+POOL_KEYS = {"layout": str, "vdevs": int, "vdev_size": (str, int), "log_vdevs": int, "cache_vdevs": int,
+             "cache_size": (str, int), "ashift": int,
              "prefill": bool, "properties": dict}
-STEADY_KEYS = {"mode", "interval", "window", "range", "slope", "quorum", "timeout", "cache_gate",
-               "measure"}
 DEFAULT_ITERATIONS = 3
 DEFAULT_TIMEOUT = 20 * 60.0
 
@@ -136,7 +136,7 @@ class TestSpec:
     tunables: dict[str, Any]               # tunable -> value or list (sweep)
     fields: dict[str, Any]                 # workload fields, lists where swept
     expect: list[Expectation]
-    steady: dict[str, Any]
+    steady: SteadySpec
     description: str = ""
     line: int | None = None
     warmup: int = 0                        # iterations run first and not counted (a cold first run)
@@ -371,11 +371,8 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
             raise InputError(f"expected e.g. \">= 100 MiB/s\", got {text!r}", **where("expect"))
         expect.append(Expectation(fig, m.group(1), float(m.group(2)), (m.group(3) or "").strip() or None,
                                   text.strip()))
-    steady = {**defaults.get("steady", {}), **raw.get("steady", {})}
-    for k in steady:
-        if k not in STEADY_KEYS:
-            raise InputError(f"unknown steady field (expected {', '.join(sorted(STEADY_KEYS))})",
-                             **where("steady"))
+    steady_d, steady_w = merged("steady")
+    steady = SteadySpec.from_dict(steady_d, steady_w)
     return TestSpec(name, workload, list(tags), iterations, timeout, pool, dataset, tunables, fields, expect,
                     steady, str(raw.get("description", "")), warmup=warmup)
 
@@ -391,14 +388,15 @@ def _load_pool(d: dict, w) -> PoolSpec:
         if d["layout"] not in LAYOUTS:
             raise InputError(f"expected {' | '.join(LAYOUTS)}, got {d['layout']!r}", **w("layout"))
         spec.layout = d["layout"]
-    for k in ("vdevs", "log_vdevs", "ashift"):
+    for k in ("vdevs", "log_vdevs", "cache_vdevs", "ashift"):
         if k in d:
             setattr(spec, k, d[k])
-    if "vdev_size" in d:
-        try:
-            spec.vdev_size = parse_size(d["vdev_size"])
-        except ValueError as e:
-            raise InputError(str(e), **w("vdev_size")) from None
+    for k in ("vdev_size", "cache_size"):
+        if k in d:
+            try:
+                setattr(spec, k, parse_size(d[k]))
+            except ValueError as e:
+                raise InputError(str(e), **w(k)) from None
     if "prefill" in d:
         spec.prefill = d["prefill"]
     if "properties" in d:

@@ -11,17 +11,20 @@ import os
 import platform
 import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, proc
+from . import __version__, proc, steady
+from .metrics.sampler import Sampler, series_path
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
 from .pool import PoolManager, VdevDir, check_disks, keep_list, leftover_pools
 from .results import export
 from .results.store import ResultsDir
+from .report.quantize import render_histograms
 from .results.tables import case_table
 from .runfile import Case, Runfile, load, loads
 from .target import open_target
@@ -176,6 +179,8 @@ class Runner:
                     return True
                 rd.append_result(record)
                 self.ui.case_done(record, HEADLINE.get(t.workload))
+                if self.opts.verbose and record.get("histograms"):
+                    self.ui.say(render_histograms(record))
         return False
 
     def _warmup(self, case: Case, rd: ResultsDir, target: Target, pools: PoolManager, journal: Journal,
@@ -220,6 +225,7 @@ class Runner:
         pool = None
         session = TunableSession(target.params, journal, log) if case.tunables else None
         ctx = None
+        sampler: Sampler | None = None
         status, error = "FAIL", None
         try:
             pool = pools.create(t.pool, fs_properties=case.dataset)
@@ -229,9 +235,27 @@ class Runner:
             ctx = CaseContext(target=target, pool=pool, params=case.params, log=log,
                               deadline=time.monotonic() + t.timeout, prepared=prepared,
                               live=self.ui.live if (self.opts.verbose or self.ui.is_tty) else None,
-                              workdir=rd.path, case_id=case.slug)
-            figures = WORKLOADS[t.workload].run(ctx)
+                              workdir=rd.path, case_id=case.slug, iteration=it)
+            wl = WORKLOADS[t.workload]
+            if t.steady.mode != "off":
+                sampler = Sampler(target, pool.name, series_path(rd.path, case.slug, it),
+                                  interval=t.steady.interval, progress=ctx.current_progress,
+                                  l2_capacity=pool.l2_capacity)
+                sampler.start()
+                record["series"] = str(sampler.path.relative_to(rd.path))
+            if t.steady.mode == "gate":
+                record["steady"] = self._precondition(ctx, wl, sampler, t.steady,
+                                                      wl.active_bytes(case.params, prepared))
+            figures = wl.run(ctx)
+            if sampler is not None:
+                sampler.stop()
+                if t.steady.mode == "record":
+                    samples = sampler.snapshot()
+                    record["steady"] = steady.summary(steady.decide(samples, t.steady.criteria), samples,
+                                                      t.steady)
+                record["sampler"] = sampler.overhead()
             record["figures"] = figures
+            record.update(ctx.extra)
             unmet = [m for m in (e.check(figures) for e in t.expect) if m]
             status, error = ("FAIL", "; ".join(unmet)) if unmet else ("PASS", None)
         except CaseTimeout as e:
@@ -243,11 +267,15 @@ class Runner:
         except (TargetError, InputError, OSError) as e:
             status, error = "FAIL", str(e)
         except Interrupted:
+            if sampler is not None:
+                sampler.stop()
             self._teardown(ctx, session, pools, pool, failed=True, log=log)
             raise
         except Exception as e:  # noqa: BLE001 - a bug in zfsperf: FAIL with the traceback in the log
             log.write(traceback.format_exc())
             status, error = "FAIL", f"internal error: {type(e).__name__}: {e}"
+        if sampler is not None:
+            sampler.stop()                  # idempotent; a failed case still keeps its series
         teardown_error = self._teardown(ctx, session, pools, pool, failed=status != "PASS", log=log)
         if teardown_error:
             if status == "PASS":
@@ -256,6 +284,59 @@ class Runner:
         if status == "FAIL" and error and self._daemon_gone(target):
             error += " (the zfs-fuse daemon is gone)"
         return finish(status, error)
+
+    def _precondition(self, ctx: CaseContext, wl: Any, sampler: Sampler, spec: steady.SteadySpec,
+                      active: int | None) -> dict[str, Any]:
+        """Run the workload in rounds until the sampled series is steady or spec.timeout passes
+        (recorded as "not steady after N s", never hidden); the caller then measures once."""
+        ctx.phase, ctx.stop = "precondition", threading.Event()
+        errors: list[BaseException] = []
+        rounds = 0
+
+        def loop() -> None:
+            nonlocal rounds
+            try:
+                while not ctx.stopping():
+                    wl.run(ctx)
+                    rounds += 1
+                    ctx.round += 1
+            except BaseException as e:  # noqa: BLE001 - handed to the runner's thread below
+                if not ctx.stopping():
+                    errors.append(e)
+
+        worker = threading.Thread(target=loop, name="precondition", daemon=True)
+        gate_until = time.monotonic() + min(spec.timeout, max(0.0, ctx.remaining() - 1))
+        worker.start()
+        verdict = None
+        try:
+            while True:
+                if errors:
+                    raise errors[0]
+                samples = sampler.snapshot()
+                verdict = steady.decide(samples, spec.criteria,
+                                        active_bytes=active if spec.cache_gate else None)
+                if verdict.steady or time.monotonic() >= gate_until:
+                    break
+                if self.ui.is_tty:
+                    self.ui.live(f"preconditioning: {len(samples)} samples, round {rounds + 1}, "
+                                 f"{sampler.elapsed():.0f} s")
+                time.sleep(min(0.5, spec.interval / 2))
+        finally:
+            ctx.stop.set()
+        worker.join(max(0.1, ctx.remaining()))
+        if worker.is_alive():
+            raise CaseTimeout("a precondition round was still running at the case timeout")
+        if errors:
+            raise errors[0]
+        samples = sampler.snapshot()
+        out = steady.summary(verdict, samples, spec)
+        out["rounds"] = rounds
+        out["measure_start"] = round(sampler.elapsed(), 3)
+        ctx.phase, ctx.stop, ctx.round = "measure", None, ctx.round + 1
+        ctx.measure_seconds = spec.measure
+        ctx.log.write(f"# steady state: {'steady' if verdict.steady else out.get('note')} after {rounds} rounds; "
+                      f"measuring from t={out['measure_start']} s")
+        return out
 
     def _teardown(self, ctx: CaseContext | None, session: TunableSession | None, pools: PoolManager,
                   pool, *, failed: bool, log: proc.CommandLog) -> str | None:

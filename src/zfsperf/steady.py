@@ -23,7 +23,7 @@ from .errors import InputError
 
 @dataclass
 class Criteria:
-    window: int = 20
+    window: int = 10
     range: float = 0.20
     slope: float = 0.10
     quorum: float = 0.70
@@ -114,8 +114,29 @@ def window_checks(t: np.ndarray, names: list[str], y: np.ndarray, end: int, c: C
     return {n: check_metric(n, t[lo:end], y[lo:end, j], c) for j, n in enumerate(names)}
 
 
-def decide(samples: list[dict[str, Any]], c: Criteria | None = None) -> Verdict:
-    """First window (sliding one sample at a time) in which the vote says steady."""
+CACHE_SHARE = 0.85       # of the active data set in cache ...
+CACHE_FULL = 0.80        # ... unless the ARC (and L2ARC) are this full
+
+
+def cache_ok(sample: dict[str, Any], active_bytes: int) -> bool | None:
+    """The talk's cache gate on one sample's info: ≥ 85 % of the active data set is in ARC (+L2ARC),
+    or the caches are ≥ 80 % full. None when the sample does not say (unreadable: passes)."""
+    info = sample.get("info") or {}
+    arc_b, c_max = info.get("arc_bytes"), info.get("arc_c_max")
+    if not isinstance(arc_b, (int, float)) or not isinstance(c_max, (int, float)) or c_max <= 0:
+        return None
+    l2_b = info.get("l2_bytes") if isinstance(info.get("l2_bytes"), (int, float)) else 0
+    if arc_b + l2_b >= CACHE_SHARE * active_bytes:
+        return True
+    l2_cap = info.get("l2_capacity")
+    l2_full = not isinstance(l2_cap, (int, float)) or l2_cap <= 0 or l2_b >= CACHE_FULL * l2_cap
+    return arc_b >= CACHE_FULL * c_max and l2_full
+
+
+def decide(samples: list[dict[str, Any]], c: Criteria | None = None, *,
+           active_bytes: int | None = None) -> Verdict:
+    """First window (sliding one sample at a time) in which the vote says steady (and, with
+    active_bytes, the cache gate holds at the window's last sample)."""
     c = c or Criteria()
     c.validate()
     t, names, y = _matrix(samples)
@@ -123,9 +144,84 @@ def decide(samples: list[dict[str, Any]], c: Criteria | None = None) -> Verdict:
     last: dict[str, MetricCheck] = {}
     for end in range(c.window, n + 1):
         last = window_checks(t, names, y, end, c)
-        if vote(last, c.quorum):
+        if vote(last, c.quorum) and (active_bytes is None or cache_ok(samples[end - 1], active_bytes) is not False):
             return Verdict(True, end, n, c, last)
     return Verdict(False, None, n, c, last)
+
+
+MODES = ("record", "gate", "off")
+
+
+@dataclass
+class SteadySpec:
+    """A test's `steady = { … }`: how to sample, how to decide, and whether to gate the measurement."""
+    mode: str = "record"            # record: sample and record the verdict; gate: precondition until steady
+    interval: float = 1.0           # seconds between samples (the talk used 15 s)
+    criteria: Criteria = field(default_factory=Criteria)
+    timeout: float = 300.0          # gate: give up preconditioning after this long (recorded, never hidden)
+    cache_gate: bool = False        # gate also on ≥ 85 % of the active data set in cache
+    measure: float | None = None    # gate: seconds of the measurement for time-based workloads
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], where: Any) -> "SteadySpec":
+        """Validate a runfile table; where(key) gives the location of that key for errors."""
+        spec = cls()
+        for k, v in d.items():
+            number = isinstance(v, (int, float)) and not isinstance(v, bool)
+            if k == "mode":
+                if v not in MODES:
+                    raise InputError(f"expected {' | '.join(MODES)}, got {v!r}", **where(k))
+                spec.mode = v
+            elif k == "cache_gate":
+                if not isinstance(v, bool):
+                    raise InputError(f"expected true or false, got {v!r}", **where(k))
+                spec.cache_gate = v
+            elif k == "window":
+                if not isinstance(v, int) or isinstance(v, bool) or v < 2:
+                    raise InputError(f"expected a whole number of samples >= 2, got {v!r}", **where(k))
+                spec.criteria.window = v
+            elif k in ("interval", "timeout", "measure"):
+                from .units import parse_duration
+                try:
+                    secs = parse_duration(v)
+                except ValueError as e:
+                    raise InputError(str(e), **where(k)) from None
+                if secs <= 0 or (k == "interval" and secs < 0.2):
+                    raise InputError(f"{k} must be {'at least 0.2 s' if k == 'interval' else 'positive'}",
+                                     **where(k))
+                setattr(spec, k, secs)
+            elif k in ("range", "slope", "quorum"):
+                if not number or not 0 < v <= (1 if k == "quorum" else 10):
+                    raise InputError(f"expected a fraction like 0.2, got {v!r}", **where(k))
+                setattr(spec.criteria, k, float(v))
+            else:
+                raise InputError("unknown steady field (expected cache_gate, interval, measure, mode, quorum, "
+                                 "range, slope, timeout, window)", **where(k))
+        return spec
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "interval": self.interval, "timeout": self.timeout,
+                "cache_gate": self.cache_gate, "measure": self.measure, **self.criteria.__dict__}
+
+
+def summary(v: Verdict, samples: list[dict[str, Any]], spec: SteadySpec) -> dict[str, Any]:
+    """What every result carries: the verdict, the time to steady, and which metrics passed."""
+    first = v.first_steady_index
+    out: dict[str, Any] = {
+        "mode": spec.mode, "steady": v.steady, "first_steady_index": first,
+        "time_to_steady": samples[first - 1]["t"] if first else None, "samples": len(samples),
+        "passed": sorted(k for k, m in v.metrics.items() if m.readable and m.steady),
+        "failed": sorted(k for k, m in v.metrics.items() if not m.steady),
+        "unreadable": sorted(k for k, m in v.metrics.items() if not m.readable),
+        "criteria": spec.as_dict(),
+    }
+    if not v.steady:
+        if len(samples) < spec.criteria.window:
+            out["note"] = f"only {len(samples)} samples, fewer than the window of {spec.criteria.window}"
+        else:
+            span = samples[-1]["t"] if samples else 0
+            out["note"] = f"not steady after {span:.0f} s"
+    return out
 
 
 def read_series(path: str) -> list[dict[str, Any]]:

@@ -8,8 +8,14 @@ from typing import Any
 from .stats import summarise
 
 # preferred column order; other figures follow alphabetically
-ORDER = ["throughput", "blocks", "txgs", "per_stream", "iops", "read_iops", "write_iops", "read_bw", "write_bw",
+ORDER = ["throughput", "blocks", "txgs", "per_stream", "iops", "bw", "read_iops", "write_iops", "read_bw", "write_bw",
          "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99", "wall_time"]
+# the summary shows these (when present); every figure is in results.jsonl and in `zfsperf report`
+SUMMARY = {"receive": ["throughput", "blocks", "txgs", "per_stream", "wall_time"],
+           "fio": ["iops", "bw", "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99",
+                   "sync_lat_p99"],
+           "mixed": ["reader_alone_p99", "reader_loaded_p99", "read_p99_ratio", "reader_loaded_iops",
+                     "writer_bw"]}
 
 
 @dataclass
@@ -31,16 +37,19 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
-def case_table(records: list[dict[str, Any]]) -> Table:
+def case_table(records: list[dict[str, Any]], full: bool = False) -> Table:
     cases: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         cases.setdefault(r["case"], []).append(r)
     figs: dict[str, str] = {}
     for r in records:
         if r["status"] == "PASS":
+            keep = SUMMARY.get(r.get("workload", ""))
             for k, f in (r.get("figures") or {}).items():
-                figs.setdefault(k, f["unit"])
-    names = [n for n in ORDER if n in figs] + sorted(n for n in figs if n not in ORDER and n != "bytes")
+                if full or keep is None or k in keep:
+                    figs.setdefault(k, f["unit"])
+    order = ORDER + [n for w in SUMMARY.values() for n in w if n not in ORDER]
+    names = [n for n in order if n in figs] + sorted(n for n in figs if n not in order and n != "bytes")
     t = Table(columns=["case", "status", "n"] + [f"{n} ({figs[n]})" for n in names],
               title="mean over iterations (CV %)")
     for case, recs in cases.items():

@@ -80,6 +80,11 @@ class Target(ABC):
     def kstat(self, name: str) -> dict[str, float] | None:
         """A global kstat ("arcstats", "zfetchstats", …) as {field: number}, or None."""
 
+    def kstat_fields(self, name: str, fields: Sequence[str]) -> dict[str, float] | None:
+        """Only these fields of a global kstat (what is published of them), or None."""
+        data = self.kstat(name)
+        return None if data is None else {k: data[k] for k in fields if k in data}
+
     def has_txgs(self) -> bool:
         return False
 

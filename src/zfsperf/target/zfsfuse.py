@@ -27,6 +27,7 @@ class ZfsFuseTarget(Target):
         self.lab = lab
         self.owns_lab = owns_lab
         self._version: str | None = None
+        self._missing: dict[str, set[str]] = {}      # kstat fields this zfs-fuse does not have
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return self.lab.prefix() + [str(a) for a in argv]
@@ -54,6 +55,38 @@ class ZfsFuseTarget(Target):
         except OSError:
             return None
         return data or None
+
+    def kstat_fields(self, name: str, fields: Sequence[str]) -> dict[str, float] | None:
+        """One small file per field through the daemon's FUSE mount: read only the ones asked for,
+        relative to an open directory (the sampler's hot path: ~0.06 ms per field here), and
+        remember which fields this zfs-fuse does not publish."""
+        base = self.lab.host_path(f"{KSTAT_DIR}/zfs/{name}")
+        try:
+            dfd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return None
+        missing = self._missing.setdefault(name, set())
+        out: dict[str, float] = {}
+        try:
+            for fld in fields:
+                if fld in missing:
+                    continue
+                try:
+                    fd = os.open(fld, os.O_RDONLY, dir_fd=dfd)
+                except FileNotFoundError:
+                    missing.add(fld)
+                    continue
+                except OSError:
+                    continue
+                try:
+                    out[fld] = float(os.read(fd, 64))
+                except (OSError, ValueError):
+                    pass
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(dfd)
+        return out or None
 
     def txg(self, pool: str) -> int | None:
         res = self.run(["zdb", "-u", pool], log=proc.NULL_LOG, timeout=30)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from .base import Workload
+from .fio import FioWorkload
 from .receive import ReceiveWorkload
 
 WORKLOADS: dict[str, Workload] = {
     "receive": ReceiveWorkload(),
+    "fio": FioWorkload(),
 }

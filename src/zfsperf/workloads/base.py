@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,41 @@ class CaseContext:
     prepared: Any = None                 # what prepare() returned for this test (e.g. the corpus)
     workdir: Path | None = None          # results dir of the run (fio JSON etc.)
     case_id: str = ""
+    iteration: int = 1                   # negative for warm-up iterations
+    # steady-state gating: the runner runs the workload in rounds ("precondition") until the
+    # sampler's series is steady, sets stop, then runs it once more ("measure")
+    phase: str = "measure"
+    round: int = 0
+    stop: threading.Event | None = None
+    measure_seconds: float | None = None  # gate: length of the measurement for time-based workloads
+    progress: Callable[[], dict[str, float] | None] | None = None   # set by the workload while it runs
+    extra: dict[str, Any] = field(default_factory=dict)   # stored with the result (histograms, hosts, …)
+    _progress_base: dict[str, float] = field(default_factory=dict)
+    _progress_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def set_progress(self, fn: Callable[[], dict[str, float] | None]) -> None:
+        self.progress = fn
+
+    def end_progress(self) -> None:
+        """A round ended: fold its final count into the base, so the case's count never goes back."""
+        with self._progress_lock:
+            fn, self.progress = self.progress, None
+            last = fn() if fn is not None else None
+            for k, v in (last or {}).items():
+                self._progress_base[k] = self._progress_base.get(k, 0.0) + v
+
+    def current_progress(self) -> dict[str, float] | None:
+        """What the sampler reads: cumulative bytes and I/Os of the workload over the whole case."""
+        with self._progress_lock:
+            fn = self.progress
+            cur = fn() if fn is not None else None
+            if cur is None and not self._progress_base:
+                return None
+            keys = set(self._progress_base) | set(cur or {})
+            return {k: self._progress_base.get(k, 0.0) + (cur or {}).get(k, 0.0) for k in keys}
+
+    def stopping(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -56,4 +92,8 @@ class Workload(Protocol):
         """Once per test, before its cases (e.g. make the corpus). Untimed."""
 
     def run(self, ctx: CaseContext) -> Figures:
-        """Run one case on ctx.pool and return its figures, or raise WorkloadFailed."""
+        """Run one case (or one precondition round, ctx.phase) on ctx.pool and return its figures,
+        or raise WorkloadFailed. Must be re-runnable on the same pool (ctx.round differs)."""
+
+    def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
+        """The active data set of a case, for the steady-state cache gate."""

@@ -84,7 +84,7 @@ class ReceiveWorkload:
         corpus: corpus_mod.Corpus = ctx.prepared[corpus_mod.describe_spec(ctx.params["corpus"])]
         threads = int(ctx.params.get("threads", 1))
         target, pool = ctx.target, ctx.pool
-        parent = f"{pool.name}/rcv"
+        parent = f"{pool.name}/rcv" + (str(ctx.round) if ctx.round else "")   # a fresh parent per round
         res = target.run(["zfs", "create", "-o", "mountpoint=none", parent])
         if not res.ok:
             raise WorkloadFailed(f"zfs create {parent}: {res.error_text()}")
@@ -97,7 +97,7 @@ class ReceiveWorkload:
                 if not r.ok:
                     raise WorkloadFailed(f"zfs receive of the base stream into {name} failed: {r.error_text()}")
 
-        txg0 = target.txg(pool.name)
+        txg0 = target.txg(pool.name) if ctx.phase == "measure" else None
         stream = corpus.stream
         starts: list[float] = []
         procs = []
@@ -107,8 +107,14 @@ class ReceiveWorkload:
             p = ctx.procs.add(target.popen(argv, stdin_file=stream.path))
             starts.append(time.monotonic())
             procs.append((name, argv, p))
+        per_byte_writes = stream.writes / stream.length if stream.length else 0.0
+
+        def progress() -> dict[str, float]:
+            done = sum((_fd_pos(p.pid) or 0) if p.poll() is None else stream.length for _n, _a, p in procs)
+            return {"bytes": float(done), "ios": done * per_byte_writes}
+        ctx.set_progress(progress)
         stop_live = threading.Event()
-        if ctx.live is not None:
+        if ctx.live is not None and ctx.phase == "measure":
             threading.Thread(target=self._live, args=(ctx, procs, stream.length, t0, stop_live),
                              daemon=True).start()
         ends: list[float] = []
@@ -127,13 +133,16 @@ class ReceiveWorkload:
                     errors.append(f"{name}: {text or f'exit status {p.returncode}'}")
         finally:
             stop_live.set()
+            ctx.end_progress()
         elapsed = max(ends) - t0
         if errors:
             raise WorkloadFailed("zfs receive failed: " + "; ".join(errors))
         if stream.problem:
             raise WorkloadFailed(f"zfs receive reported success on a stream zfsperf found broken: {stream.problem}")
         self._verify(ctx, parent, threads)
-        txg1 = target.txg(pool.name)
+        txg1 = target.txg(pool.name) if ctx.phase == "measure" else None
+        if ctx.phase == "precondition":        # keep the pool from filling over many rounds
+            target.run(["zfs", "destroy", "-r", parent], timeout=max(1.0, ctx.remaining()))
 
         nbytes = stream.length * threads
         per_stream = [stream.length / MIB / (e - s) for s, e in zip(starts, ends) if e > s]
@@ -147,6 +156,10 @@ class ReceiveWorkload:
         if txg0 is not None and txg1 is not None:
             figs["txgs"] = figure((txg1 - txg0) / elapsed, "TXGs/s")
         return figs
+
+    def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
+        corpus: corpus_mod.Corpus = prepared[corpus_mod.describe_spec(params["corpus"])]
+        return corpus.stream.length * int(params.get("threads", 1))
 
     def _verify(self, ctx: CaseContext, parent: str, threads: int) -> None:
         """Every receive must have left its dataset and snapshot: a receive that 'succeeded'

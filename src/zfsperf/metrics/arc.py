@@ -1,0 +1,53 @@
+"""ARC and L2ARC kstats normalised as in the steady-state talk (seed 004).
+
+Level metrics come from one reading, ratio-over-interval metrics from two consecutive readings.
+A metric whose inputs the target does not publish is left out (absent), never reported as zero:
+zfs-fuse has no mru_size/mfu_size/metadata_size, and a pool without cache devices has no L2ARC.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+# the arcstats fields the sampler reads (zfs-fuse reads one file per field: read only these)
+FIELDS = ("size", "c_max", "hits", "misses", "mru_size", "mfu_size", "data_size", "metadata_size",
+          "l2_size", "l2_hits", "l2_misses", "l2_write_bytes")
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den > 0 else None
+
+
+def level_metrics(cur: Mapping[str, float]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    if "size" in cur and "c_max" in cur:
+        out["arc_size_frac"] = _ratio(cur["size"], cur["c_max"])
+    if "mru_size" in cur and "mfu_size" in cur:
+        out["arc_mru_frac"] = _ratio(cur["mru_size"], cur["mru_size"] + cur["mfu_size"])
+    if "data_size" in cur and "metadata_size" in cur:
+        out["arc_data_frac"] = _ratio(cur["data_size"], cur["data_size"] + cur["metadata_size"])
+    return out
+
+
+def interval_metrics(prev: Mapping[str, float] | None, cur: Mapping[str, float], dt: float, *,
+                     l2_capacity: int | None, l2_write_max: float | None) -> dict[str, float | None]:
+    """Hit ratios and the L2ARC write rate over the interval; None when nothing happened (no
+    access in the interval leaves a hit ratio undefined, which the detector treats as unreadable)."""
+    out: dict[str, float | None] = {}
+    if prev is not None and "hits" in cur and "hits" in prev:
+        dh, dm = cur["hits"] - prev["hits"], cur.get("misses", 0) - prev.get("misses", 0)
+        out["arc_hit_ratio"] = _ratio(dh, dh + dm) if dh >= 0 and dm >= 0 else None
+    elif "hits" in cur:
+        out["arc_hit_ratio"] = None
+    if l2_capacity:                          # L2 metrics only where the pool has cache devices
+        out["l2_size_frac"] = _ratio(cur["l2_size"], l2_capacity) if "l2_size" in cur else None
+        out["l2_write_frac"] = None
+        out["l2_hit_ratio"] = None
+        if prev is not None and dt > 0:
+            if l2_write_max and "l2_write_bytes" in cur and "l2_write_bytes" in prev:
+                out["l2_write_frac"] = (cur["l2_write_bytes"] - prev["l2_write_bytes"]) / dt / l2_write_max
+            if "l2_hits" in cur and "l2_hits" in prev:
+                dh = cur["l2_hits"] - prev["l2_hits"]
+                dm = cur.get("l2_misses", 0) - prev.get("l2_misses", 0)
+                out["l2_hit_ratio"] = _ratio(dh, dh + dm)
+    return out

@@ -1,0 +1,231 @@
+"""fio's JSON output (anchors.md §3.2, §3.4): the `jobs` form, the client/server `client_stats`
+form, json+ latency bins, and the stream of objects `--status-interval` prints.
+
+Per I/O class (read, write, trim, sync) zfsperf keeps: I/Os, bytes, runtime, IOPS, MiB/s, and the
+completion latency (`clat_ns`; for sync, `lat_ns`): mean, stddev, percentiles, max and, with json+,
+the bins (ns -> count). Several job entries (numjobs without group_reporting, or several hosts)
+merge exactly: counts and bins add, means weight by N, variances pool.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+
+CLASSES = ("read", "write", "trim", "sync")
+PERCENTILES = ("50.000000", "90.000000", "99.000000", "99.900000")
+AGGREGATE_HOST = "All clients"
+
+
+def split_objects(text: str, source: str = "fio output") -> list[dict[str, Any]]:
+    """Every top-level JSON object in text (status-interval output is one object per interval;
+    fio may print plain-text notes between them, which are skipped)."""
+    dec = json.JSONDecoder()
+    out, i, n = [], 0, len(text)
+    while i < n:
+        j = text.find("{", i)
+        if j < 0:
+            break
+        try:
+            obj, end = dec.raw_decode(text, j)
+        except ValueError:
+            i = text.find("\n{", j + 1)
+            if i < 0:
+                break
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+        i = end
+    return out
+
+
+def parse(text: str, source: str = "fio output") -> dict[str, Any]:
+    """The final (last) fio result object in text; InputError if there is none."""
+    objs = [o for o in split_objects(text, source) if "jobs" in o or "client_stats" in o]
+    if not objs:
+        raise InputError("no fio JSON result (expected an object with \"jobs\" or \"client_stats\")",
+                         file=source)
+    return objs[-1]
+
+
+@dataclass
+class ClassStats:
+    ios: int = 0
+    bytes: int = 0
+    runtime_ms: float = 0.0
+    lat_n: int = 0
+    lat_mean_ns: float = 0.0
+    lat_var_ns2: float = 0.0
+    lat_max_ns: float = 0.0
+    percentiles_ns: dict[str, float] = field(default_factory=dict)
+    bins: dict[int, int] = field(default_factory=dict)      # ns -> count (json+)
+    iops_reported: float = 0.0
+    bw_reported: float = 0.0                                  # bytes/s as fio computed them
+
+    def merge(self, o: "ClassStats") -> None:
+        n = self.lat_n + o.lat_n
+        if n:
+            mean = (self.lat_mean_ns * self.lat_n + o.lat_mean_ns * o.lat_n) / n
+            ss = sum(m.lat_n * (m.lat_var_ns2 + (m.lat_mean_ns - mean) ** 2) for m in (self, o))
+            self.lat_mean_ns, self.lat_var_ns2 = mean, ss / n
+        self.lat_n = n
+        self.ios += o.ios
+        self.bytes += o.bytes
+        self.runtime_ms = max(self.runtime_ms, o.runtime_ms)
+        self.lat_max_ns = max(self.lat_max_ns, o.lat_max_ns)
+        for k, v in o.bins.items():
+            self.bins[k] = self.bins.get(k, 0) + v
+        self.iops_reported += o.iops_reported
+        self.bw_reported += o.bw_reported
+        if self.bins:
+            self.percentiles_ns = percentiles_from_bins(self.bins)
+        elif not self.percentiles_ns:
+            self.percentiles_ns = dict(o.percentiles_ns)
+
+    @property
+    def iops(self) -> float:
+        return self.iops_reported
+
+    @property
+    def mibs(self) -> float:
+        return self.bw_reported / 1048576.0
+
+
+def percentiles_from_bins(bins: dict[int, int]) -> dict[str, float]:
+    total = sum(bins.values())
+    out: dict[str, float] = {}
+    if not total:
+        return out
+    keys = sorted(bins)
+    for p in PERCENTILES:
+        want = float(p) / 100 * total
+        acc = 0
+        for k in keys:
+            acc += bins[k]
+            if acc >= want:
+                out[p] = float(k)
+                break
+    return out
+
+
+def _num(d: dict, key: str, where: str) -> float:
+    v = d.get(key, 0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise InputError(f"{where}.{key} is not a number: {v!r}", field=f"{where}.{key}")
+    return float(v)
+
+
+def class_stats(entry: dict[str, Any], cls: str, where: str = "job") -> ClassStats | None:
+    d = entry.get(cls)
+    if not isinstance(d, dict):
+        return None
+    ios = int(_num(d, "total_ios", f"{where}.{cls}"))
+    lat = d.get("lat_ns" if cls == "sync" else "clat_ns")
+    if lat is None and cls != "sync":
+        lat = d.get("lat_ns")
+    if not isinstance(lat, dict):
+        lat = {}
+    st = ClassStats(ios=ios, bytes=int(_num(d, "io_bytes", f"{where}.{cls}")) if cls != "sync" else 0,
+                    runtime_ms=_num(d, "runtime", f"{where}.{cls}") if cls != "sync" else 0.0,
+                    lat_n=int(_num(lat, "N", f"{where}.{cls}.lat")),
+                    lat_mean_ns=_num(lat, "mean", f"{where}.{cls}.lat"),
+                    lat_var_ns2=_num(lat, "stddev", f"{where}.{cls}.lat") ** 2,
+                    lat_max_ns=_num(lat, "max", f"{where}.{cls}.lat"),
+                    iops_reported=_num(d, "iops", f"{where}.{cls}") if cls != "sync" else 0.0,
+                    bw_reported=_num(d, "bw_bytes", f"{where}.{cls}") if cls != "sync" else 0.0)
+    pct = lat.get("percentile")
+    if isinstance(pct, dict):
+        st.percentiles_ns = {k: float(v) for k, v in pct.items() if isinstance(v, (int, float))}
+    bins = lat.get("bins")
+    if isinstance(bins, dict):
+        try:
+            st.bins = {int(k): int(v) for k, v in bins.items()}
+        except (TypeError, ValueError):
+            raise InputError(f"{where}.{cls}: latency bins must map ns to counts", field=f"{where}.{cls}.bins") \
+                from None
+        if st.bins:
+            st.percentiles_ns.update(percentiles_from_bins(st.bins))
+    return st
+
+
+@dataclass
+class FioResult:
+    """Aggregate per class, plus per host in client/server mode."""
+    classes: dict[str, ClassStats]
+    hosts: dict[str, dict[str, ClassStats]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)     # jobs that ended with an error
+    version: str | None = None
+    fio_aggregate: dict[str, ClassStats] = field(default_factory=dict)   # fio's own "All clients" entry
+
+
+def _merge_entries(entries: list[dict[str, Any]], where: str) -> tuple[dict[str, ClassStats], list[str]]:
+    classes: dict[str, ClassStats] = {}
+    errors = []
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise InputError(f"{where}[{i}] is not an object", field=where)
+        if e.get("error"):
+            errors.append(f"{e.get('jobname', '?')}: error {e.get('error')}")
+        for cls in CLASSES:
+            st = class_stats(e, cls, f"{where}[{i}]")
+            if st is None:
+                continue
+            if cls in classes:
+                classes[cls].merge(st)
+            else:
+                classes[cls] = st
+    return classes, errors
+
+
+def result(obj: dict[str, Any]) -> FioResult:
+    """A fio result object in either form as a FioResult."""
+    if "client_stats" in obj:
+        stats = obj["client_stats"]
+        if not isinstance(stats, list):
+            raise InputError("client_stats must be a list", field="client_stats")
+        by_host: dict[str, list[dict]] = {}
+        fio_agg: list[dict] = []
+        for e in stats:
+            if isinstance(e, dict) and e.get("jobname") == AGGREGATE_HOST:
+                fio_agg.append(e)        # fio's own aggregate: kept to check zfsperf's sum against
+                continue
+            host = str(e.get("hostname", "?")) if isinstance(e, dict) else "?"
+            if isinstance(e, dict) and isinstance(e.get("port"), int):
+                host += f":{e['port']}"  # several servers on one host differ by port
+            by_host.setdefault(host, []).append(e)
+        hosts = {}
+        errors: list[str] = []
+        for h, entries in by_host.items():
+            hosts[h], errs = _merge_entries(entries, f"client_stats[{h}]")
+            errors += [f"{h}: {x}" for x in errs]
+        total: dict[str, ClassStats] = {}
+        for h in hosts.values():
+            for cls, st in h.items():
+                if cls in total:
+                    total[cls].merge(st)
+                else:
+                    total[cls] = copy.deepcopy(st)
+        agg = _merge_entries(fio_agg, "client_stats[All clients]")[0] if fio_agg else {}
+        return FioResult(total, hosts, errors, obj.get("fio version"), agg)
+    jobs = obj.get("jobs")
+    if not isinstance(jobs, list):
+        raise InputError("fio JSON has neither \"jobs\" nor \"client_stats\"", field="jobs")
+    classes, errors = _merge_entries(jobs, "jobs")
+    return FioResult(classes, {}, errors, obj.get("fio version"))
+
+
+def progress(obj: dict[str, Any]) -> dict[str, float]:
+    """Cumulative bytes and I/Os in a (status-interval) result object, over all classes and hosts."""
+    entries = obj.get("jobs") or [e for e in obj.get("client_stats", []) if e.get("jobname") != AGGREGATE_HOST]
+    b = ios = 0.0
+    for e in entries:
+        for cls in ("read", "write", "trim"):
+            d = e.get(cls) or {}
+            b += float(d.get("io_bytes", 0) or 0)
+            ios += float(d.get("total_ios", 0) or 0)
+    return {"bytes": b, "ios": ios}

@@ -1,0 +1,235 @@
+"""One background sampler per case: every source the target has, one JSON line per interval.
+
+series/<case>.jsonl, one object per sample:
+  {"t": <s since the case started>, "metrics": {<name>: <number or null>}, "info": {...}}
+`metrics` are the normalised figures the steady-state vote uses (seed 004); `info` holds raw
+context that does not vote (ARC bytes for the cache gate, the last txg, sampler cost).
+
+Sources: ARC/L2ARC kstats (only the fields used), `zpool iostat` as ONE long-running process
+(`-Hp -y -l` on OpenZFS, the human form on zfs-fuse) read by a thread, the pool's txgs where the
+target has them, and the workload's own progress (a callable giving cumulative bytes and I/Os).
+A source that fails is null for that sample and the run goes on ("do no harm").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from .. import proc
+from ..target.base import Target
+from . import arc
+from .iostat import pool_metrics
+from .iostat import parse_hp_reports, parse_human_reports
+
+Progress = Callable[[], "dict[str, float] | None"]      # {"bytes": cumulative, "ios": cumulative}
+L2ARC_WRITE_MAX_DEFAULT = 8 * 1024 * 1024             # zfs-fuse and OpenZFS default (bytes per feed)
+
+
+class IostatReader:
+    """A long-running `zpool iostat … POOL INTERVAL`; keeps the newest per-interval report."""
+
+    def __init__(self, target: Target, pool: str, interval: int) -> None:
+        self.target, self.pool, self.interval = target, pool, interval
+        self.hp = "-Hp" in target.iostat_forms()
+        self.latency = self.hp and "-l" in target.iostat_forms()
+        argv = ["zpool", "iostat"]
+        if self.hp:
+            argv += ["-Hp", "-y"] + (["-l"] if self.latency else [])
+        argv += [pool, str(interval)]
+        self.argv = argv
+        self._latest: dict[str, float | None] | None = None
+        self._seq = 0
+        self._lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.error: str | None = None
+        self.cpu: float | None = None            # the process's CPU seconds, read when it is stopped
+
+    def start(self) -> None:
+        try:
+            self.proc = self.target.popen(self.argv, stderr=subprocess.DEVNULL)
+        except OSError as e:
+            self.error = str(e)
+            return
+        threading.Thread(target=self._read, name="zpool-iostat", daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        first = not self.hp                  # without -y the first report is the since-import average
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace")
+            try:
+                rows = parse_hp_reports(line, self.pool) if self.hp else parse_human_reports(line, self.pool)
+            except ValueError:
+                continue
+            if not rows:
+                continue
+            if first:
+                first = False
+                continue
+            with self._lock:
+                self._latest, self._seq = rows[0], self._seq + 1
+
+    def take(self, last_seq: int) -> tuple[int, dict[str, float | None] | None]:
+        """The newest report if one arrived since last_seq."""
+        with self._lock:
+            return (self._seq, self._latest) if self._seq != last_seq else (last_seq, None)
+
+    def cpu_seconds(self) -> float | None:
+        if self.proc is not None and self.proc.poll() is None:
+            return proc.cpu_seconds(self.proc.pid)
+        return self.cpu
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.cpu = self.cpu_seconds()
+            proc.stop_pid(self.proc.pid, group=True)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            if self.proc.stdout:
+                self.proc.stdout.close()
+
+
+class Sampler:
+    def __init__(self, target: Target, pool: str, path: Path, *, interval: float = 1.0,
+                 progress: Progress | None = None, l2_capacity: int | None = None,
+                 l2_write_max: float | None = None, pool_source: bool = True) -> None:
+        self.target, self.pool, self.path = target, pool, Path(path)
+        self.interval = float(interval)
+        self.progress = progress
+        self.l2_capacity = l2_capacity
+        self.l2_write_max = l2_write_max
+        self.samples: list[dict[str, Any]] = []
+        self.iostat = IostatReader(target, pool, max(1, round(self.interval))) if pool_source else None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._file: IO[str] | None = None
+        self._t0 = 0.0
+        self._prev_arc: dict[str, float] | None = None
+        self._prev_prog: dict[str, float] | None = None
+        self._prev_t = 0.0
+        self._iostat_seq = 0
+        self.cpu_per_sample: list[float] = []      # the sampler thread's own CPU time per sample (s)
+        self.lock = threading.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "a", encoding="utf-8")
+        if self.l2_write_max is None and self.l2_capacity:
+            self.l2_write_max = self._l2_write_max()
+        self._t0 = time.monotonic()
+        if self.iostat is not None:
+            self.iostat.start()
+        self._thread = threading.Thread(target=self._loop, name="zfsperf-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self.iostat is not None:
+            self.iostat.stop()
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._t0
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.samples)
+
+    def _loop(self) -> None:
+        k = 1
+        while not self._stop.wait(max(0.0, self._t0 + k * self.interval - time.monotonic())):
+            c0 = time.thread_time()
+            try:
+                s = self.sample()
+            except Exception as e:  # noqa: BLE001 - do no harm: a broken source never stops a run
+                s = {"t": round(self.elapsed(), 3), "metrics": {}, "info": {"error": f"{type(e).__name__}: {e}"}}
+            cost = time.thread_time() - c0
+            self.cpu_per_sample.append(cost)
+            s.setdefault("info", {})["sampler_cpu_ms"] = round(cost * 1000, 3)
+            with self.lock:
+                self.samples.append(s)
+            if self._file is not None:
+                self._file.write(json.dumps(s) + "\n")
+                self._file.flush()
+            k = max(k + 1, int(self.elapsed() / self.interval) + 1)    # never queue up missed ticks
+
+    # ------------------------------------------------------------------ one sample
+    def sample(self) -> dict[str, Any]:
+        now = time.monotonic()
+        dt = now - self._prev_t if self._prev_t else self.interval
+        metrics: dict[str, float | None] = {}
+        info: dict[str, Any] = {}
+        # ARC / L2ARC
+        cur = self._safe(lambda: self.target.kstat_fields("arcstats", arc.FIELDS))
+        if cur:
+            metrics.update(arc.level_metrics(cur))
+            metrics.update(arc.interval_metrics(self._prev_arc, cur, dt, l2_capacity=self.l2_capacity,
+                                                l2_write_max=self.l2_write_max))
+            info["arc_bytes"] = cur.get("size")
+            info["arc_c_max"] = cur.get("c_max")
+            if self.l2_capacity:
+                info["l2_bytes"], info["l2_capacity"] = cur.get("l2_size"), self.l2_capacity
+        else:
+            metrics.update({"arc_size_frac": None, "arc_hit_ratio": None})
+        self._prev_arc = cur or None
+        # pool: the newest report of the long-running zpool iostat
+        if self.iostat is not None:
+            self._iostat_seq, rep = self.iostat.take(self._iostat_seq)
+            pm = pool_metrics(rep, self.interval) if rep else \
+                dict.fromkeys(("pool_kops", "pool_mibs") + (("pool_lat_ms",) if self.iostat.latency else ()))
+            metrics.update(pm)
+        # txgs (OpenZFS): the newest committed txg, for context
+        if self.target.has_txgs():
+            txg = self._safe(lambda: self.target.txg(self.pool))
+            if txg is not None:
+                info["txg"] = txg
+        # the workload's own progress
+        if self.progress is not None:
+            prog = self._safe(self.progress)
+            mibs = iops = None
+            if prog and self._prev_prog and dt > 0:
+                mibs = (prog.get("bytes", 0) - self._prev_prog.get("bytes", 0)) / dt / 1048576.0
+                iops = (prog.get("ios", 0) - self._prev_prog.get("ios", 0)) / dt
+            metrics["workload_mibs"], metrics["workload_iops"] = mibs, iops
+            self._prev_prog = prog or self._prev_prog
+        self._prev_t = now
+        return {"t": round(now - self._t0, 3), "metrics": metrics, "info": info}
+
+    @staticmethod
+    def _safe(fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except Exception:  # noqa: BLE001 - recorded as missing for this sample
+            return None
+
+    def _l2_write_max(self) -> float:
+        try:
+            return float(self.target.get_tunable("l2arc_write_max"))
+        except Exception:  # noqa: BLE001 - zfs-fuse: compiled-in default
+            return float(L2ARC_WRITE_MAX_DEFAULT)
+
+    def overhead(self) -> dict[str, Any]:
+        n = len(self.cpu_per_sample)
+        out: dict[str, Any] = {"samples": n,
+                               "sampler_cpu_ms_per_sample": round(1000 * sum(self.cpu_per_sample) / n, 3) if n else None}
+        if self.iostat is not None and n:
+            cpu = self.iostat.cpu_seconds()
+            out["iostat_cpu_ms_per_sample"] = round(1000 * cpu / n, 3) if cpu is not None else None
+        return out
+
+
+def series_path(results_dir: Path, case_slug: str, iteration: int) -> Path:
+    name = f"{case_slug}.i{iteration}.jsonl" if iteration > 0 else f"{case_slug}.warmup{-iteration}.jsonl"
+    return results_dir / "series" / name

@@ -1,0 +1,320 @@
+"""File workloads with fio (seeds 003 and 004): zfsperf writes the job file, runs fio with
+`--output-format=json+ --status-interval=1`, keeps fio's JSON in fio/<case>.json and turns it into
+figures per I/O class, seed-003 class rows and quantize histograms.
+
+Local runs start fio on the target (inside the embedded zfs-fuse's namespace, where the pool is
+mounted). With `clients = ["host[:port]", …]` zfsperf runs `fio --client=…` against `fio --server`
+processes on those hosts (which must see the pool at the same path) and reports per host and in
+aggregate.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import InputError
+from ..metrics import fiojson
+from ..report.quantize import quantize
+from ..target.base import Target
+from ..units import parse_duration, parse_size
+from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
+
+RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite")
+ENGINES = ("psync", "sync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio", "mmap")
+CLASS_NAMES = {"read": "Read", "write": "Write", "trim": "Delete", "sync": "Flush"}   # seed 003's words
+STATUS_INTERVAL = 1
+
+# runfile field -> (types, sweepable)
+FIO_FIELDS: dict[str, tuple[Any, bool]] = {
+    "rw": (str, True), "bs": ((str, int), True), "bssplit": (str, True), "rwmixread": (int, True),
+    "numjobs": (int, True), "iodepth": (int, True), "ioengine": (str, True), "direct": (bool, True),
+    "size": ((str, int), True), "runtime": ((str, int, float), True), "time_based": (bool, False),
+    "ramp_time": ((str, int, float), True), "randseed": (int, False), "compress_percentage": (int, True),
+    "compress_chunk": ((str, int), True), "sync": (bool, True), "fsync": (int, True),
+    "nrfiles": (int, True), "clients": (list, False),
+}
+
+
+def validate_job(test: dict[str, Any], where: Callable[[str], dict], prefix: str = "") -> None:
+    """Checks beyond types for the fio fields of a test (or of a mixed test's reader/writer)."""
+    def each(k: str) -> list[Any]:
+        v = test.get(k)
+        return [] if v is None else (v if isinstance(v, list) and k != "clients" else [v])
+
+    for v in each("rw"):
+        if v not in RW:
+            raise InputError(f"expected one of {', '.join(RW)}, got {v!r}", **where(prefix + "rw"))
+    for k in ("bs", "size", "compress_chunk"):
+        for v in each(k):
+            try:
+                if parse_size(v) <= 0:
+                    raise ValueError("must be positive")
+            except ValueError as e:
+                raise InputError(f"{k}: {e}", **where(prefix + k)) from None
+    for k in ("runtime", "ramp_time"):
+        for v in each(k):
+            try:
+                parse_duration(v)
+            except ValueError as e:
+                raise InputError(f"{k}: {e}", **where(prefix + k)) from None
+    for k, lo, hi in (("rwmixread", 0, 100), ("compress_percentage", 0, 100), ("numjobs", 1, 256),
+                      ("iodepth", 1, 4096), ("fsync", 0, 1 << 20), ("nrfiles", 1, 10000)):
+        for v in each(k):
+            if not lo <= v <= hi:
+                raise InputError(f"{k} must be between {lo} and {hi}, got {v}", **where(prefix + k))
+    for v in each("ioengine"):
+        if v not in ENGINES:
+            raise InputError(f"expected one of {', '.join(ENGINES)}, got {v!r}", **where(prefix + "ioengine"))
+    for v in each("bssplit"):
+        if not v or any(c in v for c in "\n\r=[]"):
+            raise InputError(f"not a fio bssplit: {v!r}", **where(prefix + "bssplit"))
+    for h in test.get("clients", []) or []:
+        host, _, port = str(h).rpartition(":") if ":" in str(h) else (str(h), "", "")
+        if not isinstance(h, str) or not host or host.startswith("-") or any(c.isspace() for c in h) or \
+                (port and not port.isdigit()):
+            raise InputError(f"clients: expected \"host\" or \"host:port\", got {h!r}", **where(prefix + "clients"))
+
+
+def job_lines(p: dict[str, Any], runtime: float | None) -> list[str]:
+    """fio job options (key=value lines) for one job from validated params."""
+    out = []
+    out.append(f"rw={p.get('rw', 'randread')}")
+    if "bssplit" in p:
+        out.append(f"bssplit={p['bssplit']}")
+    else:
+        out.append(f"bs={parse_size(p.get('bs', '4k'))}")
+    if "rwmixread" in p:
+        out.append(f"rwmixread={p['rwmixread']}")
+    out.append(f"size={parse_size(p.get('size', '128M'))}")
+    out.append(f"ioengine={p.get('ioengine', 'psync')}")
+    out.append(f"iodepth={p.get('iodepth', 1)}")
+    out.append(f"direct={1 if p.get('direct') else 0}")
+    out.append(f"numjobs={p.get('numjobs', 1)}")
+    if "nrfiles" in p:
+        out.append(f"nrfiles={p['nrfiles']}")
+    if p.get("time_based", True):
+        out.append("time_based=1")
+    if runtime is not None:
+        out.append(f"runtime={max(1, int(round(runtime)))}")
+    if "ramp_time" in p:
+        out.append(f"ramp_time={int(parse_duration(p['ramp_time']))}")
+    out.append(f"randseed={p.get('randseed', 1)}")
+    out.append("randrepeat=1")
+    if "compress_percentage" in p:
+        out.append(f"buffer_compress_percentage={p['compress_percentage']}")
+        out.append(f"buffer_compress_chunk={parse_size(p.get('compress_chunk', '4k'))}")
+        out.append("refill_buffers=1")
+    if p.get("sync"):
+        out.append("sync=1")
+    if p.get("fsync"):
+        out.append(f"fsync={p['fsync']}")
+    return out
+
+
+def stats_figures(classes: dict[str, fiojson.ClassStats], prefix: str = "") -> Figures:
+    """Per class: IOPS, MiB/s and latency (mean, stddev, p50/p90/p99/p99.9, max) in µs."""
+    figs: Figures = {}
+    tot_iops = tot_bw = 0.0
+    for cls in fiojson.CLASSES:
+        st = classes.get(cls)
+        if st is None or st.ios == 0:
+            continue
+        k = f"{prefix}{cls}"
+        if cls != "sync":
+            figs[f"{k}_iops"] = figure(st.iops, "IOPS")
+            figs[f"{k}_bw"] = figure(st.mibs, "MiB/s")
+            tot_iops += st.iops
+            tot_bw += st.mibs
+        else:
+            figs[f"{k}_ops"] = figure(st.ios, "ops")
+        if st.lat_n:
+            figs[f"{k}_lat_mean"] = figure(st.lat_mean_ns / 1000, "us")
+            figs[f"{k}_lat_stddev"] = figure(st.lat_var_ns2 ** 0.5 / 1000, "us")
+            for p, name in zip(fiojson.PERCENTILES, ("p50", "p90", "p99", "p99.9")):
+                if p in st.percentiles_ns:
+                    figs[f"{k}_lat_{name}"] = figure(st.percentiles_ns[p] / 1000, "us")
+            figs[f"{k}_lat_max"] = figure(st.lat_max_ns / 1000, "us")
+    if not prefix:
+        figs["iops"] = figure(tot_iops, "IOPS")
+        figs["bw"] = figure(tot_bw, "MiB/s")
+    return figs
+
+
+def histograms(classes: dict[str, fiojson.ClassStats]) -> dict[str, Any]:
+    """Quantize histograms (µs) per class from json+ bins, stored as data with the record."""
+    out = {}
+    for cls in fiojson.CLASSES:
+        st = classes.get(cls)
+        if st is not None and st.bins:
+            out[cls] = {"title": CLASS_NAMES[cls], "unit": "us", "buckets": quantize(st.bins.items(), 1000.0),
+                        "count": sum(st.bins.values()), "ios": st.ios}
+    return out
+
+
+def class_table(classes: dict[str, fiojson.ClassStats]) -> list[dict[str, Any]]:
+    """Seed 003's table: class | avg latency | stddev | iops | throughput."""
+    rows = []
+    for cls in ("write", "trim", "read", "sync"):
+        st = classes.get(cls)
+        if st is None or st.ios == 0:
+            continue
+        rows.append({"class": CLASS_NAMES[cls], "avg_latency_us": st.lat_mean_ns / 1000,
+                     "stddev_us": st.lat_var_ns2 ** 0.5 / 1000, "iops": st.iops,
+                     "throughput_kib_s": st.bw_reported / 1024})
+    return rows
+
+
+class FioRun:
+    """One fio process: status-interval objects feed the progress, the last object is the result."""
+
+    def __init__(self, ctx: CaseContext, jobfiles: list[Path], clients: list[str]) -> None:
+        self.ctx = ctx
+        self.argv = ["fio", "--output-format=json+", f"--status-interval={STATUS_INTERVAL}"]
+        if clients:        # each --client takes the job file(s) after it (fio's client syntax)
+            for h, jf in zip(clients, jobfiles):
+                host, _, port = h.partition(":")
+                self.argv += [f"--client={host},{port or 8765}", str(jf)]
+        else:
+            self.argv.append(str(jobfiles[0]))
+        self.clients = clients
+        self.text: list[str] = []
+        self.latest: dict[str, float] | None = None
+        self._lock = threading.Lock()
+
+    def progress(self) -> dict[str, float] | None:
+        with self._lock:
+            return dict(self.latest) if self.latest else None
+
+    def _reader(self, stream) -> None:
+        buf: list[str] = []
+        for raw in stream:
+            line = raw.decode(errors="replace")
+            self.text.append(line)
+            buf.append(line)
+            if line.rstrip("\n") == "}":                 # the end of one top-level object
+                objs = fiojson.split_objects("".join(buf))
+                buf = []
+                if objs:
+                    with self._lock:
+                        self.latest = fiojson.progress(objs[-1])
+
+    def run(self) -> tuple[str, str, int]:
+        ctx = self.ctx
+        runner = ctx.target if not self.clients else None
+        p = ctx.procs.add(runner.popen(self.argv) if runner is not None else
+                          subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, start_new_session=True))
+        reader = threading.Thread(target=self._reader, args=(p.stdout,), daemon=True)
+        reader.start()
+        err_chunks: list[bytes] = []
+        err_t = threading.Thread(target=lambda: err_chunks.append(p.stderr.read()), daemon=True)
+        err_t.start()
+        signalled = False
+        while p.poll() is None:
+            if ctx.remaining() <= 0:
+                raise CaseTimeout("fio still running at the case timeout")
+            if ctx.stopping() and not signalled:
+                p.send_signal(2)                          # SIGINT: fio ends its jobs and prints results
+                signalled = True
+            time.sleep(0.2)
+        reader.join(10)
+        err_t.join(10)
+        return "".join(self.text), b"".join(err_chunks).decode(errors="replace"), p.returncode
+
+
+class FioWorkload:
+    name = "fio"
+    fields = FIO_FIELDS
+
+    def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
+        validate_job(test, where)
+
+    def prepare(self, test: dict[str, Any], target: Target, vdev_dir: Path,
+                progress: Callable[[str], None] | None) -> None:
+        return None
+
+    def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
+        return parse_size(params.get("size", "128M")) * int(params.get("numjobs", 1))
+
+    def run(self, ctx: CaseContext) -> Figures:
+        p = ctx.params
+        runtime = parse_duration(p.get("runtime", 10))
+        if ctx.phase == "precondition":
+            runtime = max(1.0, ctx.remaining() - 5)        # until the runner says steady (SIGINT)
+        elif ctx.measure_seconds:
+            runtime = ctx.measure_seconds
+        clients = list(p.get("clients", []) or [])
+        texts = []
+        for i in range(max(1, len(clients))):       # one directory per load host
+            directory = f"{ctx.pool.mountpoint}/fio" + (f"/h{i}" if clients else "")
+            ctx.target.run(["mkdir", "-p", directory])
+            texts.append("\n".join(["[global]", f"directory={directory}", "group_reporting=1",
+                                    *job_lines(p, runtime), "", "[zfsperf]", ""]))
+        res, raw = run_jobfile(ctx, texts, clients)
+        if ctx.phase == "precondition":
+            return {}
+        save_json(ctx, raw)
+        ctx.extra["histograms"] = histograms(res.classes)
+        ctx.extra["class_table"] = class_table(res.classes)
+        figs = stats_figures(res.classes)
+        if res.hosts:
+            ctx.extra["hosts"] = {h: stats_figures(c) for h, c in res.hosts.items()}
+            ctx.extra["fio_all_clients"] = stats_figures(res.fio_aggregate)
+            figs["hosts"] = figure(len(res.hosts), "hosts")
+        return figs
+
+
+def run_jobfile(ctx: CaseContext, texts: list[str], clients: list[str], tag: str = ""
+                ) -> tuple[fiojson.FioResult, str]:
+    """Write the job file(s) into the case's logs, run fio, and check that it did real work."""
+    assert ctx.workdir is not None
+    name = f"{ctx.case_id}.i{ctx.iteration}{tag}" + (f".r{ctx.round}" if ctx.phase == "precondition" else "")
+    jobfiles = []
+    for i, text in enumerate(texts):
+        jobfile = ctx.workdir / "logs" / (f"{name}.fio" if len(texts) == 1 else f"{name}.h{i}.fio")
+        jobfile.parent.mkdir(parents=True, exist_ok=True)
+        jobfile.write_text(text)
+        jobfiles.append(jobfile)
+    run = FioRun(ctx, jobfiles, clients)
+    ctx.set_progress(run.progress)
+    try:
+        out, err, rc = run.run()
+    finally:
+        ctx.end_progress()
+    ctx.log.write(f"$ {' '.join(run.argv)}\n# exit {rc}" + (f"\n  ! {err.strip()[-2000:]}" if err.strip() else ""))
+    if rc != 0 and not (ctx.stopping() and rc in (0, 1, 130)):
+        raise WorkloadFailed(f"fio exit {rc}: {_fio_error(err, out)}")
+    try:
+        obj = fiojson.parse(out, str(jobfiles[0]))
+        res = fiojson.result(obj)
+    except InputError as e:
+        raise WorkloadFailed(f"fio printed no usable JSON ({e}); stderr: {err.strip()[-500:]}") from None
+    if res.errors:
+        raise WorkloadFailed("fio job error: " + "; ".join(res.errors) + (f" ({_fio_error(err, out)})"))
+    if not any(st.ios for st in res.classes.values()):
+        raise WorkloadFailed("fio completed no I/O")
+    return res, out
+
+
+def save_json(ctx: CaseContext, raw: str, tag: str = "") -> None:
+    """fio's final JSON as fio/<case>.i<iteration>.json (the last object of the output)."""
+    assert ctx.workdir is not None
+    objs = fiojson.split_objects(raw)
+    d = ctx.workdir / "fio"
+    d.mkdir(exist_ok=True)
+    (d / f"{ctx.case_id}.i{ctx.iteration}{tag}.json").write_text(json.dumps(objs[-1], indent=1) if objs else raw)
+
+
+def _fio_error(err: str, out: str) -> str:
+    lines = [ln.strip() for ln in (err + "\n" + out).splitlines()
+             if ln.strip().startswith("fio:") or "error" in ln.lower() or "No space" in ln]
+    text = "; ".join(dict.fromkeys(lines))[-600:] or err.strip()[-600:] or "no message"
+    if "No space left on device" in text or "ENOSPC" in text or "err=28" in text:
+        text = "ENOSPC (the pool is full): " + text
+    return text
+

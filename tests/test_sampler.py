@@ -1,0 +1,153 @@
+"""The sampler on real zfs-fuse, the normalised metrics on real OpenZFS captures, and the gate in
+the runner: a series is recorded, the verdict is recorded, the measurement comes after it, and
+the offline `zfsperf steady` re-decides the same first steady sample from the stored series."""
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import VERSIONS, fixture, zfsperf
+from test_runner import last_dir, records, write_runfile
+from zfsperf.metrics import arc
+from zfsperf.metrics.iostat import parse_hp_reports, pool_metrics
+from zfsperf.metrics.sampler import Sampler
+from zfsperf.pool import PoolManager, PoolSpec
+from zfsperf.target.kstat import parse_named
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_arc_metrics_from_openzfs_arcstats(version):
+    before = parse_named(fixture(version, "kstat_arcstats_before_load.txt"))
+    after = parse_named(fixture(version, "kstat_arcstats_after_write_load.txt"))
+    lv = arc.level_metrics(after)
+    assert lv["arc_size_frac"] == pytest.approx(after["size"] / after["c_max"])
+    assert lv["arc_mru_frac"] == pytest.approx(after["mru_size"] / (after["mru_size"] + after["mfu_size"]))
+    assert lv["arc_data_frac"] == pytest.approx(after["data_size"] / (after["data_size"] + after["metadata_size"]))
+    iv = arc.interval_metrics(before, after, 10.0, l2_capacity=None, l2_write_max=None)
+    dh, dm = after["hits"] - before["hits"], after["misses"] - before["misses"]
+    assert iv["arc_hit_ratio"] == pytest.approx(dh / (dh + dm))
+    assert not any(k.startswith("l2_") for k in iv)           # no cache devices: absent, not zero
+    iv2 = arc.interval_metrics(before, after, 10.0, l2_capacity=4 << 30, l2_write_max=8 << 20)
+    assert {"l2_size_frac", "l2_write_frac", "l2_hit_ratio"} <= set(iv2)
+
+
+def test_arc_metrics_absent_where_zfs_fuse_lacks_fields(target, vdev_root):
+    pm = PoolManager(target, vdev_root / "arcprobe", run_id="t")
+    pool = pm.create(PoolSpec(vdevs=1, vdev_size=128 << 20))      # /zfs-kstat is there while a pool is
+    try:
+        cur = target.kstat_fields("arcstats", arc.FIELDS)
+    finally:
+        pm.destroy(pool)
+        pm.cleanup_files()
+    lv = arc.level_metrics(cur)
+    assert 0 < lv["arc_size_frac"] and "arc_mru_frac" not in lv and "arc_data_frac" not in lv
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_pool_latency_from_hp_l(version):
+    rows = parse_hp_reports(fixture(version, "zpool_iostat_-Hp_-y_-l_tank_2_5.txt"), "tank")
+    assert rows and all("total_wait_write" in r for r in rows)
+    r = rows[0]
+    m = pool_metrics(r, 2)
+    assert m["pool_kops"] == pytest.approx((r["read_ops"] + r["write_ops"]) / 1000)
+    # only writes in this capture: the average op latency is the write total_wait, ns -> ms
+    assert r["read_ops"] == 0 and m["pool_lat_ms"] == pytest.approx(r["total_wait_write"] / 1e6)
+
+
+class BrokenKstats:
+    """A zfs-fuse target whose kstat reads fail (e.g. the daemon's /zfs-kstat went away)."""
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def kstat_fields(self, name, fields):
+        raise OSError("Transport endpoint is not connected")
+
+
+def test_sampler_records_series_and_survives_a_broken_source(target, vdev_root, tmp_path):
+    pm = PoolManager(target, vdev_root / "sampler", run_id="t")
+    pool = pm.create(PoolSpec(vdevs=1, vdev_size=256 << 20, cache_vdevs=1, cache_size=64 << 20))
+    try:
+        path = tmp_path / "s.jsonl"
+        s = Sampler(target, pool.name, path, interval=0.5, l2_capacity=pool.l2_capacity)
+        s.start()
+        dd = subprocess.run(target.wrap(["dd", "if=/dev/urandom", f"of={pool.mountpoint}/f", "bs=1M",
+                                         "count=64", "conv=fsync", "status=none"]), timeout=120)
+        time.sleep(2.6)
+        s.stop()
+        assert dd.returncode == 0
+        lines = [json.loads(x) for x in path.read_text().splitlines()]
+        assert len(lines) >= 4 and all(set(x) == {"t", "metrics", "info"} for x in lines)
+        ts = [x["t"] for x in lines]
+        assert ts == sorted(ts)
+        assert any(isinstance(x["metrics"].get("pool_mibs"), float) and x["metrics"]["pool_mibs"] > 0
+                   for x in lines), "the write load shows in zpool iostat"
+        assert all(isinstance(x["metrics"]["arc_size_frac"], float) for x in lines)
+        assert "l2_size_frac" in lines[-1]["metrics"]          # a cache device: L2 metrics present
+        assert s.overhead()["samples"] == len(lines)
+
+        broken = Sampler(BrokenKstats(target), pool.name, tmp_path / "b.jsonl", interval=0.3,
+                         pool_source=False)
+        broken.start()
+        time.sleep(1.0)
+        broken.stop()
+        bl = [json.loads(x) for x in (tmp_path / "b.jsonl").read_text().splitlines()]
+        assert bl and all(x["metrics"]["arc_size_frac"] is None for x in bl)
+    finally:
+        pm.destroy(pool)
+        pm.cleanup_files()
+
+
+GATED = """
+[defaults]
+iterations = 1
+[defaults.pool]
+vdevs = 1
+vdev_size = "384M"
+[[test]]
+name = "gated"
+workload = "receive"
+corpus = { kind = "random", size = "24M", seed = 3 }
+threads = 2
+steady = { mode = "gate", window = 4, interval = 1, timeout = 25 }
+[[test]]
+name = "recorded"
+workload = "receive"
+corpus = { kind = "random", size = "24M", seed = 3 }
+threads = 1
+"""
+
+
+def test_gate_in_the_runner_and_offline_agreement(lab, tmp_path):
+    rf = write_runfile(tmp_path, GATED)
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    gated, recorded = records(d)
+    st = gated["steady"]
+    assert st["mode"] == "gate" and st["rounds"] >= 1
+    series = [json.loads(x) for x in (d / gated["series"]).read_text().splitlines()]
+    assert any(isinstance(s["metrics"].get("arc_size_frac"), float) for s in series)
+    assert any(isinstance(s["metrics"].get("pool_kops"), float) for s in series)
+    assert any(isinstance(s["metrics"].get("workload_mibs"), float) and s["metrics"]["workload_mibs"] > 0
+               for s in series)
+    assert all(m >= 0 for s in series for k, m in s["metrics"].items() if k.startswith("workload") and m is not None)
+    assert gated["figures"]["throughput"]["value"] > 0
+    # the measurement comes after the verdict; its time is the time of the first steady sample
+    assert st["measure_start"] >= (st["time_to_steady"] or 0)
+    if st["steady"]:
+        assert st["time_to_steady"] == series[st["first_steady_index"] - 1]["t"]
+        assert set(st["passed"]) | set(st["unreadable"]) | set(st["failed"]) >= {"arc_size_frac", "pool_kops"}
+    else:
+        assert st["note"].startswith("not steady after")
+    # anyone can re-decide later from the stored series and gets the same answer
+    off = json.loads(zfsperf("steady", str(d / gated["series"]), "--window", "4", "--json").stdout)
+    assert off["first_steady_index"] == st["first_steady_index"]
+    # record mode (the default): a verdict and a series, no preconditioning
+    assert recorded["steady"]["mode"] == "record" and "rounds" not in recorded["steady"]
+    assert (d / recorded["series"]).exists()
