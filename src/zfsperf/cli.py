@@ -20,6 +20,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-r", "--runfile", default="quick", help="a runfile path or a built-in name (default quick)")
     p.add_argument("-T", "--tags", help="comma-separated tags: run only tests with one of them")
     p.add_argument("-t", "--test", help="run only this test")
+    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a runfile [params] value, e.g. -D runtime=180 (repeatable)")
     p.add_argument("-I", "--iterations", type=int, help="iterations per case (overrides the runfile)")
     p.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf", help="directory for vdev files")
     p.add_argument("-s", "--vdev-size", help="size of each vdev file, e.g. 2G (overrides the runfile)")
@@ -48,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="show a runfile's tests, tags and the cases its sweeps expand to")
     p.add_argument("-r", "--runfile", default="quick")
+    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("-T", "--tags")
     p.add_argument("-t", "--test")
 
@@ -122,6 +125,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     from .pool import disks_from_env
     disks = [] if args.files else disks_from_env()
     opts = RunOptions(runfile=args.runfile, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
+                      defines=_defines(args.define),
                       vdev_dir=args.vdev_dir, vdev_size=vdev_size, prefill=args.prefill, outdir=args.outdir,
                       keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet, target=args.target,
                       params_dir=args.params_dir, resume=args.resume, cleanup=args.cleanup,
@@ -129,9 +133,19 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     return Runner(opts).run()
 
 
+def _defines(items: list[str]) -> dict[str, str]:
+    out = {}
+    for it in items:
+        name, sep, value = it.partition("=")
+        if not sep or not name:
+            raise InputError(f"-D takes NAME=VALUE, got {it!r}", field="-D")
+        out[name.strip()] = value.strip()
+    return out
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from .runfile import load
-    rf = load(args.runfile)
+    rf = load(args.runfile, _defines(args.define))
     for t in rf.select(tags=_tags(args.tags), test=args.test):
         from .runfile import expand
         cases = expand(t)

@@ -174,6 +174,7 @@ class Runfile:
     source: str
     text: str
     tests: list[TestSpec] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)     # [params] after -D overrides
 
     def cases(self, *, tags: list[str] | None = None, test: str | None = None) -> list[Case]:
         out = []
@@ -227,12 +228,57 @@ def _propval(v: Any) -> str:
 
 
 # ----------------------------------------------------------------------------- loading
-def load(name_or_path: str) -> Runfile:
+def load(name_or_path: str, defines: dict[str, str] | None = None) -> Runfile:
     source, text = resolve_path(name_or_path)
-    return loads(text, source)
+    return loads(text, source, defines)
 
 
-def loads(text: str, source: str = "<runfile>") -> Runfile:
+PARAM_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _substitute(value: Any, params: dict[str, Any], w: Any) -> Any:
+    """${name} in strings: a whole-string reference keeps the parameter's type."""
+    if isinstance(value, str):
+        m = PARAM_RE.fullmatch(value)
+        names = PARAM_RE.findall(value)
+        for n in names:
+            if n not in params:
+                raise InputError(f"unknown parameter ${{{n}}} (define it in [params] or with -D {n}=VALUE)", **w)
+        if m:
+            return params[m.group(1)]
+        return PARAM_RE.sub(lambda mm: str(params[mm.group(1)]), value)
+    if isinstance(value, list):
+        return [_substitute(v, params, w) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, params, w) for k, v in value.items()}
+    return value
+
+
+def _params(data: dict, defines: dict[str, str], source: str, loc: "Locator") -> dict[str, Any]:
+    raw = data.pop("params", {})
+    if not isinstance(raw, dict):
+        raise InputError("[params] must be a table", file=source, line=loc.line("params", -1), field="params")
+    params: dict[str, Any] = {}
+    for k, v in raw.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) or isinstance(v, (dict, list)):
+            raise InputError("a parameter is a name and a single value", file=source,
+                             line=loc.line("params", -1, k), field=f"params.{k}")
+        params[k] = v
+    for k, text in defines.items():
+        if k not in params:
+            raise InputError(f"the runfile has no parameter {k!r} (it has: "
+                             f"{', '.join(sorted(params)) or 'none'})", file=source, field=f"-D {k}")
+        old = params[k]
+        try:
+            params[k] = (text.lower() in ("1", "true", "yes") if isinstance(old, bool) else
+                         int(text) if isinstance(old, int) else float(text) if isinstance(old, float) else text)
+        except ValueError:
+            raise InputError(f"-D {k}={text}: expected {type(old).__name__} like {old!r}", file=source,
+                             field=f"-D {k}") from None
+    return params
+
+
+def loads(text: str, source: str = "<runfile>", defines: dict[str, str] | None = None) -> Runfile:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -244,14 +290,17 @@ def loads(text: str, source: str = "<runfile>") -> Runfile:
         return {"file": source, "line": loc.line(section, idx, key), "field": key if section != "test"
                 else f"test[{idx + 1}].{key}" if key else f"test[{idx + 1}]"}
 
-    unknown = set(data) - {"defaults", "test"}
+    unknown = set(data) - {"defaults", "test", "params"}
     if unknown:
         k = sorted(unknown)[0]
-        raise InputError("unknown top-level table (expected [defaults] and [[test]])",
+        raise InputError("unknown top-level table (expected [params], [defaults] and [[test]])",
                          file=source, line=loc.line(k, -1) or loc.line("", -1, k), field=k)
+    params = _params(data, defines or {}, source, loc)
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise InputError("must be a table", **where("", -1, "defaults"))
+    defaults = {k: _substitute(v, params, {"file": source, "line": loc.line("defaults", -1, k),
+                                           "field": f"defaults.{k}"}) for k, v in defaults.items()}
     dwhere = lambda key: {"file": source, "line": loc.line("defaults", -1, key), "field": f"defaults.{key}"}
     for k in defaults:
         if k not in DEFAULT_KEYS:
@@ -260,10 +309,12 @@ def loads(text: str, source: str = "<runfile>") -> Runfile:
     if not isinstance(tests_raw, list) or not tests_raw:
         raise InputError("no [[test]] entries", file=source, line=1, field="test")
 
-    rf = Runfile(source, text)
+    rf = Runfile(source, text, params=params)
     seen: dict[str, int] = {}
     for idx, raw in enumerate(tests_raw):
         twhere = lambda key, idx=idx: where("test", idx, key)
+        if isinstance(raw, dict):
+            raw = {k: _substitute(v, params, twhere(k)) for k, v in raw.items()}
         t = _load_test(raw, defaults, twhere, dwhere)
         t.line = loc.line("test", idx)
         if t.name in seen:

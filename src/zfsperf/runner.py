@@ -63,6 +63,7 @@ class RunOptions:
     disks: list[str] = field(default_factory=list)
     force: bool = False
     arc_max_mb: int | None = None
+    defines: dict[str, str] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
 
 
@@ -80,13 +81,13 @@ class Runner:
         if opts.resume:
             rd = ResultsDir.open(Path(opts.resume))
             info = rd.run_info()
-            rf = loads(info["runfile"]["text"], info["runfile"]["source"])
             sel = info.get("selection", {})
+            rf = loads(info["runfile"]["text"], info["runfile"]["source"], sel.get("defines") or {})
             opts.tags, opts.test = sel.get("tags"), sel.get("test")
             opts.iterations = sel.get("iterations", opts.iterations)
             done = {(r["case"], r["iteration"]) for r in rd.results()}
         else:
-            rf = load(opts.runfile)
+            rf = load(opts.runfile, opts.defines)
         cases = rf.cases(tags=opts.tags, test=opts.test)
         if not cases:
             raise InputError(f"no test matches the selection (tags {opts.tags}, test {opts.test})",
@@ -444,7 +445,9 @@ class Runner:
             "start": t_start,
             "end": None,
             "runfile": {"source": rf.source, "text": rf.text},
-            "selection": {"tags": self.opts.tags, "test": self.opts.test, "iterations": self.opts.iterations},
+            "selection": {"tags": self.opts.tags, "test": self.opts.test, "iterations": self.opts.iterations,
+                          "defines": self.opts.defines},
+            "params": rf.params,
             "vdev_dir": self.opts.vdev_dir,
             "pools": {t.name: t.pool.describe() for t in {c.test.name: c.test for c in cases}.values()},
             "cases": [c.id for c in cases],

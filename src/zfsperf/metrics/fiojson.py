@@ -182,8 +182,8 @@ def _merge_entries(entries: list[dict[str, Any]], where: str) -> tuple[dict[str,
     return classes, errors
 
 
-def result(obj: dict[str, Any]) -> FioResult:
-    """A fio result object in either form as a FioResult."""
+def result(obj: dict[str, Any], jobname: str | None = None) -> FioResult:
+    """A fio result object in either form as a FioResult (only the jobs called jobname, if given)."""
     if "client_stats" in obj:
         stats = obj["client_stats"]
         if not isinstance(stats, list):
@@ -215,6 +215,10 @@ def result(obj: dict[str, Any]) -> FioResult:
     jobs = obj.get("jobs")
     if not isinstance(jobs, list):
         raise InputError("fio JSON has neither \"jobs\" nor \"client_stats\"", field="jobs")
+    if jobname is not None:
+        jobs = [j for j in jobs if isinstance(j, dict) and j.get("jobname") == jobname]
+        if not jobs:
+            raise InputError(f"fio JSON has no job named {jobname!r}", field="jobs")
     classes, errors = _merge_entries(jobs, "jobs")
     return FioResult(classes, {}, errors, obj.get("fio version"))
 

@@ -1,0 +1,157 @@
+"""fio workloads on real zfs-fuse with real fio: figures per direction, quantize histograms that
+hold every I/O, the starvation mix, client/server load from two fio servers, and a full pool."""
+
+import json
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import zfsperf
+from test_runner import last_dir, records, write_runfile
+from zfsperf import proc
+from zfsperf.metrics import fiojson
+
+TWO_CASES = """
+[defaults]
+iterations = 1
+[defaults.pool]
+vdevs = 1
+vdev_size = "512M"
+[[test]]
+name = "rand4k"
+workload = "fio"
+rw = "randrw"
+rwmixread = 70
+bs = "4k"
+size = "48M"
+runtime = 2
+[[test]]
+name = "seq1m"
+workload = "fio"
+rw = "write"
+bs = "1M"
+size = "96M"
+runtime = 2
+"""
+
+
+def test_random_mix_and_sequential_write(lab, tmp_path):
+    res = zfsperf("run", "-r", str(write_runfile(tmp_path, TWO_CASES)), "-o", str(tmp_path / "o"), "-v")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Read latency (us)" in res.stdout and "------------- Distribution -------------" in res.stdout
+    d = last_dir(res.stdout)
+    rand, seq = records(d)
+    assert rand["status"] == seq["status"] == "PASS"
+    for k in ("read_iops", "write_iops", "read_bw", "write_bw", "read_lat_p99", "write_lat_p99.9",
+              "read_lat_mean", "read_lat_stddev", "write_lat_max"):
+        assert k in rand["figures"] and rand["figures"][k]["value"] > 0, k
+    assert "read_iops" not in seq["figures"] and seq["figures"]["write_bw"]["unit"] == "MiB/s"
+    for rec in (rand, seq):
+        raw = json.loads((d / "fio" / f"{rec['case']}.i1.json").read_text())
+        job = raw["jobs"][0]
+        for cls, h in rec["histograms"].items():
+            assert sum(c for _b, c in h["buckets"]) == job[cls]["total_ios"] > 0, cls
+        assert (d / "logs" / f"{rec['case']}.i1.fio").read_text().count("rw=") == 1
+    # the read/write split follows rwmixread = 70
+    share = rand["figures"]["read_iops"]["value"] / rand["figures"]["iops"]["value"]
+    assert 0.6 < share < 0.8
+    assert [r["class"] for r in rand["class_table"]] == ["Write", "Read"]
+
+
+def test_starvation_runfile(lab, tmp_path):
+    res = zfsperf("run", "-r", "starvation", "-I", "1", "-s", "1G", "-D", "runtime=2s", "-D", "reader_size=64M",
+                  "-D", "writer_size=128M", "-o", str(tmp_path / "o"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    recs = records(last_dir(res.stdout))
+    mix = recs[0]
+    f = mix["figures"]
+    assert mix["status"] == "PASS"
+    assert f["read_p99_ratio"]["value"] == pytest.approx(f["reader_loaded_p99"]["value"] / f["reader_alone_p99"]["value"])
+    assert f["read_p99_ratio"]["unit"] == "x" and f["writer_bw"]["value"] > 0
+    assert set(mix["histograms"]) == {"read_alone", "read_loaded", "write"}
+    skipped = recs[1:]
+    assert [r["status"] for r in skipped] == ["SKIP", "SKIP"]
+    assert all("no tunable zfs_vdev_async_write_max_active" in r["error"] for r in skipped)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def fio_servers(lab):
+    """Two `fio --server` processes on 127.0.0.1 in the lab's namespace (they see its pools)."""
+    ports = [_free_port(), _free_port()]
+    procs = [subprocess.Popen(lab.prefix() + ["fio", f"--server=ip:127.0.0.1,{p}"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True) for p in ports]
+    deadline = time.monotonic() + 10
+    for p in ports:
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", p)) == 0:
+                    break
+            time.sleep(0.1)
+    yield ports
+    for p in procs:
+        proc.stop_pid(p.pid, proc=p, group=True)
+    assert all(p.poll() is not None for p in procs)
+
+
+def test_two_fio_servers_aggregate_is_the_sum(fio_servers, tmp_path):
+    a, b = fio_servers
+    rf = write_runfile(tmp_path, f"""
+[defaults]
+iterations = 1
+[defaults.pool]
+vdevs = 1
+vdev_size = "512M"
+[[test]]
+name = "clients"
+workload = "fio"
+rw = "randread"
+bs = "4k"
+size = "32M"
+runtime = 2
+clients = ["127.0.0.1:{a}", "127.0.0.1:{b}"]
+""")
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "o"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    (rec,) = records(d)
+    hosts = rec["hosts"]
+    assert set(hosts) == {f"127.0.0.1:{a}", f"127.0.0.1:{b}"}
+    per_host = [h["read_iops"]["value"] for h in hosts.values()]
+    assert all(v > 0 for v in per_host)
+    assert rec["figures"]["read_iops"]["value"] == pytest.approx(sum(per_host))
+    # and fio's own "All clients" entry agrees with zfsperf's sum
+    assert rec["fio_all_clients"]["read_iops"]["value"] == pytest.approx(sum(per_host), rel=1e-3)
+    assert rec["figures"]["hosts"]["value"] == 2
+    raw = fiojson.parse((d / "fio" / "clients.i1.json").read_text())
+    assert "client_stats" in raw
+
+
+def test_pool_full_is_fail_with_enospc(lab, tmp_path):
+    rf = write_runfile(tmp_path, """
+[defaults]
+iterations = 1
+[defaults.pool]
+vdevs = 1
+vdev_size = "128M"
+[[test]]
+name = "full"
+workload = "fio"
+rw = "write"
+bs = "1M"
+size = "400M"
+time_based = false
+""")
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "o"))
+    assert res.returncode == 1
+    (rec,) = records(last_dir(res.stdout))
+    assert rec["status"] == "FAIL" and "ENOSPC" in rec["error"], rec["error"]
+    assert "Traceback" not in res.stdout + res.stderr
