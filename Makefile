@@ -2,19 +2,24 @@
 PYTEST_ARGS ?=
 RUN_ARGS ?=
 
-.PHONY: deps run test bench clean
+.PHONY: deps test-deps run test bench clean
 
 deps:
 	@scripts/install-deps.sh
 
+test-deps:
+	@scripts/install-deps.sh --test
+
 run: deps
 	.venv/bin/zfsperf run $(RUN_ARGS)
 
-test: deps
+test: test-deps
 	.venv/bin/python -m pytest $(PYTEST_ARGS)
 
 bench: deps
 	.venv/bin/python bench/recv_overhead.py
+	.venv/bin/python bench/sampler_overhead.py
+	.venv/bin/python bench/steady_eval.py
 
 clean:
 	rm -rf .venv build src/*.egg-info .pytest_cache

@@ -5,11 +5,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
+# --test: also what the test suite needs (sshd for the ssh target, chromium for report.html)
+TEST=0
+[ "${1:-}" = "--test" ] && TEST=1
+
 need=()
 command -v zfs-fuse >/dev/null 2>&1 || [ -x /sbin/zfs-fuse ] || need+=(zfs-fuse)
 command -v fio >/dev/null 2>&1 || need+=(fio)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+if [ "$TEST" = 1 ]; then
+    [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+    command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
+fi
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
         echo "zfsperf needs: ${need[*]} (install them as root; apt-get on Debian)" >&2
@@ -18,7 +26,13 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "installing: ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q
-    apt-get install -y -q --no-install-recommends "${need[@]}"
+    # packages with daemons (openssh-server) must not start them on this host: the tests start
+    # their own, by pid, on 127.0.0.1
+    policy=/usr/sbin/policy-rc.d
+    made_policy=0
+    if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"; made_policy=1; fi
+    apt-get install -y -q --no-install-recommends "${need[@]}" || { [ $made_policy = 1 ] && rm -f "$policy"; exit 1; }
+    [ $made_policy = 1 ] && rm -f "$policy"
 fi
 
 stamp=.venv/.zfsperf-installed

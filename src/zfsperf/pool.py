@@ -102,35 +102,35 @@ class VdevDir:
     def __init__(self, target: Target, path: Path) -> None:
         self.target = target
         self.path = Path(path)
+        self.fs = target.files
 
     def _manifest(self) -> dict:
         try:
-            return json.loads((self.path / MANIFEST).read_text())
+            return json.loads(self.fs.read_text(str(self.path / MANIFEST)))
         except (OSError, ValueError):
             return {"files": {}}
 
     def _save(self, data: dict) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        tmp = self.path / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1))
-        os.replace(tmp, self.path / MANIFEST)
+        self.fs.makedirs(str(self.path))
+        self.fs.write_text(str(self.path / MANIFEST), json.dumps(data, indent=1))
 
     def files(self, names: list[str], size: int, prefill: bool) -> list[str]:
         """Vdev files of this size, created (and pre-filled) when missing or of another size."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.fs.makedirs(str(self.path))
         data = self._manifest()
         out = []
         for name in names:
             p = self.path / name
             info = data["files"].get(name)
-            if p.exists() and info is None:
+            exists = self.fs.exists(str(p))
+            if exists and info is None:
                 raise TargetError(f"{p} exists and was not created by zfsperf: refusing to use it")
-            fresh = info is None or info.get("size") != size or not p.exists()
+            fresh = info is None or info.get("size") != size or not exists
             if fresh:
                 data["files"][name] = {"size": size, "prefilled": False}
                 self._save(data)               # listed before it exists: a crash leaves nothing unlisted
-                if p.exists():
-                    p.unlink()
+                if exists:
+                    self.fs.remove(str(p))
                 res = self.target.run(["truncate", "-s", str(size), str(p)])
                 if not res.ok:
                     raise TargetError(f"cannot create vdev file {p}: {res.error_text()}")
@@ -166,25 +166,12 @@ class VdevDir:
             p = self.path / name
             for loop in loops_of(self.target, str(p)):      # cache vdevs sit on loop devices
                 self.target.run(["losetup", "-d", loop])
-            try:
-                p.unlink()
+            if self.fs.remove(str(p)):
                 removed.append(str(p))
-            except FileNotFoundError:
-                pass
             del data["files"][name]
-        try:
-            (self.path / MANIFEST).unlink()
-        except FileNotFoundError:
-            pass
-        for sub in ("mnt",):
-            try:
-                (self.path / sub).rmdir()
-            except OSError:
-                pass
-        try:
-            self.path.rmdir()
-        except OSError:
-            pass
+        self.fs.remove(str(self.path / MANIFEST))
+        self.fs.rmdir(str(self.path / "mnt"))
+        self.fs.rmdir(str(self.path))
         return removed
 
 
@@ -361,11 +348,7 @@ class PoolManager:
         for _ in range(attempts):
             res = self.target.run(["zpool", "destroy", "-f", name], timeout=120)
             if res.ok or name not in list_pools(self.target):
-                mp = self.vdev_dir.path / "mnt" / name
-                try:
-                    mp.rmdir()
-                except OSError:
-                    pass
+                self.target.files.rmdir(str(self.vdev_dir.path / "mnt" / name))
                 return
             last = res.error_text()
             time.sleep(delay)    # zfs-fuse: "pool is busy" right after a receive; it clears

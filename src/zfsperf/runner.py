@@ -390,12 +390,16 @@ class Runner:
         if only_owner is not None:
             return
         base = Path(self.opts.vdev_dir)
-        if base.is_dir():
-            for d in sorted(base.iterdir()):
-                if (d / ".zfsperf-vdevs").exists():
-                    removed = VdevDir(target, d).remove_all()
-                    if removed:
-                        self.ui.say(f"-x: removed {len(removed)} leftover vdev files in {d}")
+        try:
+            subdirs = target.files.listdir(str(base))
+        except OSError:
+            subdirs = []
+        for sub in subdirs:
+            d = base / sub
+            if target.files.exists(str(d / ".zfsperf-vdevs")):
+                removed = VdevDir(target, d).remove_all()
+                if removed:
+                    self.ui.say(f"-x: removed {len(removed)} leftover vdev files in {d}")
 
     def _finish_target(self, target: Target, pools: PoolManager, rd: ResultsDir) -> None:
         leftovers = [n for n, _o in leftover_pools(target) if n not in pools.preexisting]

@@ -84,35 +84,41 @@ def canonical_from_freebsd(sysctl: str) -> str | None:
 
 # ----------------------------------------------------------------------------- backends
 class FileParams:
-    """Tunables as files, one per parameter: /sys/module/zfs/parameters or a directory laid out like it."""
+    """Tunables as files, one per parameter: /sys/module/zfs/parameters or a directory laid out like
+    it, on this host or (files = an ssh target) on a remote one."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, files=None, spec_prefix: str = "file:") -> None:
+        from .target.files import LOCAL
         self.directory = Path(directory)
+        self.files = files if files is not None else LOCAL
+        self.spec_prefix = spec_prefix
 
     @property
     def spec(self) -> str:
-        return f"file:{self.directory}"
+        return f"{self.spec_prefix}{self.directory}"
 
     def names(self) -> list[str]:
         try:
-            return sorted(p.name for p in self.directory.iterdir() if p.is_file())
+            names = self.files.listdir(str(self.directory))
+            if getattr(self.files, "remote", False):      # one round trip, not one per name
+                return names
+            return [n for n in names if (self.directory / n).is_file()]
         except OSError:
             return []
 
     def has(self, name: str) -> bool:
-        return "/" not in name and name not in ("", ".", "..") and (self.directory / name).is_file()
+        return "/" not in name and name not in ("", ".", "..") and self.files.is_file(str(self.directory / name))
 
     def get(self, name: str) -> str:
         if not self.has(name):
             raise Unavailable(f"no tunable {name} in {self.directory}")
-        return (self.directory / name).read_text().strip()
+        return self.files.read_text(str(self.directory / name)).strip()
 
     def set(self, name: str, value: str) -> None:
         if not self.has(name):
             raise Unavailable(f"no tunable {name} in {self.directory}")
         try:
-            with open(self.directory / name, "w", encoding="ascii") as f:
-                f.write(f"{value}\n")
+            self.files.write_param(str(self.directory / name), f"{value}\n")
         except OSError as e:
             raise TargetError(f"cannot set {name}={value}: {e.strerror or e}") from e
 
@@ -179,6 +185,9 @@ def backend_from_spec(spec: str):
     kind, _, arg = spec.partition(":")
     if kind == "file":
         return FileParams(arg)
+    if kind == "ssh":                  # "ssh:<json>": a remote target's parameters (target/ssh.py)
+        from .target.ssh import params_from_spec
+        return params_from_spec(arg)
     if kind == "sysctl":
         from .target.openzfs_freebsd import SysctlParams
         return SysctlParams()

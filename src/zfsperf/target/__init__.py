@@ -49,11 +49,16 @@ def open_target(spec: str = "auto", *, log: proc.CommandLog = proc.NULL_LOG,
                 arc_max_mb: int | None = None, params_dir: str | None = None) -> Target:
     """The target for spec. params_dir replaces its tunables with a directory laid out like
     /sys/module/zfs/parameters (how the journal and restore are tested without a kernel)."""
-    if spec not in SPECS:
-        raise InputError(f"unknown target {spec!r} (expected one of: {', '.join(SPECS)})", field="target")
+    if spec not in SPECS and not spec.startswith("ssh://"):
+        raise InputError(f"unknown target {spec!r} (expected one of: {', '.join(SPECS)}, ssh://user@host[:port])",
+                         field="target")
     if params_dir is not None and not os.path.isdir(params_dir):
         raise InputError("not a directory", file=params_dir, field="--params-dir")
-    if spec == "auto":
+    if spec.startswith("ssh://"):
+        from .ssh import open_ssh, parse_url
+        parse_url(spec)                      # an input error before anything is contacted
+        t = open_ssh(spec, log)
+    elif spec == "auto":
         t = _kernel_openzfs(log) or _zfs_fuse(log, arc_max_mb)
     elif spec == "zfs-fuse":
         t = _zfs_fuse(log, arc_max_mb)

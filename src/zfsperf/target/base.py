@@ -14,11 +14,14 @@ from typing import Any, Sequence
 
 from .. import proc
 from ..errors import Unavailable
+from .files import LOCAL, FileOps
 from .kstat import Txg
 
 
 class Target(ABC):
     impl: str = "?"                 # "zfs-fuse", "openzfs-linux", "openzfs-freebsd"
+
+    files: FileOps = LOCAL          # files on the target's machine (ssh targets replace this)
 
     def __init__(self, log: proc.CommandLog = proc.NULL_LOG) -> None:
         self.log = log
@@ -128,6 +131,10 @@ class Target(ABC):
     def host_path(self, path: str) -> str | None:
         """A path on the target as zfsperf on this host can open it, or None (remote)."""
         return path
+
+    def stage_file(self, local_path: str) -> str:
+        """A file of this host (a fio job file) at a path the target's commands can read."""
+        return local_path
 
     def close(self) -> None:
         """Release what the target holds (an embedded daemon that a run started)."""

@@ -51,13 +51,13 @@ class OpenZfsFreeBsdTarget(Target):
 class SysctlParams:
     """FreeBSD tunables: `sysctl vfs.zfs.<scope>.<name>`, by canonical (Linux) name."""
 
-    spec = "sysctl:local"
-
-    def __init__(self, log: proc.CommandLog = proc.NULL_LOG) -> None:
+    def __init__(self, log: proc.CommandLog = proc.NULL_LOG, runner=None, spec: str = "sysctl:local") -> None:
         self.log = log
+        self.spec = spec
+        self._run = runner or proc.run      # an ssh target passes its own
 
     def names(self) -> list[str]:
-        res = proc.run(["sysctl", "-N", "vfs.zfs"], log=proc.NULL_LOG)
+        res = self._run(["sysctl", "-N", "vfs.zfs"], log=proc.NULL_LOG)
         if not res.ok:
             return []
         names = {canonical_from_freebsd(ln.strip()) for ln in res.stdout.splitlines()}
@@ -65,13 +65,13 @@ class SysctlParams:
 
     def has(self, name: str) -> bool:
         sysctl = freebsd_name(name)
-        return sysctl is not None and proc.run(["sysctl", "-n", sysctl], log=proc.NULL_LOG).ok
+        return sysctl is not None and self._run(["sysctl", "-n", sysctl], log=proc.NULL_LOG).ok
 
     def get(self, name: str) -> str:
         sysctl = freebsd_name(name)
         if sysctl is None:
             raise Unavailable(f"no FreeBSD sysctl is known for {name} (known: {', '.join(sorted(REGISTRY))})")
-        res = proc.run(["sysctl", "-n", sysctl], log=proc.NULL_LOG)
+        res = self._run(["sysctl", "-n", sysctl], log=proc.NULL_LOG)
         if not res.ok:
             raise Unavailable(f"openzfs-freebsd has no tunable {name}: {res.error_text()}")
         return res.stdout.strip()
@@ -80,6 +80,6 @@ class SysctlParams:
         sysctl = freebsd_name(name)
         if sysctl is None:
             raise Unavailable(f"no FreeBSD sysctl is known for {name}")
-        res = proc.run(["sysctl", f"{sysctl}={value}"], log=self.log)
+        res = self._run(["sysctl", f"{sysctl}={value}"], log=self.log)
         if not res.ok:
             raise TargetError(f"cannot set {name}={value}: {res.error_text()}")

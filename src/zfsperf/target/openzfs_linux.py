@@ -28,14 +28,17 @@ class OpenZfsLinuxTarget(Target):
     def __init__(self, sysroot: str = "/", log: proc.CommandLog = proc.NULL_LOG) -> None:
         super().__init__(log)
         self.sysroot = Path(sysroot)
-        self.params = FileParams(str(self.sysroot / PARAMS))
+        self.params = self._make_params()
+
+    def _make_params(self) -> FileParams:
+        return FileParams(str(self.sysroot / PARAMS), files=self.files)
 
     def _p(self, rel: str) -> Path:
         return self.sysroot / rel
 
     def zfs_version(self) -> str:
         try:
-            return "OpenZFS " + self._p("sys/module/zfs/version").read_text().strip()
+            return "OpenZFS " + self.files.read_text(str(self._p("sys/module/zfs/version"))).strip()
         except OSError:
             res = self.run(["zfs", "version"], log=proc.NULL_LOG)
             return res.stdout.splitlines()[0].strip() if res.ok and res.stdout else "OpenZFS (unknown)"
@@ -43,20 +46,20 @@ class OpenZfsLinuxTarget(Target):
     def kstat_sources(self) -> list[str]:
         try:
             base = self._p(KSTAT)
-            return sorted(e for e in os.listdir(base) if os.path.isfile(base / e))
+            return sorted(e for e in self.files.listdir(str(base)) if self.files.is_file(str(base / e)))
         except OSError:
             return []
 
     def kstat(self, name: str) -> dict[str, float] | None:
         path = self._p(f"{KSTAT}/{name}")
         try:
-            return parse_named(path.read_text(), str(path))
+            return parse_named(self.files.read_text(str(path)), str(path))
         except (OSError, ValueError):
             return None
 
     def pool_kstat_text(self, pool: str, name: str) -> str | None:
         try:
-            return self._p(f"{KSTAT}/{pool}/{name}").read_text()
+            return self.files.read_text(str(self._p(f"{KSTAT}/{pool}/{name}")))
         except OSError:
             return None
 

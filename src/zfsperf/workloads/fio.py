@@ -280,6 +280,8 @@ def run_jobfile(ctx: CaseContext, texts: list[str], clients: list[str], tag: str
         jobfile.parent.mkdir(parents=True, exist_ok=True)
         jobfile.write_text(text)
         jobfiles.append(jobfile)
+    if not clients:                        # fio runs on the target: it reads the job file there
+        jobfiles = [Path(ctx.target.stage_file(str(j))) for j in jobfiles]
     run = FioRun(ctx, jobfiles, clients)
     ctx.set_progress(run.progress)
     try:

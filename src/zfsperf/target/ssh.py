@@ -1,0 +1,239 @@
+"""A ZFS host reached by ssh: `--target ssh://user@host[:port]`.
+
+Pool commands, kstat reads, tunables and file operations run on the remote host through one
+`ssh … -- <command>`; the remote shell sees every argv item quoted with shlex.join, so names from
+runfiles are never interpreted there either. Streams go over ssh's stdin/stdout (the receive
+workload's sendfile, `zfs send` for a corpus). What the remote host is — kernel OpenZFS on Linux or
+FreeBSD, or a zfs-fuse daemon — is probed once, and the same target code as for a local host of
+that kind then does the work. Extra ssh options (an identity, a known-hosts file) come from
+ZFSPERF_SSH_OPTS, split like a shell would but never run by one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from typing import Any, Sequence
+
+from .. import proc
+from ..errors import InputError, TargetError
+from .base import Target
+from .openzfs_freebsd import OpenZfsFreeBsdTarget, SysctlParams
+from .openzfs_linux import KSTAT, PARAMS, OpenZfsLinuxTarget
+
+URL_RE = re.compile(r"^ssh://(?:(?P<user>[A-Za-z0-9._][A-Za-z0-9._-]*)@)?(?P<host>[A-Za-z0-9.:_-]+?|\[[0-9a-fA-F:]+\])"
+                    r"(?::(?P<port>\d{1,5}))?/?$")
+_TXG_RE = re.compile(r"^\s*txg = (\d+)\s*$", re.MULTILINE)
+ZFS_FUSE_SOCKET = "/var/run/zfs/zfs_socket"
+
+
+def parse_url(url: str) -> tuple[str | None, str, int]:
+    m = URL_RE.match(url)
+    if not m or m.group("host").startswith("-"):
+        raise InputError(f"not an ssh target: {url!r} (expected ssh://user@host[:port])", field="--target")
+    port = int(m.group("port") or 22)
+    if not 0 < port < 65536:
+        raise InputError(f"bad port in {url!r}", field="--target")
+    return m.group("user"), m.group("host").strip("[]"), port
+
+
+class Ssh:
+    """The ssh transport and the remote file operations (FileOps) it gives."""
+
+    remote = True
+
+    def __init__(self, url: str, options: Sequence[str] | None = None, log: proc.CommandLog = proc.NULL_LOG) -> None:
+        self.url = url
+        self.user, self.host, self.port = parse_url(url)
+        opts = list(options) if options is not None else shlex.split(os.environ.get("ZFSPERF_SSH_OPTS", ""))
+        self.options = opts
+        dest = f"{self.user}@{self.host}" if self.user else self.host
+        self.prefix = ["ssh", "-p", str(self.port), "-o", "BatchMode=yes", "-o", "ConnectTimeout=15",
+                       "-o", "ServerAliveInterval=15", *opts, dest, "--"]
+        self.log = log
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        return [*self.prefix, shlex.join(str(a) for a in argv)]
+
+    def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = 120,
+            log: proc.CommandLog | None = None) -> proc.Completed:
+        return proc.run(self.wrap(argv), input=input, timeout=timeout, log=self.log if log is None else log)
+
+    def spec(self) -> dict[str, Any]:
+        return {"url": self.url, "options": self.options}
+
+    # ---------------------------------------------------------------- FileOps
+    def read_text(self, path: str) -> str:
+        res = self.run(["cat", "--", path], log=proc.NULL_LOG)
+        if not res.ok:
+            raise FileNotFoundError(2, res.error_text() or "cannot read", path)
+        return res.stdout
+
+    def write_text(self, path: str, text: str) -> None:
+        tmp = f"{path}.tmp{os.getpid()}"
+        res = self.run(["tee", "--", tmp], input=text, log=proc.NULL_LOG)
+        if not res.ok or not self.run(["mv", "-f", "--", tmp, path]).ok:
+            raise OSError(5, f"cannot write on {self.url}: {res.error_text()}", path)
+
+    def write_param(self, path: str, text: str) -> None:
+        res = self.run(["tee", "--", path], input=text)
+        if not res.ok:
+            raise OSError(5, res.error_text() or "cannot write", path)
+
+    def listdir(self, path: str) -> list[str]:
+        res = self.run(["ls", "-1A", "--", path], log=proc.NULL_LOG)
+        if not res.ok:
+            raise FileNotFoundError(2, res.error_text(), path)
+        return sorted(x for x in res.stdout.splitlines() if x)
+
+    def is_file(self, path: str) -> bool:
+        return self.run(["test", "-f", path], log=proc.NULL_LOG).ok
+
+    def exists(self, path: str) -> bool:
+        return self.run(["test", "-e", path], log=proc.NULL_LOG).ok
+
+    def remove(self, path: str) -> bool:
+        if not self.exists(path):
+            return False
+        return self.run(["rm", "-f", "--", path]).ok
+
+    def makedirs(self, path: str) -> None:
+        res = self.run(["mkdir", "-p", "--", path])
+        if not res.ok:
+            raise OSError(5, res.error_text(), path)
+
+    def rmdir(self, path: str) -> None:
+        self.run(["rmdir", "--", path], log=proc.NULL_LOG)
+
+
+class _SshMixin:
+    """Runs a target's commands and file operations on the remote host."""
+
+    ssh: Ssh
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        return self.ssh.wrap(argv)
+
+    def host_path(self, path: str) -> str | None:
+        return None
+
+    def stage_file(self, local_path: str) -> str:
+        remote_dir = f"/tmp/zfsperf-stage-{os.getpid()}"
+        self.ssh.makedirs(remote_dir)
+        with open(local_path, encoding="utf-8") as f:
+            text = f.read()
+        path = f"{remote_dir}/{os.path.basename(local_path)}"
+        self.ssh.write_text(path, text)
+        return path
+
+    def info(self) -> dict[str, Any]:
+        out = super().info()  # type: ignore[misc]
+        out["transport"] = self.ssh.url
+        return out
+
+    def close(self) -> None:
+        self.ssh.run(["rm", "-rf", "--", f"/tmp/zfsperf-stage-{os.getpid()}"], log=proc.NULL_LOG)
+
+
+class SshOpenZfsLinux(_SshMixin, OpenZfsLinuxTarget):
+    def __init__(self, ssh: Ssh, log: proc.CommandLog = proc.NULL_LOG) -> None:
+        self.ssh = ssh
+        self.files = ssh
+        super().__init__("/", log)
+
+    def _make_params(self):
+        from ..tunables import FileParams
+        return FileParams(f"/{PARAMS}", files=self.ssh,
+                          spec_prefix="ssh:" + json.dumps(self.ssh.spec()) + "|")
+
+
+class SshOpenZfsFreeBsd(_SshMixin, OpenZfsFreeBsdTarget):
+    def __init__(self, ssh: Ssh, log: proc.CommandLog = proc.NULL_LOG) -> None:
+        self.ssh = ssh
+        self.files = ssh
+        super().__init__(log)
+        self.params = SysctlParams(log, runner=ssh.run, spec="ssh:" + json.dumps(ssh.spec()) + "|sysctl")
+
+
+class SshZfsFuse(_SshMixin, Target):
+    """A zfs-fuse daemon on the remote host (kstats under /zfs-kstat, one file per field)."""
+
+    impl = "zfs-fuse"
+
+    def __init__(self, ssh: Ssh, log: proc.CommandLog = proc.NULL_LOG) -> None:
+        self.ssh = ssh
+        self.files = ssh
+        super().__init__(log)
+
+    def zfs_version(self) -> str:
+        res = self.ssh.run(["dpkg-query", "-W", "-f", "${Version}", "zfs-fuse"], log=proc.NULL_LOG)
+        return "zfs-fuse " + (res.stdout.strip() if res.ok and res.stdout.strip() else "unknown")
+
+    def pool_version(self) -> str:
+        return "23"
+
+    def kstat_sources(self) -> list[str]:
+        try:
+            return self.ssh.listdir("/zfs-kstat/zfs")
+        except OSError:
+            return []
+
+    def kstat(self, name: str) -> dict[str, float] | None:
+        res = self.ssh.run(["grep", "-r", "", f"/zfs-kstat/zfs/{name}"], log=proc.NULL_LOG)
+        return _field_lines(res.stdout)
+
+    def kstat_fields(self, name: str, fields: Sequence[str]) -> dict[str, float] | None:
+        res = self.ssh.run(["grep", "-H", "", *(f"/zfs-kstat/zfs/{name}/{f}" for f in fields)], log=proc.NULL_LOG)
+        return _field_lines(res.stdout)        # missing fields: grep complains, the rest are read
+
+    def txg(self, pool: str) -> int | None:
+        res = self.ssh.run(["zdb", "-u", pool], log=proc.NULL_LOG, timeout=30)
+        m = _TXG_RE.search(res.stdout) if res.ok else None
+        return int(m.group(1)) if m else None
+
+    def iostat_forms(self) -> list[str]:
+        return ["human"]
+
+
+def _field_lines(text: str) -> dict[str, float] | None:
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        path, sep, value = line.rpartition(":")
+        if not sep:
+            continue
+        try:
+            out[path.rsplit("/", 1)[-1]] = float(value)
+        except ValueError:
+            continue
+    return out or None
+
+
+def open_ssh(url: str, log: proc.CommandLog = proc.NULL_LOG, options: Sequence[str] | None = None) -> Target:
+    """Probe what ZFS the remote host has and return the target for it."""
+    ssh = Ssh(url, options, log)
+    res = ssh.run(["uname", "-s"], log=proc.NULL_LOG, timeout=30)
+    if not res.ok:
+        raise TargetError(f"cannot reach {url}: {res.error_text()}")
+    system = res.stdout.strip()
+    if system == "FreeBSD":
+        return SshOpenZfsFreeBsd(ssh, log)
+    if ssh.exists(f"/{KSTAT}"):
+        return SshOpenZfsLinux(ssh, log)
+    if ssh.run(["test", "-S", ZFS_FUSE_SOCKET], log=proc.NULL_LOG).ok:
+        return SshZfsFuse(ssh, log)
+    raise TargetError(f"{url} has no ZFS that zfsperf knows (no /{KSTAT}, not FreeBSD, no zfs-fuse socket)")
+
+
+def params_from_spec(arg: str):
+    """Re-open a journaled remote tunables backend: '<json ssh spec>|<dir or sysctl>'."""
+    head, _, rest = arg.rpartition("|")
+    spec = json.loads(head)
+    ssh = Ssh(spec["url"], spec.get("options") or [])
+    if rest == "sysctl":
+        return SysctlParams(runner=ssh.run)
+    from ..tunables import FileParams
+    return FileParams(rest, files=ssh, spec_prefix="ssh:" + head + "|")
+
+

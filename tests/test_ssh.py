@@ -1,0 +1,133 @@
+"""The ssh target for real: an sshd on 127.0.0.1 (started and stopped by pid by this test, inside the
+zfs-fuse lab's namespace so that its sessions reach the lab's daemon), a key made for the test, and
+zfsperf creating, measuring and destroying its pool over ssh."""
+
+import json
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import zfsperf
+from test_runner import last_dir, records, write_runfile
+from zfsperf import proc
+from zfsperf.errors import InputError
+from zfsperf.target.ssh import Ssh, parse_url
+
+SSHD = "/usr/sbin/sshd"
+
+
+@pytest.fixture(scope="module")
+def sshd(lab, tmp_path_factory):
+    if not os.path.exists(SSHD):
+        pytest.fail("sshd is missing: `make test` installs openssh-server (scripts/install-deps.sh --test)")
+    d = tmp_path_factory.mktemp("sshd")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "id")], check=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "host")], check=True)
+    (d / "authorized_keys").write_text((d / "id.pub").read_text())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (d / "sshd_config").write_text(f"""Port {port}
+ListenAddress 127.0.0.1
+HostKey {d}/host
+AuthorizedKeysFile {d}/authorized_keys
+PidFile none
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+""")
+    made_privsep = not os.path.isdir("/run/sshd")
+    os.makedirs("/run/sshd", exist_ok=True)
+    p = subprocess.Popen(lab.prefix() + [SSHD, "-D", "-e", "-f", str(d / "sshd_config")],
+                         stdout=subprocess.DEVNULL, stderr=open(d / "sshd.log", "w"), start_new_session=True)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        assert p.poll() is None, (d / "sshd.log").read_text()
+        time.sleep(0.1)
+    opts = f"-i {d}/id -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
+    old = os.environ.get("ZFSPERF_SSH_OPTS")
+    os.environ["ZFSPERF_SSH_OPTS"] = opts
+    yield f"ssh://root@127.0.0.1:{port}"
+    if old is None:
+        os.environ.pop("ZFSPERF_SSH_OPTS", None)
+    else:
+        os.environ["ZFSPERF_SSH_OPTS"] = old
+    proc.stop_pid(p.pid, proc=p, group=True)
+    assert p.poll() is not None
+    if made_privsep:
+        os.rmdir("/run/sshd")
+
+
+def test_url_validation():
+    assert parse_url("ssh://root@host.example:2222") == ("root", "host.example", 2222)
+    assert parse_url("ssh://10.0.0.1") == (None, "10.0.0.1", 22)
+    for bad in ("ssh://-oProxyCommand=x", "ssh://a b", "ssh://root@host;rm", "http://x", "ssh://h:99999"):
+        with pytest.raises(InputError):
+            parse_url(bad)
+
+
+def test_argv_is_quoted_for_the_remote_shell(sshd, tmp_path):
+    ssh = Ssh(sshd)
+    canary = tmp_path / "pwned"
+    hostile = [f"$(touch {canary})", f"; touch {canary}", "a b", "-n", "`id`", "'\""]
+    res = ssh.run(["printf", "%s\\n", *hostile])
+    assert res.ok, res.stderr
+    assert res.stdout.splitlines() == hostile
+    assert not canary.exists()
+
+
+def test_info_over_ssh(sshd):
+    res = zfsperf("info", "--target", sshd, "--json")
+    assert res.returncode == 0, res.stderr
+    info = json.loads(res.stdout)
+    assert info["implementation"] == "zfs-fuse" and info["transport"] == sshd
+
+
+SSH_RUN = """
+[defaults]
+iterations = 1
+[defaults.pool]
+vdevs = 1
+vdev_size = "256M"
+[[test]]
+name = "recv"
+workload = "receive"
+corpus = { kind = "random", size = "8M", seed = 11 }
+threads = 2
+[[test]]
+name = "fio"
+workload = "fio"
+rw = "randread"
+bs = "4k"
+size = "16M"
+runtime = 2
+"""
+
+
+def test_run_over_ssh_creates_measures_destroys(sshd, lab, tmp_path):
+    vdevs = tmp_path / "vdevs"
+    res = zfsperf("run", "--target", sshd, "-r", str(write_runfile(tmp_path, SSH_RUN)), "-o", str(tmp_path / "o"),
+                  "-d", str(vdevs))
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    recv, fio = records(d)
+    assert recv["status"] == fio["status"] == "PASS"
+    assert recv["figures"]["bytes"]["value"] > 2 * 8 * 2 ** 20 * 0.9
+    assert fio["figures"]["read_iops"]["value"] > 0 and fio["histograms"]["read"]["count"] > 0
+    run = json.loads((d / "run.json").read_text())
+    assert run["target"]["transport"] == sshd and run["target"]["implementation"] == "zfs-fuse"
+    # created, measured, destroyed: no pool of that run is left, nor its vdev files
+    pools = lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.split()
+    assert recv["pool"]["name"] not in pools and fio["pool"]["name"] not in pools
+    assert not any(vdevs.rglob("vdev*"))
+    log = (d / "logs").glob("*.log")
+    assert any("ssh" in p.read_text() and "zpool create" in p.read_text() for p in log)
