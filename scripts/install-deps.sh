@@ -17,6 +17,7 @@ command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 if [ "$TEST" = 1 ]; then
     [ -x /usr/sbin/sshd ] || need+=(openssh-server)
     command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
+    command -v chromium >/dev/null 2>&1 || need+=(chromium)
 fi
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats as sps
@@ -24,6 +25,12 @@ class Summary:
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
+
+
+@lru_cache(maxsize=256)
+def t975(df: int) -> float:
+    """Student's t quantile for a two-sided 95 % interval (cached: reports summarise thousands)."""
+    return float(sps.t.ppf(0.975, df))
 
 
 def mad_outliers(values: np.ndarray, threshold: float = 3.5) -> list[int]:
@@ -47,7 +54,7 @@ def summarise(values: list[float]) -> Summary:
     mean = float(a.mean())
     sd = float(a.std(ddof=1)) if n > 1 else 0.0
     if n > 1 and sd > 0:
-        half = float(sps.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+        half = t975(n - 1) * sd / math.sqrt(n)
     else:
         half = 0.0 if n > 1 else float("nan")
     return Summary(n, mean, float(np.median(a)), sd, (100 * sd / mean) if mean else float("nan"),

@@ -1,0 +1,102 @@
+"""One self-contained report.html: tables and matplotlib pictures embedded as data: URIs, no
+network, no external files. A small inline script marks the page once every image has loaded
+(data-images="loaded/total") so that a headless browser test can check it."""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Any
+
+from . import plots
+from .compare import Comparison
+from .formats import STAT_COLUMNS, _stat_cells, _status, _steady_line, class_rows, header_line
+from .model import RunData
+from .quantize import render
+
+CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
+table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
+td:first-child,th:first-child{text-align:left}h2{margin-top:1.6em}pre{background:#f6f6f6;padding:.5em;font-size:12px}
+img{max-width:100%;border:1px solid #eee;margin:.5em 0}.warn{color:#a40}.note{color:#555}"""
+
+SCRIPT = """(function(){var imgs=document.images,n=imgs.length,ok=0,bad=0;
+function done(){document.body.setAttribute('data-images',ok+'/'+n);if(bad)document.body.setAttribute('data-broken',bad);}
+for(var i=0;i<n;i++){var im=imgs[i];if(im.complete&&im.naturalWidth>0){ok++;}
+else{im.addEventListener('load',function(){ok++;done();});im.addEventListener('error',function(){bad++;done();});}}
+done();})();"""
+
+
+def _img(png: bytes | None, alt: str) -> str:
+    if not png:
+        return ""
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{h}</tr>{body}</table>"
+
+
+def run_section(run: RunData, rep: dict[str, Any]) -> str:
+    out = [f"<h2>{html.escape(header_line(rep))}</h2>"]
+    t = rep["target"]
+    if t.get("accelerator") == "tcg":
+        out.append('<p class="warn">This target ran under QEMU TCG (software emulation): its timings are '
+                   "emulation artefacts, not speeds.</p>")
+    out.append(_img(plots.thread_scaling(run), "thread scaling"))
+    for case in rep["cases"]:
+        out.append(f"<h3>{html.escape(case['case'])} <span class=note>({html.escape(_status(case))})</span></h3>")
+        if case["figures"]:
+            out.append(_table(["figure", *STAT_COLUMNS], [[r["figure"], *_stat_cells(r)] for r in case["figures"]]))
+        for e in case["errors"]:
+            out.append(f'<p class="warn">{html.escape(e)}</p>')
+        if case["class_table"]:
+            out.append(_table(["class", "avg latency", "stddev", "iops", "throughput"], class_rows(case)))
+        if case["histograms"]:
+            out.append(_img(plots.histograms([(run.label, case["histograms"])]), f"latency histograms {case['case']}"))
+            out.append("<pre>" + html.escape("\n\n".join(render(h["buckets"], f"{h['title']} latency ({h['unit']})")
+                                                         for h in case["histograms"].values())) + "</pre>")
+        line = _steady_line(case["steady"])
+        if line:
+            out.append(f"<p>{html.escape(line)}</p>")
+    for path, verdict in plots.series_for(run):
+        out.append(_img(plots.steady_chart(path, verdict), f"steady state {path.name}"))
+    for w in rep["warnings"]:
+        out.append(f'<p class="warn">Warning: {html.escape(w)}</p>')
+    return "\n".join(x for x in out if x)
+
+
+def comparison_section(cmp: Comparison) -> str:
+    rows = [[c.case, c.figure, f"{c.old_median:.4g} {c.unit}", f"{c.new_median:.4g} {c.unit}", f"{c.change_pct:+.1f} %",
+             "-" if c.ci_pct is None else f"{c.ci_pct[0]:+.1f} … {c.ci_pct[1]:+.1f} %",
+             "-" if c.p is None else f"{c.p:.3f}", c.verdict] for c in cmp.changes]
+    rows += [["(geomean)", k, "", "", f"{(g - 1) * 100:+.1f} %", "", "", ""] for k, g in cmp.geomeans.items()]
+    out = [f"<h2>A/B: {html.escape(cmp.base.label)} → {html.escape(cmp.new.label)}</h2>",
+           _table(["case", "figure", "base", "new", "change", "95% CI", "p", "verdict"], rows),
+           _img(plots.ab_bars(cmp.changes), "A/B changes")]
+    pairs = []
+    for key, bc in cmp.base.cases.items():
+        nc = cmp.new.cases.get(key)
+        if nc is None:
+            continue
+        from .summary import merged_histograms
+        hb, hn = merged_histograms(bc), merged_histograms(nc)
+        if hb and hn:
+            pairs.append(_img(plots.histograms([(cmp.base.label, hb), (cmp.new.label, hn)]),
+                              f"A/B histograms {bc.case}"))
+    return "\n".join(out + pairs)
+
+
+def write(path: Path, runs: list[tuple[RunData, dict[str, Any]]], comparison: Comparison | None = None) -> Path:
+    body = [comparison_section(comparison)] if comparison is not None else []
+    body += [run_section(run, rep) for run, rep in runs]
+    doc = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>zfsperf report</title>"
+           f"<style>{CSS}</style></head><body><h1>zfsperf report</h1>{''.join(body)}"
+           f"<script>{SCRIPT}</script></body></html>")
+    path = Path(path)
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(doc, encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,176 @@
+"""Pictures with matplotlib (Agg, no display): thread scaling, steady-state charts, latency
+histograms per class (side by side for A/B) and A/B bars with intervals. Each function returns PNG
+bytes (or None when the data for that picture is not there)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ..results.stats import summarise  # noqa: E402
+from ..steady import Criteria, decide, read_series  # noqa: E402
+from .model import CaseData, RunData  # noqa: E402
+
+DPI = 100
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def thread_scaling(run: RunData) -> bytes | None:
+    """MiB/s and blocks/s against threads, mean with 95 % CI error bars, one line per receive test
+    and corpus."""
+    lines: dict[str, list[tuple[int, CaseData]]] = {}
+    for c in run.cases.values():
+        if c.workload != "receive" or "threads" not in c.params or not c.passed:
+            continue
+        label = c.test + "".join(f" {k}={v}" for k, v in c.params.items() if k != "threads" and not isinstance(v, dict))
+        lines.setdefault(label, []).append((int(c.params["threads"]), c))
+    lines = {k: sorted(v, key=lambda x: x[0]) for k, v in lines.items() if len(v) >= 2}
+    if not lines:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, fig_name, unit in ((axes[0], "throughput", "MiB/s"), (axes[1], "blocks", "blocks/s")):
+        for label, pts in lines.items():
+            xs, ys, err = [], [], []
+            for th, c in pts:
+                s = summarise(c.values(fig_name))
+                if s.n == 0:
+                    continue
+                xs.append(th)
+                ys.append(s.mean)
+                err.append(0 if s.n < 2 else (s.ci_high - s.mean))
+            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=4, label=label)
+        ax.set_xlabel("concurrent receives (threads)")
+        ax.set_ylabel(f"{fig_name} ({unit})")
+        ax.set_xscale("log", base=2)
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"receive thread scaling — {run.label} (mean, 95 % CI)")
+    return _png(fig)
+
+
+def steady_chart(series_path: Path, verdict: dict[str, Any] | None) -> bytes | None:
+    """Every metric normalised to its own mean (as a line) and its steady boolean (dotted, per
+    sliding window), the steady point marked — the talk's chart."""
+    try:
+        samples = read_series(str(series_path))
+    except Exception:  # noqa: BLE001 - a missing or torn series has no picture
+        return None
+    if len(samples) < 3:
+        return None
+    crit = Criteria()
+    if verdict and isinstance(verdict.get("criteria"), dict):
+        k = verdict["criteria"]
+        crit = Criteria(window=int(k.get("window", crit.window)), range=float(k.get("range", crit.range)),
+                        slope=float(k.get("slope", crit.slope)), quorum=float(k.get("quorum", crit.quorum)))
+    names = sorted({n for s in samples for n in s["metrics"]})
+    t = [s["t"] for s in samples]
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    from ..steady import window_checks, _matrix
+    tt, nn, yy = _matrix(samples)
+    for i, n in enumerate(names):
+        ys = [s["metrics"].get(n) for s in samples]
+        vals = [y for y in ys if isinstance(y, (int, float))]
+        if not vals:
+            continue
+        mean = sum(vals) / len(vals) or 1.0
+        col = colours[i % len(colours)]
+        ax.plot(t, [y / mean if isinstance(y, (int, float)) else float("nan") for y in ys], color=col, lw=1.2,
+                label=n)
+        ok = [float("nan")] * len(samples)
+        j = nn.index(n)
+        for end in range(crit.window, len(samples) + 1):
+            chk = window_checks(tt, [n], yy[:, [j]], end, crit)[n]
+            ok[end - 1] = 1.6 + 0.04 * i if chk.steady else 0.1 + 0.04 * i
+        ax.plot(t, ok, color=col, ls=":", lw=1.2)
+    first = (verdict or {}).get("first_steady_index") or decide(samples, crit).first_steady_index
+    if first:
+        ax.axvline(samples[first - 1]["t"], color="black", ls="--", lw=1)
+        ax.annotate("steady", (samples[first - 1]["t"], 1.9), fontsize=9)
+    if verdict and verdict.get("measure_start") is not None:
+        ax.axvspan(verdict["measure_start"], t[-1], color="grey", alpha=0.12, label="measured")
+    ax.set_xlabel("time since the case started (s)")
+    ax.set_ylabel("metric / its mean   (dotted: steady? high = yes)")
+    ax.set_ylim(0, 2.1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=4, loc="lower right")
+    ax.set_title(f"steady state — {series_path.name}")
+    return _png(fig)
+
+
+def histograms(named: list[tuple[str, dict[str, dict[str, Any]]]]) -> bytes | None:
+    """Latency histograms per I/O class; several runs side by side (A/B) as grouped bars."""
+    classes = sorted({k for _label, hs in named for k in hs})
+    if not classes:
+        return None
+    fig, axes = plt.subplots(len(classes), 1, figsize=(11, 2.8 * len(classes)), squeeze=False)
+    width = 0.8 / max(1, len(named))
+    for ax, cls in zip(axes[:, 0], classes):
+        buckets = sorted({b for _l, hs in named if cls in hs for b, _c in hs[cls]["buckets"]})
+        pos = {b: i for i, b in enumerate(buckets)}
+        for k, (label, hs) in enumerate(named):
+            if cls not in hs:
+                continue
+            h = hs[cls]
+            total = sum(c for _b, c in h["buckets"]) or 1
+            ax.bar([pos[b] + k * width for b, _c in h["buckets"]], [100 * c / total for _b, c in h["buckets"]],
+                   width=width, label=label)
+        ax.set_xticks([i + width * (len(named) - 1) / 2 for i in range(len(buckets))])
+        ax.set_xticklabels([str(b) for b in buckets], rotation=45, fontsize=8)
+        title = next(hs[cls].get("title", cls) for _l, hs in named if cls in hs)
+        unit = next(hs[cls].get("unit", "us") for _l, hs in named if cls in hs)
+        ax.set_title(f"{title} latency", fontsize=10)
+        ax.set_ylabel("% of I/Os")
+        ax.set_xlabel(f"latency bucket ({unit}, power of two)")
+        ax.grid(alpha=0.3, axis="y")
+        if len(named) > 1:
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def ab_bars(changes: list[Any]) -> bytes | None:
+    """A/B: change % per case and figure with its 95 % CI; colour by verdict."""
+    rows = [c for c in changes if (c.ci_pct is not None or c.p is not None) and c.verdict != "no verdict"]
+    if not rows:
+        return None
+    rows = rows[:40]
+    colour = {"better": "tab:green", "worse": "tab:red"}
+    fig, ax = plt.subplots(figsize=(10, 0.35 * len(rows) + 1.2))
+    ys = range(len(rows))
+    ax.barh(list(ys), [c.change_pct for c in rows], color=[colour.get(c.verdict, "tab:grey") for c in rows])
+    for y, c in zip(ys, rows):
+        if c.ci_pct is not None:
+            ax.plot(list(c.ci_pct), [y, y], color="black", lw=1.5)
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([f"{c.case}: {c.figure}" for c in rows], fontsize=8)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlabel("change of the median, new vs base (%), with 95 % CI (green better, red worse, grey ~)")
+    ax.invert_yaxis()
+    ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def series_for(run: RunData) -> list[tuple[Path, dict[str, Any] | None]]:
+    """Each case's series of its first counted iteration (with its recorded verdict)."""
+    out = []
+    for c in run.cases.values():
+        for r in sorted(c.records, key=lambda r: r.get("iteration", 0)):
+            if r.get("series"):
+                out.append((run.path / r["series"], r.get("steady")))
+                break
+    return out

@@ -1,0 +1,104 @@
+"""`zfsperf report`: per case and figure over iterations — n, mean, median, stddev, CV %, min, max,
+95 % CI and outliers in plain words — plus the fio class tables and histograms and the steady-state
+verdicts. One JSON-able structure that every output format renders."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import CaseData, RunData
+from .quantize import quantize
+
+FIO_CLASS_ORDER = ("Write", "Delete", "Read", "Flush")
+
+
+def _num(x: float) -> float | None:
+    return None if x != x else float(x)
+
+
+def figure_rows(case: CaseData) -> list[dict[str, Any]]:
+    rows = []
+    for name in case.figure_names():
+        vals = case.values(name)
+        s = case.summary(name)
+        its = [r["iteration"] for r in case.passed if name in (r.get("figures") or {})]
+        rows.append({"figure": name, "unit": case.unit(name), "n": s.n, "mean": _num(s.mean),
+                     "median": _num(s.median), "stddev": _num(s.stddev), "cv_pct": _num(s.cv),
+                     "min": _num(s.min), "max": _num(s.max), "ci95": [_num(s.ci_low), _num(s.ci_high)],
+                     "values": vals, "iterations": its, "outliers": [its[i] for i in s.outliers]})
+    return rows
+
+
+def outlier_warnings(case: CaseData, rows: list[dict[str, Any]]) -> list[str]:
+    """hyperfine-style warnings in plain words (median/MAD rule, modified z-score > 3.5)."""
+    out = []
+    for row in rows:
+        for it in row["outliers"]:
+            v = row["values"][row["iterations"].index(it)]
+            out.append(f"{case.case}: iteration {it} {row['figure']} = {v:.4g} {row['unit']} is an outlier "
+                       f"(far from the median {row['median']:.4g}); a noisy neighbour, a cold cache or a txg "
+                       "burst can cause this — consider more iterations or a warm-up")
+    return out
+
+
+def class_table(case: CaseData) -> list[dict[str, Any]]:
+    """Seed 003's table averaged over iterations: class | avg latency | stddev | iops | throughput."""
+    acc: dict[str, list[dict[str, Any]]] = {}
+    for r in case.passed:
+        for row in r.get("class_table") or []:
+            acc.setdefault(row["class"], []).append(row)
+    out = []
+    for cls in FIO_CLASS_ORDER:
+        rows = acc.get(cls)
+        if not rows:
+            continue
+        n = len(rows)
+        out.append({"class": cls, **{k: sum(x[k] for x in rows) / n
+                                    for k in ("avg_latency_us", "stddev_us", "iops", "throughput_kib_s")}})
+    return out
+
+
+def merged_histograms(case: CaseData) -> dict[str, dict[str, Any]]:
+    """Each class's quantize histogram summed over the case's iterations."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in case.passed:
+        for key, h in (r.get("histograms") or {}).items():
+            o = out.setdefault(key, {"title": h.get("title", key), "unit": h.get("unit", "us"), "counts": {}})
+            for b, c in h.get("buckets") or []:
+                o["counts"][b] = o["counts"].get(b, 0) + c
+    for o in out.values():
+        counts = o.pop("counts")
+        o["buckets"] = quantize(((b if b else 0.5, c) for b, c in counts.items()))
+        o["count"] = sum(counts.values())
+    return out
+
+
+def steady_summary(case: CaseData) -> dict[str, Any] | None:
+    vs = case.steady()
+    if not vs:
+        return None
+    steady = [v for v in vs if v.get("steady")]
+    tts = [v["time_to_steady"] for v in steady if v.get("time_to_steady") is not None]
+    failed: dict[str, int] = {}
+    for v in vs:
+        for m in v.get("failed") or []:
+            failed[m] = failed.get(m, 0) + 1
+    return {"mode": vs[0].get("mode"), "steady": len(steady), "of": len(vs),
+            "mean_time_to_steady_s": sum(tts) / len(tts) if tts else None,
+            "failed_metrics": failed, "notes": sorted({v["note"] for v in vs if v.get("note")})}
+
+
+def build(run: RunData) -> dict[str, Any]:
+    cases = []
+    warnings = []
+    for c in run.cases.values():
+        rows = figure_rows(c)
+        warnings += outlier_warnings(c, rows)
+        cases.append({"test": c.test, "case": c.case, "workload": c.workload, "params": c.params,
+                      "statuses": c.statuses(), "figures": rows, "class_table": class_table(c),
+                      "histograms": merged_histograms(c), "steady": steady_summary(c),
+                      "errors": sorted({r["error"] for r in c.records if r.get("error")})})
+    t = run.info.get("target") or {}
+    return {"path": str(run.path), "target": t, "runfile": (run.info.get("runfile") or {}).get("source"),
+            "zfsperf_version": run.info.get("zfsperf_version"), "start": run.info.get("start"),
+            "interrupted": run.info.get("interrupted"), "cases": cases, "warnings": warnings}

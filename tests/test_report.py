@@ -1,0 +1,188 @@
+"""report, compare and report.html: statistics computed from stored results only, a real A/B on
+zfs-fuse (compression off vs gzip-9 on the target), the same settings twice, and the HTML report
+opened in headless Chromium."""
+
+import csv
+import io
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from conftest import zfsperf
+from test_runner import last_dir
+
+AB = """
+[defaults]
+iterations = 5
+warmup = 1
+[defaults.pool]
+vdevs = 1
+vdev_size = "384M"
+[defaults.dataset]
+compression = "{comp}"
+[[test]]
+name = "recv"
+workload = "receive"
+corpus = {{ kind = "compressible", size = "32M", seed = 4 }}
+threads = 1
+"""
+
+
+@pytest.fixture(scope="module")
+def ab_runs(lab, tmp_path_factory):
+    """Base (compression off), the same again, and gzip-9: 5 iterations each, on real zfs-fuse."""
+    base = tmp_path_factory.mktemp("ab")
+    out = {}
+    for name, comp in (("a", "off"), ("c", "off"), ("b", "gzip-9")):
+        rf = base / f"{name}.toml"
+        rf.write_text(AB.format(comp=comp))
+        res = zfsperf("run", "-q", "-r", str(rf), "-o", str(base / name))
+        assert res.returncode == 0, res.stdout + res.stderr
+        out[name] = last_dir(res.stdout)
+    return out
+
+
+def _changes(a: Path, b: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+    js = zfsperf("compare", str(a), str(b), "--json")
+    return zfsperf("compare", str(a), str(b), *extra), json.loads(js.stdout)
+
+
+def test_real_ab_is_significant_with_its_direction(ab_runs):
+    res, js = _changes(ab_runs["a"], ab_runs["b"], "--fail-on-regression", "5")
+    tp = next(c for c in js["changes"] if c["figure"] == "throughput")
+    assert tp["verdict"] == "worse" and tp["change_pct"] < -5 and tp["p"] < 0.05
+    lo, hi = tp["ci_pct"]
+    assert lo <= tp["change_pct"] <= hi and hi < 0
+    wall = next(c for c in js["changes"] if c["figure"] == "wall_time")
+    assert wall["verdict"] == "worse" and wall["change_pct"] > 0       # lower is better for seconds
+    assert res.returncode == 1 and "regression: recv throughput" in res.stderr
+    # the other way round it is an improvement, and no gate fails
+    back, js2 = _changes(ab_runs["b"], ab_runs["a"], "--fail-on-regression", "5")
+    assert next(c for c in js2["changes"] if c["figure"] == "throughput")["verdict"] == "better"
+    assert back.returncode == 0
+
+
+def test_same_settings_twice_is_not_a_regression(ab_runs):
+    res, js = _changes(ab_runs["a"], ab_runs["c"], "--fail-on-regression", "5")
+    tp = next(c for c in js["changes"] if c["figure"] == "throughput")
+    assert tp["verdict"] in ("not significant", "within noise") or abs(tp["change_pct"]) < 5, tp
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "not significant" in res.stdout or "within noise" in res.stdout or "better" in res.stdout
+
+
+def test_report_formats_from_stored_results(ab_runs):
+    d = ab_runs["a"]
+    rep = json.loads(zfsperf("report", str(d), "--format", "json").stdout)[0]
+    (case,) = rep["cases"]
+    row = next(r for r in case["figures"] if r["figure"] == "throughput")
+    stored = [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines()]
+    vals = [r["figures"]["throughput"]["value"] for r in stored if r["iteration"] >= 1]
+    assert row["n"] == 5 == len(vals)
+    assert row["mean"] == pytest.approx(np.mean(vals)) and row["median"] == pytest.approx(np.median(vals))
+    half = sps.t.ppf(0.975, 4) * np.std(vals, ddof=1) / np.sqrt(5)
+    assert row["ci95"] == pytest.approx([np.mean(vals) - half, np.mean(vals) + half])
+    assert row["cv_pct"] == pytest.approx(100 * np.std(vals, ddof=1) / np.mean(vals))
+    md = zfsperf("report", str(d), "--format", "md").stdout
+    assert "| figure | n | mean | median | stddev | CV % | min | max | 95% CI |" in md
+    rows = list(csv.DictReader(io.StringIO(zfsperf("report", str(d), "--format", "csv").stdout)))
+    assert {r["figure"] for r in rows} >= {"throughput", "blocks", "wall_time"}
+    term = zfsperf("report", str(d)).stdout
+    assert "MiB/s" in term and "95% CI" in term and "steady state (record)" in term
+    page = (d / "report.html").read_text()                    # written by the run itself
+    assert "<td>throughput</td>" in page and "5 PASS" in page
+
+
+def _write_results(d: Path, values: list[float], case: str = "c") -> Path:
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"target": {"implementation": "zfs-fuse"}, "runfile": {"source": "t"}}))
+    (d / "results.jsonl").write_text("".join(json.dumps({
+        "test": "t", "case": case, "params": {}, "iteration": i + 1, "workload": "receive", "status": "PASS",
+        "figures": {"throughput": {"value": v, "unit": "MiB/s"}}}) + "\n" for i, v in enumerate(values)))
+    return d
+
+
+def test_outliers_in_plain_words_and_too_few_iterations(tmp_path):
+    d = _write_results(tmp_path / "x", [100.0, 101.0, 99.0, 100.5, 160.0])
+    out = zfsperf("report", str(d)).stdout
+    assert "Warning: c: iteration 5 throughput = 160 MiB/s is an outlier" in out
+    a = _write_results(tmp_path / "a", [100.0, 101.0, 99.0])
+    b = _write_results(tmp_path / "b", [50.0, 51.0, 49.0])
+    res = zfsperf("compare", str(a), str(b), "--json")
+    (ch,) = json.loads(res.stdout)["changes"]
+    assert ch["verdict"] == "too few iterations" and "need ≥ 4 per side" in ch["note"]
+    assert zfsperf("compare", str(a), str(b), "--fail-on-regression", "5").returncode == 0
+    # a torn last line (a run killed while appending) is read as far as it is whole
+    with open(d / "results.jsonl", "a") as f:
+        f.write('{"test": "t", "case": "c", "params": {}, "itera')
+    assert zfsperf("report", str(d), "--format", "json").returncode == 0
+
+
+def _chromium(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.fail("chromium is missing: `make test` installs it (scripts/install-deps.sh --test)")
+    return subprocess.run([exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                           "--v=0", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _console_errors(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+
+
+FIO_THREADS = """
+[defaults]
+iterations = 2
+[defaults.pool]
+vdevs = 1
+vdev_size = "256M"
+[[test]]
+name = "rr"
+workload = "fio"
+rw = "randread"
+bs = "4k"
+size = "16M"
+runtime = 4
+numjobs = [1, 2]
+"""
+
+
+def test_html_report_in_headless_chromium(ab_runs, tmp_path):
+    ab = tmp_path / "ab.html"
+    assert zfsperf("compare", str(ab_runs["a"]), str(ab_runs["b"]), "--html", str(ab)).returncode == 0
+    rf = tmp_path / "fio.toml"
+    rf.write_text(FIO_THREADS)
+    res = zfsperf("run", "-q", "-r", str(rf), "-o", str(tmp_path / "fio"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    full = tmp_path / "full.html"
+    assert zfsperf("report", str(last_dir(res.stdout)), str(ab_runs["a"]), "--html", str(full)).returncode == 0
+    profile = tmp_path / "profile"
+    for html in (ab, full):
+        text = html.read_text()
+        assert "http://" not in text and "https://" not in text          # self-contained
+        n_img = text.count("<img ")
+        assert n_img >= (1 if html is ab else 3), html       # A/B bars; histograms and steady charts
+        dom = _chromium(f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", html.as_uri())
+        body = re.search(r"<body[^>]*>", dom.stdout).group(0)
+        assert body == f'<body data-images="{n_img}/{n_img}">', body          # every image loaded, none broken
+        assert _console_errors(dom.stderr) == []
+    html = full
+    text = html.read_text()
+    n_img = text.count("<img ")
+    shot = tmp_path / "shot.png"
+    _chromium(f"--user-data-dir={profile}", "--window-size=1200,1600", f"--screenshot={shot}", html.as_uri())
+    import matplotlib.image as mpimg
+    px = mpimg.imread(shot)
+    assert px.shape[0] > 500 and float(px[..., :3].std()) > 0.05       # not blank
+    # the checks can fail: a broken image and a script error are seen
+    bad = tmp_path / "bad.html"
+    bad.write_text(text.replace("data:image/png;base64,", "data:image/png;base64,AAAA", 1)
+                   .replace("<script>", "<script>undefinedFunction();</script><script>", 1))
+    dom2 = _chromium(f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", bad.as_uri())
+    assert re.search(r"<body[^>]*>", dom2.stdout).group(0) != f'<body data-images="{n_img}/{n_img}">'
+    assert _console_errors(dom2.stderr)
