@@ -36,7 +36,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-x", "--cleanup", action="store_true",
                    help="first remove leftovers of earlier zfsperf runs (only pools and files zfsperf marked)")
     p.add_argument("-k", "--keep-failed", action="store_true", help="keep the pool and files of a failed case")
-    p.add_argument("--target", default="auto", help="auto | zfs-fuse | openzfs (default auto)")
+    p.add_argument("--target", default="auto",
+                   help="auto | zfs-fuse | openzfs | lab (the OpenZFS guest) | ssh://user@host[:port] (default auto)")
     p.add_argument("--params-dir", help="use a directory laid out like /sys/module/zfs/parameters for tunables")
     p.add_argument("--resume", metavar="DIR", help="finish the cases an interrupted run in DIR did not")
     p.add_argument("--arc-max", type=int, metavar="MB", help="zfs-fuse ARC size in MB (embedded daemon only)")
@@ -58,8 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default="auto")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("lab", help="the embedded zfs-fuse daemon: start | stop | status")
-    p.add_argument("action", choices=["start", "stop", "status"])
+    p = sub.add_parser("lab", help="the embedded zfs-fuse daemon (start | stop | status), or the OpenZFS guest "
+                                   "(openzfs build | up | down | status)")
+    p.add_argument("action", choices=["start", "stop", "status", "openzfs"])
+    p.add_argument("guest_action", nargs="?", choices=["build", "up", "down", "status"],
+                   help="with openzfs: build the guest, boot it, stop it, or show it")
+    p.add_argument("--zfs", default="2.3", help="OpenZFS series for the guest: 2.1 or 2.3 (default 2.3)")
     p.add_argument("--arc-max", type=int, metavar="MB")
 
     p = sub.add_parser("corpus", help="sendfile corpus")
@@ -83,6 +88,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="summarise results directories (nothing is re-run)")
     p.add_argument("dirs", nargs="+")
+    p.add_argument("--format", choices=["terminal", "md", "csv", "json"], default="terminal")
+    p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report with pictures")
+    p.add_argument("--no-histograms", action="store_true", help="terminal: leave out the quantize histograms")
+
+    p = sub.add_parser("compare", help="A/B: the same cases in two results directories, with significance")
+    p.add_argument("base")
+    p.add_argument("new")
+    p.add_argument("--fail-on-regression", type=float, metavar="PCT",
+                   help="exit 1 when a significant change is worse by PCT %% or more (a CI gate)")
+    p.add_argument("--figures", help="comma-separated figures to show (default all)")
+    p.add_argument("--noise", type=float, default=1.0, metavar="PCT",
+                   help="significant changes smaller than PCT %% count as within noise (default 1)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--html", metavar="OUT", help="also write an HTML report of the comparison")
     return ap
 
 
@@ -95,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                 args = build_parser().parse_args(["run", *argv])
             return cmd_run(args, argv)
         return {"list": cmd_list, "info": cmd_info, "lab": cmd_lab, "corpus": cmd_corpus,
-                "report": cmd_report, "steady": cmd_steady}[args.cmd](args)
+                "report": cmd_report, "compare": cmd_compare, "steady": cmd_steady}[args.cmd](args)
     except InputError as e:
         print(f"zfsperf: {e}", file=sys.stderr)
         return 2
@@ -182,8 +201,30 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_guest(args: argparse.Namespace) -> int:
+    from .guest.build import Builder, check_version
+    from .guest.vm import GuestLab
+    if args.guest_action is None:
+        raise InputError("lab openzfs takes build | up | down | status", field="lab openzfs")
+    series = check_version(args.zfs)
+    lab = GuestLab()
+    if args.guest_action == "build":
+        b = Builder(series).run()
+        print(f"OpenZFS {b.zfs_version} for kernel {b.kernel}: {b.dir}")
+    elif args.guest_action == "up":
+        st = lab.up(series)
+        print(f"target: --target lab  ({st.url()}, accelerator {st.accel})")
+    elif args.guest_action == "down":
+        lab.down()
+    else:
+        print(json.dumps(lab.status(), indent=1))
+    return 0
+
+
 def cmd_lab(args: argparse.Namespace) -> int:
     from .lab import Lab, lab_dir_from_env
+    if args.action == "openzfs":
+        return cmd_guest(args)
     root = lab_dir_from_env()
     if args.action == "start":
         lab = Lab.start(root, owner="lab", arc_max_mb=args.arc_max)
@@ -244,21 +285,49 @@ def cmd_steady(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .results.export import status_line
-    from .results.store import ResultsDir
-    from .results.tables import case_table
-    from .runner import HEADLINE
-    from .ui import Console
-    ui = Console()
-    for d in args.dirs:
-        rd = ResultsDir.open(Path(d))
-        info = rd.run_info()
-        records = rd.results()
-        print(f"{rd.path}: {info['target']['implementation']} {info['target']['zfs_version']}, "
-              f"runfile {info['runfile']['source']}, {len(records)} results")
-        for r in records:
-            print(status_line(r, HEADLINE.get(r.get("workload", ""))))
-        ui.print_table(case_table(records))
+    from .report import formats, summary
+    from .report.model import load_run
+    runs = [load_run(d) for d in args.dirs]
+    reports = [summary.build(r) for r in runs]
+    if args.format == "terminal":
+        from .ui import Console
+        formats.to_terminal(reports, Console().rich, histograms=not args.no_histograms)
+    else:
+        sys.stdout.write(formats.FORMATS[args.format](reports))
+    if args.html:
+        from .report import html
+        out = html.write(Path(args.html), list(zip(runs, reports)))
+        print(f"HTML report: {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .report import compare
+    from .report.model import load_run
+    if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
+        raise InputError("--fail-on-regression takes a percentage >= 0", field="--fail-on-regression")
+    base, new = load_run(args.base), load_run(args.new)
+    cmp = compare.compare(base, new, args.noise)
+    figures = [f.strip() for f in args.figures.split(",")] if args.figures else None
+    if args.json:
+        print(json.dumps({"base": str(base.path), "new": str(new.path),
+                          "changes": [c.as_dict() for c in cmp.changes], "geomeans": cmp.geomeans,
+                          "unmatched": cmp.unmatched}, indent=1))
+    else:
+        from .ui import Console
+        compare.render(cmp, Console().rich, figures)
+    if args.html:
+        from .report import html, summary
+        html.write(Path(args.html), [(r, summary.build(r)) for r in (base, new)], cmp)
+    if not cmp.changes:
+        print("zfsperf: no case matches between the two directories", file=sys.stderr)
+        return 2
+    if args.fail_on_regression is not None:
+        worse = cmp.regressions(args.fail_on_regression)
+        if worse:
+            for c in worse:
+                print(f"regression: {c.case} {c.figure} {c.change_pct:+.1f} % (p = {c.p:.3f})", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -60,7 +60,7 @@ NULL_LOG = CommandLog(None)
 
 def run(argv: Sequence[str], *, log: CommandLog = NULL_LOG, stdin: IO[bytes] | int | None = None,
         input: str | None = None, timeout: float | None = None, env: dict[str, str] | None = None,
-        note: str = "", stdout: IO[bytes] | None = None) -> Completed:
+        note: str = "", stdout: IO[bytes] | None = None, cwd: str | None = None) -> Completed:
     """Run argv (never through a shell), wait, log it and return what it printed.
 
     With stdout given, the command writes there (a file) and only stderr is captured."""
@@ -70,7 +70,7 @@ def run(argv: Sequence[str], *, log: CommandLog = NULL_LOG, stdin: IO[bytes] | i
         cp = subprocess.run(argv, stdin=stdin if input is None else None, input=input,
                             stdout=subprocess.PIPE if stdout is None else stdout,
                             stderr=subprocess.PIPE, text=True, timeout=timeout, env=env,
-                            errors="replace")
+                            errors="replace", cwd=cwd)
         res = Completed(argv, cp.returncode, cp.stdout or "", cp.stderr or "", time.monotonic() - t0)
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")

@@ -114,6 +114,9 @@ class Runner:
             self.ui.say(f"Starting ZFS target ({opts.target}) ...")
             target = open_target(opts.target, log=target_log, arc_max_mb=opts.arc_max_mb,
                                  params_dir=opts.params_dir)
+            if target.accelerator == "tcg":
+                self.ui.say("warning: the target is a QEMU guest under TCG (software emulation): its formats, "
+                            "behaviour and tunables are real, its timings are not speeds")
             if opts.cleanup:
                 self._cleanup_leftovers(target)
             elif opts.resume:
@@ -209,6 +212,8 @@ class Runner:
         record: dict[str, Any] = {"test": t.name, "case": case.id, "params": case.sweep, "iteration": it,
                                   "workload": t.workload, "status": "FAIL", "figures": {}, "error": None,
                                   "start": time.time()}
+        if target.accelerator:
+            record["accelerator"] = target.accelerator      # "tcg": every figure is emulation
         t0 = time.monotonic()
         self.ui.case_start(case.id, it)
 
@@ -479,6 +484,9 @@ class Runner:
         rd.write_text("summary.txt", summary + "\n\n" + text_table + "\n" + "\n".join(lines) + "\n")
         rd.write_text("junit.xml", export.junit_xml(records))
         rd.write_text("results.csv", export.results_csv(records))
+        report = self._write_report(rd)
+        if report:
+            lines.insert(-1, f"Report:\t\t{report}")
         self.ui.print_table(table)
         for ln in lines:
             self.ui.summary_line(ln)
@@ -487,6 +495,17 @@ class Runner:
         if not ran:
             return 2
         return 1 if counts["FAIL"] or counts["KILLED"] else 0
+
+    def _write_report(self, rd: ResultsDir) -> Path | None:
+        """report.html with tables and pictures; a failure here never fails the run."""
+        try:
+            from .report import html, summary
+            from .report.model import load_run
+            run = load_run(rd.path)
+            return html.write(rd.path / "report.html", [(run, summary.build(run))])
+        except Exception as e:  # noqa: BLE001
+            self.ui.say(f"warning: could not write report.html: {type(e).__name__}: {e}")
+            return None
 
     # ------------------------------------------------------------------ signals
     def _install_signals(self) -> dict[int, Any]:

@@ -67,6 +67,8 @@ def status_line(r: dict[str, Any], headline: str | None = None) -> str:
            f"[{r['status']}]"
     if r["status"] == "PASS" and headline and headline in figs:
         text += " " + format_figure(figs[headline]["value"], figs[headline]["unit"])
+        if r.get("accelerator") == "tcg":
+            text += "  [TCG emulation: not a speed]"
     elif r["status"] != "PASS" and r.get("error"):
         text += " " + r["error"].splitlines()[0][:200]
     return text

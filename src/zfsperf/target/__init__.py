@@ -20,7 +20,7 @@ from ..tunables import FileParams
 
 __all__ = ["Target", "open_target", "SPECS"]
 
-SPECS = ("auto", "zfs-fuse", "openzfs")
+SPECS = ("auto", "zfs-fuse", "openzfs", "lab")
 
 
 def _kernel_openzfs(log: proc.CommandLog) -> Target | None:
@@ -58,6 +58,9 @@ def open_target(spec: str = "auto", *, log: proc.CommandLog = proc.NULL_LOG,
         from .ssh import open_ssh, parse_url
         parse_url(spec)                      # an input error before anything is contacted
         t = open_ssh(spec, log)
+    elif spec == "lab":
+        from ..guest.vm import open_lab_target
+        t = open_lab_target(log)
     elif spec == "auto":
         t = _kernel_openzfs(log) or _zfs_fuse(log, arc_max_mb)
     elif spec == "zfs-fuse":

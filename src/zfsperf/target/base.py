@@ -22,6 +22,7 @@ class Target(ABC):
     impl: str = "?"                 # "zfs-fuse", "openzfs-linux", "openzfs-freebsd"
 
     files: FileOps = LOCAL          # files on the target's machine (ssh targets replace this)
+    accelerator: str | None = None  # "tcg" / "kvm" for a QEMU guest: under TCG timings are not speeds
 
     def __init__(self, log: proc.CommandLog = proc.NULL_LOG) -> None:
         self.log = log
@@ -73,6 +74,7 @@ class Target(ABC):
             "txgs": self.has_txgs(),
             "zpool_iostat_forms": self.iostat_forms(),
             "tunables": len(names),
+            **({"accelerator": self.accelerator} if self.accelerator else {}),
         }
 
     # ------------------------------------------------------------------ kstats

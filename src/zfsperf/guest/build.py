@@ -1,0 +1,248 @@
+"""Build a bootable OpenZFS guest from Debian's archive: the kernel Debian's linux-image-amd64
+depends on, the OpenZFS modules compiled from Debian's zfs-dkms source for that kernel, the ZFS
+userland, fio and a small ssh server (dropbear), packed into one initramfs with a busybox /init.
+
+Products are cached by ZFS version and kernel ABI under the user's cache directory
+(~/.cache/zfsperf/openzfs/<zfs>-<kernel>/: vmlinuz, initramfs.img, build.json), so the second
+build is seconds. Facts and pitfalls: shared/reference/openzfs-guest.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .. import proc
+from ..errors import InputError, TargetError
+from . import apt
+from .init_script import INIT
+
+VERSIONS = {"2.3": "libzfs6linux libzpool6linux libnvpair3linux libuutil3linux",
+            "2.1": "libzfs4linux libzpool5linux libnvpair3linux libuutil3linux"}
+DEFAULT_VERSION = "2.3"
+FIO_PKGS = ("fio libgfapi0 libnbd0 librados2 librbd1 libpmemblk1 libglusterfs0 libgfrpc0 libgfxdr0 libfmt9 "
+            "libboost-thread1.74.0 libboost-iostreams1.74.0").split()
+SSH_PKGS = ["dropbear-bin", "libtomcrypt1", "libtommath1"]
+GUEST_MODULES = ["virtio_pci", "virtio_blk", "virtio_net", "ext4", "loop", "zfs"]
+ZFS_TOOLS = ["zpool", "zfs", "zdb", "zstream"]
+
+
+def cache_root() -> Path:
+    env = os.environ.get("ZFSPERF_GUEST_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "zfsperf" / "openzfs"
+
+
+@dataclass
+class Build:
+    dir: Path
+    zfs_version: str
+    kernel: str
+
+    @property
+    def kernel_image(self) -> Path:
+        return self.dir / "vmlinuz"
+
+    @property
+    def initramfs(self) -> Path:
+        return self.dir / "initramfs.img"
+
+    def info(self) -> dict:
+        try:
+            return json.loads((self.dir / "build.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def complete(self) -> bool:
+        return self.kernel_image.exists() and self.initramfs.exists() and bool(self.info())
+
+
+def check_version(v: str) -> str:
+    if v not in VERSIONS:
+        raise InputError(f"--zfs must be one of {', '.join(sorted(VERSIONS))}, got {v!r}", field="--zfs")
+    return v
+
+
+def find_build(series: str) -> Build | None:
+    """The newest complete cached build of this ZFS series (2.1 / 2.3), or None."""
+    root = cache_root()
+    best = None
+    for d in sorted(root.glob(f"{series}.*")) if root.is_dir() else []:
+        info_file = d / "build.json"
+        if info_file.exists():
+            info = json.loads(info_file.read_text())
+            b = Build(d, info["zfs_version"], info["kernel"])
+            if b.complete():
+                best = b
+    return best
+
+
+class Builder:
+    def __init__(self, series: str, say: Callable[[str], None] = print, log: proc.CommandLog = proc.NULL_LOG,
+                 jobs: int | None = None) -> None:
+        self.series = check_version(series)
+        self.say = say
+        self.log = log
+        self.jobs = jobs or os.cpu_count() or 2
+        self.apt = apt.PrivateApt(cache_root() / "apt", log)
+        self.times: dict[str, float] = {}
+
+    def _step(self, name: str, fn: Callable[[], object]) -> object:
+        self.say(f"guest build: {name} ...")
+        t0 = time.monotonic()
+        out = fn()
+        self.times[name] = round(time.monotonic() - t0, 1)
+        self.say(f"guest build: {name} done in {self.times[name]:.0f} s")
+        return out
+
+    def run(self) -> Build:
+        self._step("apt lists (private, with contrib and bookworm-backports)", self.apt.update)
+        kernel_pkg = self.apt.depends_on("linux-image-amd64", "linux-image-")
+        kv = kernel_pkg[len("linux-image-"):]
+        zver = self.apt.candidate("zfs-dkms", self.series)
+        out = cache_root() / f"{zver}-{kv}".replace("~", "_").replace("+", "_")
+        build = Build(out, zver, kv)
+        if build.complete():
+            self.say(f"guest build: OpenZFS {zver} for {kv} is cached in {out}")
+            return build
+        self._step("host tools", lambda: apt.install_host(
+            apt.missing_host_packages() + ([] if Path(f"/usr/src/linux-headers-{kv}").is_dir()
+                                           else [f"linux-headers-{kv}"]), self.log))
+        work = out / "work"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        pkgs = VERSIONS[self.series].split()
+        debs = self._step("download (apt-get download)", lambda: self.apt.download(
+            [kernel_pkg, f"zfs-dkms={zver}", f"zfsutils-linux={zver}", *(f"{p}={zver}" for p in pkgs),
+             *FIO_PKGS, *SSH_PKGS], work / "debs"))
+        self._step("unpack (dpkg -x)", lambda: self._unpack(debs, work))
+        self._step("configure OpenZFS for the guest kernel", lambda: self._configure(work, kv))
+        self._step(f"make -j{self.jobs}", lambda: self._make(work))
+        out.mkdir(parents=True, exist_ok=True)
+        self._step("initramfs", lambda: self._initramfs(work, kv, out))
+        shutil.copyfile(work / "kroot" / "boot" / f"vmlinuz-{kv}", out / "vmlinuz")
+        (out / "build.json").write_text(json.dumps({
+            "zfs_version": zver, "kernel": kv, "series": self.series, "built": time.time(), "seconds": self.times,
+            "modules": sorted(p.name for p in (work / "zbuild" / "module").rglob("*.ko"))}, indent=1))
+        shutil.rmtree(work, ignore_errors=True)           # ~1.1 GB; the products are what is kept
+        return build
+
+    # ---------------------------------------------------------------- steps
+    def _unpack(self, debs: list[Path], work: Path) -> None:
+        for deb in debs:
+            name = deb.name.split("_")[0]
+            dest = {"zfs-dkms": "zsrc"}.get(name, "kroot" if name.startswith("linux-image-") else
+                                                 "fioroot" if name in FIO_PKGS else
+                                                 "sshroot" if name in SSH_PKGS else "uroot")
+            apt.extract(deb, work / dest, self.log)
+
+    def _configure(self, work: Path, kv: str) -> None:
+        srcs = sorted((work / "zsrc" / "usr" / "src").glob("zfs-*"))
+        if not srcs:
+            raise TargetError("zfs-dkms carries no /usr/src/zfs-* source")
+        shutil.copytree(srcs[0], work / "zbuild", symlinks=True)
+        common = kv[: -len("-amd64")] + "-common" if kv.endswith("-amd64") else kv
+        res = proc.run(["./configure", "--prefix=/usr", "--with-config=kernel",
+                        f"--with-linux=/usr/src/linux-headers-{common}", f"--with-linux-obj=/usr/src/linux-headers-{kv}"],
+                       cwd=str(work / "zbuild"), timeout=3600, log=proc.CommandLog(work / "configure.log"))
+        if not res.ok:
+            raise TargetError(f"OpenZFS configure failed (see {work}/configure.log): {res.error_text()[-500:]}")
+
+    def _make(self, work: Path) -> None:
+        res = proc.run(["make", f"-j{self.jobs}"], cwd=str(work / "zbuild"), timeout=7200,
+                       log=proc.CommandLog(work / "make.log"))
+        if not res.ok or not list((work / "zbuild" / "module").rglob("zfs.ko")):
+            raise TargetError(f"OpenZFS make failed (see {work}/make.log): {res.error_text()[-500:]}")
+
+    def _initramfs(self, work: Path, kv: str, out: Path) -> None:
+        st, mt = work / "initrd", work / "modtree"
+        moddir = mt / "lib" / "modules" / kv
+        shutil.copytree(work / "kroot" / "lib" / "modules" / kv, moddir, symlinks=True)
+        (moddir / "extra").mkdir(exist_ok=True)
+        for ko in (work / "zbuild" / "module").rglob("*.ko"):
+            shutil.copyfile(ko, moddir / "extra" / ko.name)
+        _check(["depmod", "-b", str(mt), kv])
+        deps = _check(["modprobe", "-d", str(mt), "-S", kv, "--show-depends", "-a", *GUEST_MODULES]).stdout
+        for line in deps.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "insmod":
+                rel = Path(parts[1]).relative_to(mt)
+                (st / rel).parent.mkdir(parents=True, exist_ok=True)
+                _check(["strip", "--strip-debug", "-o", str(st / rel), parts[1]])   # zfs.ko: 64 MB -> a few
+        for f in moddir.glob("modules.builtin*"):
+            shutil.copyfile(f, st / "lib" / "modules" / kv / f.name)
+        shutil.copyfile(moddir / "modules.order", st / "lib" / "modules" / kv / "modules.order")
+        _check(["depmod", "-b", str(st), kv])
+        for d in ("bin", "sbin", "usr/bin", "usr/sbin", "etc/zfs", "etc/dropbear", "proc", "sys", "dev", "tmp",
+                  "run", "root", "var/tmp", "lib/x86_64-linux-gnu", "lib64"):
+            (st / d).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shutil.which("busybox") or "/bin/busybox", st / "bin" / "busybox")
+        os.chmod(st / "bin" / "busybox", 0o755)
+        applets = subprocess.run([str(st / "bin" / "busybox"), "--list"], capture_output=True, text=True).stdout.split()
+        for a in applets:
+            if not (st / "bin" / a).exists():
+                os.symlink("busybox", st / "bin" / a)
+        bins = []
+        for t in ZFS_TOOLS:
+            src = work / "uroot" / "sbin" / t
+            if src.exists():
+                shutil.copyfile(src, st / "sbin" / t)
+                os.chmod(st / "sbin" / t, 0o755)
+                os.symlink(f"/sbin/{t}", st / "usr" / "bin" / t)
+                bins.append(st / "sbin" / t)
+        for src, name in ((work / "fioroot" / "usr" / "bin" / "fio", "fio"),
+                          (work / "sshroot" / "usr" / "sbin" / "dropbear", "dropbear")):
+            shutil.copyfile(src, st / "usr" / "bin" / name)
+            os.chmod(st / "usr" / "bin" / name, 0o755)
+            bins.append(st / "usr" / "bin" / name)
+        libpath = ":".join(str(p) for root in ("uroot", "fioroot", "sshroot")
+                           for p in [work / root / "lib" / "x86_64-linux-gnu", work / root / "usr" / "lib" / "x86_64-linux-gnu",
+                                     work / root / "usr" / "lib" / "x86_64-linux-gnu" / "ceph"])
+        ldd = subprocess.run(["ldd", *map(str, bins)], capture_output=True, text=True,
+                             env={**os.environ, "LD_LIBRARY_PATH": libpath})
+        if "not found" in ldd.stdout:
+            missing = sorted({ln.split()[0] for ln in ldd.stdout.splitlines() if "not found" in ln})
+            raise TargetError(f"guest binaries miss libraries: {', '.join(missing)}")
+        for line in ldd.stdout.splitlines():
+            parts = line.split("=>")
+            if len(parts) == 2 and parts[1].strip().startswith("/"):
+                lib = parts[1].split()[0]
+                shutil.copyfile(os.path.realpath(lib), st / "lib" / "x86_64-linux-gnu" / os.path.basename(lib))
+        shutil.copyfile(os.path.realpath("/lib64/ld-linux-x86-64.so.2"), st / "lib64" / "ld-linux-x86-64.so.2")
+        os.chmod(st / "lib64" / "ld-linux-x86-64.so.2", 0o755)
+        gcc_s = Path("/lib/x86_64-linux-gnu/libgcc_s.so.1")
+        if gcc_s.exists():
+            shutil.copyfile(gcc_s, st / "lib" / "x86_64-linux-gnu" / gcc_s.name)
+        (st / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
+        (st / "etc" / "shadow").write_text("root:*:19000:0:99999:7:::\n")
+        (st / "etc" / "group").write_text("root:x:0:\n")
+        (st / "etc" / "shells").write_text("/bin/sh\n")
+        os.symlink("/proc/mounts", st / "etc" / "mtab")
+        (st / "init").write_text(INIT)
+        os.chmod(st / "init", 0o755)
+        with open(out / "initramfs.img", "wb") as f:
+            find = subprocess.Popen(["find", ".", "-print0"], cwd=st, stdout=subprocess.PIPE)
+            cpio = subprocess.Popen(["cpio", "--null", "-o", "-H", "newc", "--quiet"], cwd=st, stdin=find.stdout,
+                                    stdout=subprocess.PIPE)
+            assert find.stdout is not None
+            find.stdout.close()
+            zst = subprocess.run(["zstd", "-q", "-3", "-T0", "-c"], stdin=cpio.stdout, stdout=f)
+            cpio.wait()
+            find.wait()
+        if zst.returncode or cpio.returncode:
+            raise TargetError("packing the initramfs failed")
+
+
+def _check(argv: list[str]) -> proc.Completed:
+    res = proc.run(argv, timeout=600)
+    if not res.ok:
+        raise TargetError(f"{' '.join(argv[:3])} … failed: {res.error_text()[-400:]}")
+    return res

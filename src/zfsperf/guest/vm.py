@@ -1,0 +1,201 @@
+"""The OpenZFS guest lab: boot the cached build under QEMU, reach it by ssh, tear it down.
+
+- Accelerator: KVM only where it can run Debian's kernel (/dev/kvm writable, vmx/svm in the CPU
+  flags, no kvm_pvm module); otherwise TCG, whose timings are emulation artefacts. The choice is
+  recorded in the lab state and reaches run.json and every figure's line.
+- Network: QEMU user networking with one host port (127.0.0.1 only) forwarded to the guest's
+  dropbear; a key pair made per lab; the guest's host key is pinned on first contact.
+- Storage: one sparse disk image formatted ext4 by the host, mounted at /var/tmp in the guest
+  (where zfsperf puts vdev files).
+- Every process is stopped by pid (QEMU's pid is in the state file).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .. import proc
+from ..errors import TargetError
+from .build import DEFAULT_VERSION, Build, Builder, find_build
+
+MEM_MB = int(os.environ.get("ZFSPERF_GUEST_MEM", "3072"))
+DISK_GB = int(os.environ.get("ZFSPERF_GUEST_DISK_GB", "16"))
+
+
+def lab_root() -> Path:
+    return Path(os.environ.get("ZFSPERF_GUEST_DIR", "/var/tmp/zfsperf-openzfs"))
+
+
+def accelerator() -> str:
+    """"kvm" where hardware virtualisation can boot a stock kernel, else "tcg"."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        flags = ""
+    if os.access("/dev/kvm", os.W_OK) and not os.path.isdir("/sys/module/kvm_pvm") and \
+            (" vmx" in flags or " svm" in flags):
+        return "kvm"
+    return "tcg"
+
+
+@dataclass
+class GuestState:
+    qemu_pid: int
+    port: int
+    accel: str
+    zfs_version: str
+    kernel: str
+    started: float
+    build_dir: str
+
+    def url(self) -> str:
+        return f"ssh://root@127.0.0.1:{self.port}"
+
+
+class GuestLab:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root or lab_root())
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def key(self) -> Path:
+        return self.root / "id_ed25519"
+
+    def ssh_options(self) -> list[str]:
+        return ["-i", str(self.key), "-o", f"UserKnownHostsFile={self.root / 'known_hosts'}",
+                "-o", "StrictHostKeyChecking=accept-new", "-o", "LogLevel=ERROR"]
+
+    def state(self) -> GuestState | None:
+        try:
+            st = GuestState(**json.loads(self.state_file.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+        return st if proc.pid_alive(st.qemu_pid) else None
+
+    # ---------------------------------------------------------------- up / down
+    def up(self, series: str = DEFAULT_VERSION, say=print, timeout: float = 600) -> GuestState:
+        running = self.state()
+        if running is not None:
+            say(f"OpenZFS guest already running (qemu pid {running.qemu_pid}, {running.url()})")
+            return running
+        build = find_build(series) or Builder(series, say).run()
+        self.root.mkdir(parents=True, exist_ok=True)
+        for f in ("known_hosts", "serial.log"):
+            (self.root / f).unlink(missing_ok=True)
+        if not self.key.exists():
+            res = proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "zfsperf-lab", "-f", str(self.key)])
+            if not res.ok:
+                raise TargetError(f"ssh-keygen failed: {res.error_text()}")
+        disk = self.root / "disk.img"
+        if not disk.exists():
+            with open(disk, "wb") as f:
+                f.truncate(DISK_GB << 30)
+            res = proc.run(["mkfs.ext4", "-q", "-F", "-L", "zfsperf-vdevs", str(disk)], timeout=300)
+            if not res.ok:
+                disk.unlink(missing_ok=True)
+                raise TargetError(f"mkfs.ext4 on the guest disk failed: {res.error_text()}")
+        accel = accelerator()
+        port = _free_port()
+        key = base64.b64encode(Path(str(self.key) + ".pub").read_bytes().strip()).decode()
+        argv = ["qemu-system-x86_64", *(["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else
+                                         ["-accel", "tcg,thread=multi", "-cpu", "max"]),
+                "-smp", str(min(4, os.cpu_count() or 2)), "-m", str(MEM_MB), "-display", "none", "-monitor", "none",
+                "-serial", f"file:{self.root / 'serial.log'}", "-no-reboot",
+                "-kernel", str(build.kernel_image), "-initrd", str(build.initramfs),
+                "-append", f"console=ttyS0 quiet loglevel=4 panic=-1 zfsperf.key={key}",
+                "-drive", f"file={disk},if=none,id=d0,format=raw,cache=unsafe", "-device", "virtio-blk-pci,drive=d0",
+                "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:22", "-device", "virtio-net-pci,netdev=n0"]
+        say(f"booting OpenZFS {build.zfs_version} on {build.kernel} under {accel.upper()}"
+            + (" (software emulation: timings will not be speeds)" if accel == "tcg" else ""))
+        with open(self.root / "qemu.log", "wb") as qlog:
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+        st = GuestState(p.pid, port, accel, build.zfs_version, build.kernel, time.time(), str(build.dir))
+        self.state_file.write_text(json.dumps(asdict(st), indent=1))
+        try:
+            self._wait_ready(p, st, timeout, say)
+        except BaseException:
+            self.down(say=lambda _m: None)
+            raise
+        return st
+
+    def _wait_ready(self, p: subprocess.Popen, st: GuestState, timeout: float, say) -> None:
+        deadline = time.monotonic() + timeout
+        serial = self.root / "serial.log"
+        while time.monotonic() < deadline:
+            if p.poll() is not None:
+                raise TargetError(f"qemu exited ({p.returncode}): {self._tail()}")
+            text = serial.read_text(errors="replace") if serial.exists() else ""
+            if "@@ERROR" in text:
+                raise TargetError("the guest failed: " + text[text.index("@@ERROR"):].splitlines()[0])
+            if "@@READY" in text:
+                res = proc.run(["ssh", "-p", str(st.port), *self.ssh_options(), "-o", "BatchMode=yes",
+                                "-o", "ConnectTimeout=10", "root@127.0.0.1", "--", "cat /sys/module/zfs/version"],
+                               timeout=60)
+                if res.ok:
+                    say(f"OpenZFS guest ready: {st.url()} (zfs {res.stdout.strip()}, qemu pid {p.pid})")
+                    return
+            time.sleep(1)
+        raise TargetError(f"the guest was not ready after {timeout:.0f} s: {self._tail()}")
+
+    def _tail(self) -> str:
+        out = []
+        for f in ("serial.log", "qemu.log"):
+            try:
+                out.append(f"{f}: " + " | ".join((self.root / f).read_text(errors="replace").splitlines()[-5:]))
+            except OSError:
+                pass
+        return "; ".join(out)
+
+    def down(self, say=print) -> bool:
+        try:
+            st = GuestState(**json.loads(self.state_file.read_text()))
+        except (OSError, ValueError, TypeError):
+            say("no OpenZFS guest is running")
+            return False
+        if proc.pid_alive(st.qemu_pid) and "qemu" in " ".join(proc.pid_cmdline(st.qemu_pid)):
+            proc.stop_pid(st.qemu_pid, grace=10, group=True)
+        self.state_file.unlink(missing_ok=True)
+        say(f"OpenZFS guest stopped (qemu pid {st.qemu_pid})")
+        return True
+
+    def status(self) -> dict:
+        st = self.state()
+        out: dict = {"root": str(self.root), "running": st is not None}
+        if st is not None:
+            out.update(asdict(st), url=st.url())
+        for series in ("2.1", "2.3"):
+            b = find_build(series)
+            out[f"cached_{series}"] = str(b.dir) if b else None
+        return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def open_lab_target(log: proc.CommandLog = proc.NULL_LOG):
+    """`--target lab`: the running OpenZFS guest as an ssh target that knows its accelerator."""
+    lab = GuestLab()
+    st = lab.state()
+    if st is None:
+        raise TargetError("no OpenZFS guest is running: start one with `zfsperf lab openzfs up`")
+    from ..target.ssh import open_ssh
+    t = open_ssh(st.url(), log, options=lab.ssh_options())
+    t.accelerator = st.accel          # type: ignore[attr-defined]
+    return t
+
+
+__all__ = ["GuestLab", "accelerator", "open_lab_target", "Build"]
