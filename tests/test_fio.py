@@ -133,25 +133,3 @@ clients = ["127.0.0.1:{a}", "127.0.0.1:{b}"]
     assert rec["figures"]["hosts"]["value"] == 2
     raw = fiojson.parse((d / "fio" / "clients.i1.json").read_text())
     assert "client_stats" in raw
-
-
-def test_pool_full_is_fail_with_enospc(lab, tmp_path):
-    rf = write_runfile(tmp_path, """
-[defaults]
-iterations = 1
-[defaults.pool]
-vdevs = 1
-vdev_size = "128M"
-[[test]]
-name = "full"
-workload = "fio"
-rw = "write"
-bs = "1M"
-size = "400M"
-time_based = false
-""")
-    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "o"))
-    assert res.returncode == 1
-    (rec,) = records(last_dir(res.stdout))
-    assert rec["status"] == "FAIL" and "ENOSPC" in rec["error"], rec["error"]
-    assert "Traceback" not in res.stdout + res.stderr

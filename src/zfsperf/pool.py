@@ -344,15 +344,8 @@ class PoolManager:
         ok, why = self.may_destroy(name)
         if not ok:
             raise TargetError(f"refusing to destroy pool {name}: {why}")
-        last = ""
-        for _ in range(attempts):
-            res = self.target.run(["zpool", "destroy", "-f", name], timeout=120)
-            if res.ok or name not in list_pools(self.target):
-                self.target.files.rmdir(str(self.vdev_dir.path / "mnt" / name))
-                return
-            last = res.error_text()
-            time.sleep(delay)    # zfs-fuse: "pool is busy" right after a receive; it clears
-        raise TargetError(f"zpool destroy {name} failed after {attempts} attempts: {last}")
+        destroy_busy(self.target, name, attempts=attempts, delay=delay)
+        self.target.files.rmdir(str(self.vdev_dir.path / "mnt" / name))
 
     def cleanup_files(self) -> list[str]:
         """Remove our vdev files, and wipe the pool labels we wrote on DISKS (after destroy)."""
@@ -361,6 +354,19 @@ class PoolManager:
                 self.target.run(["wipefs", "-a", "-q", d])
         self.labelled.clear()
         return self.vdev_dir.remove_all()
+
+
+def destroy_busy(target: Target, name: str, *, attempts: int = 10, delay: float = 1.0) -> None:
+    """`zpool destroy -f`, retried while the pool is busy (zfs-fuse right after a receive, or after
+    a killed writer): callers have already decided the pool is zfsperf's to destroy."""
+    last = ""
+    for _ in range(attempts):
+        res = target.run(["zpool", "destroy", "-f", name], timeout=120)
+        if res.ok or name not in list_pools(target):
+            return
+        last = res.error_text()
+        time.sleep(delay)
+    raise TargetError(f"zpool destroy {name} failed after {attempts} attempts: {last}")
 
 
 def leftover_pools(target: Target) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from typing import Any
 from . import __version__, proc, steady
 from .metrics.sampler import Sampler, series_path
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
-from .pool import PoolManager, VdevDir, check_disks, keep_list, leftover_pools
+from .pool import PoolManager, VdevDir, check_disks, destroy_busy, keep_list, leftover_pools
 from .results import export
 from .results.store import ResultsDir
 from .report.quantize import render_histograms
@@ -121,6 +121,8 @@ class Runner:
                 self._cleanup_leftovers(target)
             elif opts.resume:
                 self._cleanup_leftovers(target, only_owner=rd.path.name)
+            else:
+                self._report_leftovers(target)
             vdev_dir = Path(opts.vdev_dir) / f"run-{os.getpid()}"
             pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.disks)
             # every tunable the target exposes, before and after (the ones the runfile sets included)
@@ -282,13 +284,15 @@ class Runner:
             status, error = "FAIL", f"internal error: {type(e).__name__}: {e}"
         if sampler is not None:
             sampler.stop()                  # idempotent; a failed case still keeps its series
+        daemon_died = self._daemon_gone(target)         # before teardown restarts it
         teardown_error = self._teardown(ctx, session, pools, pool, failed=status != "PASS", log=log)
         if teardown_error:
             if status == "PASS":
                 status = "FAIL"
             error = "; ".join(x for x in (error, teardown_error) if x)
-        if status == "FAIL" and error and self._daemon_gone(target):
-            error += " (the zfs-fuse daemon is gone)"
+        if daemon_died:
+            status = "FAIL"
+            error = (error + " " if error else "") + "(the zfs-fuse daemon died during the case; zfsperf restarted it)"
         return finish(status, error)
 
     def _precondition(self, ctx: CaseContext, wl: Any, sampler: Sampler, spec: steady.SteadySpec,
@@ -389,9 +393,11 @@ class Runner:
             if name in keep:
                 self.ui.say(f"-x: keeping {name} (in KEEP)")
                 continue
-            res = target.run(["zpool", "destroy", "-f", name])
-            self.ui.say(f"-x: destroyed leftover zfsperf pool {name} (run {owner})" if res.ok
-                        else f"-x: could not destroy {name}: {res.error_text()}")
+            try:
+                destroy_busy(target, name)
+                self.ui.say(f"-x: destroyed leftover zfsperf pool {name} (run {owner})")
+            except ZfsperfError as e:
+                self.ui.say(f"-x: could not destroy {name}: {e}")
         if only_owner is not None:
             return
         base = Path(self.opts.vdev_dir)
@@ -405,6 +411,20 @@ class Runner:
                 removed = VdevDir(target, d).remove_all()
                 if removed:
                     self.ui.say(f"-x: removed {len(removed)} leftover vdev files in {d}")
+
+    def _report_leftovers(self, target: Target) -> None:
+        """What an earlier zfsperf left (killed with -9, or -k): named, never touched without -x."""
+        pools = [f"{n} (run {o})" for n, o in leftover_pools(target)]
+        base = Path(self.opts.vdev_dir)
+        try:
+            dirs = [str(base / d) for d in target.files.listdir(str(base))
+                    if target.files.exists(str(base / d / ".zfsperf-vdevs"))]
+        except OSError:
+            dirs = []
+        if pools:
+            self.ui.say(f"leftover zfsperf pools: {', '.join(pools)} (remove with -x; KEEP=... keeps one)")
+        if dirs:
+            self.ui.say(f"leftover zfsperf vdev files in: {', '.join(dirs)} (remove with -x)")
 
     def _finish_target(self, target: Target, pools: PoolManager, rd: ResultsDir) -> None:
         leftovers = [n for n, _o in leftover_pools(target) if n not in pools.preexisting]
@@ -431,8 +451,13 @@ class Runner:
 
     # ------------------------------------------------------------------ run.json
     def _read_tunables(self, target: Target, names: list[str]) -> dict[str, str | None]:
+        bulk = getattr(target.params, "read_all", None)
+        values = bulk() if bulk is not None else {}          # one read for hundreds (ssh targets)
         out: dict[str, str | None] = {}
         for n in names:
+            if n in values:
+                out[n] = values[n]
+                continue
             try:
                 out[n] = target.get_tunable(n)
             except ZfsperfError:

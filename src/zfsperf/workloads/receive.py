@@ -85,7 +85,7 @@ class ReceiveWorkload:
         threads = int(ctx.params.get("threads", 1))
         target, pool = ctx.target, ctx.pool
         parent = f"{pool.name}/rcv" + (str(ctx.round) if ctx.round else "")   # a fresh parent per round
-        res = target.run(["zfs", "create", "-o", "mountpoint=none", parent])
+        res = target.run(["zfs", "create", "-p", "-o", "mountpoint=none", parent])
         if not res.ok:
             raise WorkloadFailed(f"zfs create {parent}: {res.error_text()}")
         names = [f"{parent}/s{i}" for i in range(threads)]

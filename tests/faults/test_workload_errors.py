@@ -1,0 +1,99 @@
+"""Receive errors are never PASS, and a full pool is FAIL with ENOSPC named (issue 8, items 2 and 5).
+All on real zfs-fuse with real streams."""
+
+import time
+from pathlib import Path
+
+from conftest import zfsperf
+from test_receive import _runfile
+from test_runner import last_dir, records, write_runfile
+from zfsperf import proc
+from zfsperf.pool import PoolManager, PoolSpec
+from zfsperf.workloads.base import CaseContext, WorkloadFailed
+from zfsperf.workloads.corpus import describe_spec
+from zfsperf.workloads.receive import ReceiveWorkload
+
+
+def test_truncated_sendfile_is_fail_with_zfs_message(tmp_path, small_corpus, lab):
+    data = Path(small_corpus.stream.path).read_bytes()
+    cut = tmp_path / "cut.zfs"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    rf = _runfile(tmp_path, f'{{ file = "{cut}" }}', threads="1")
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
+    assert res.returncode == 1
+    assert "[FAIL]" in res.stdout and "[PASS]" not in res.stdout
+    assert "cannot receive" in res.stdout          # zfs's own words
+
+
+def test_corrupted_record_is_fail(tmp_path, small_corpus, lab):
+    """Bytes flipped inside a WRITE record's payload: the receive fails its checksum, never PASS."""
+    data = bytearray(Path(small_corpus.stream.path).read_bytes())
+    mid = len(data) // 2
+    for i in range(mid, mid + 4096):
+        data[i] ^= 0xA5
+    bad = tmp_path / "corrupt.zfs"
+    bad.write_bytes(bytes(data))
+    rf = _runfile(tmp_path, f'{{ file = "{bad}" }}', threads="1")
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    (rec,) = records(last_dir(res.stdout))
+    assert rec["status"] == "FAIL" and rec["error"]
+    assert "cannot receive" in rec["error"] or "checksum" in rec["error"] or "broken" in rec["error"], rec["error"]
+
+
+def test_existing_dataset_without_force_is_fail(target, vdev_root, small_corpus, tmp_path):
+    """A full stream for a dataset that exists, without -F: zfs refuses, the case FAILs with its words."""
+    pools = PoolManager(target, vdev_root / "exists", run_id="faults")
+    pool = pools.create(PoolSpec(vdevs=1, vdev_size=256 << 20))
+    try:
+        assert target.run(["zfs", "create", "-p", f"{pool.name}/rcv/s0"]).ok
+        spec = {"file": small_corpus.stream.path}
+        prepared = {describe_spec(spec): small_corpus}
+        ctx = CaseContext(target=target, pool=pool, params={"corpus": spec, "threads": 1}, log=proc.NULL_LOG,
+                          deadline=time.monotonic() + 300, prepared=prepared, workdir=tmp_path, case_id="exists")
+        try:
+            ReceiveWorkload().run(ctx)
+            raise AssertionError("a receive onto an existing dataset without -F passed")
+        except WorkloadFailed as e:
+            assert "exists" in str(e) and "-F" in str(e), str(e)
+        # with force = true (zfs receive -F) the same receive goes through
+        ctx.params["force"] = True
+        ctx.round = 0
+        figs = ReceiveWorkload().run(ctx)
+        assert figs["bytes"]["value"] == small_corpus.stream.length
+    finally:
+        ctx.procs.stop_all()
+        pools.destroy(pool)
+        pools.cleanup_files()
+
+
+def test_pool_full_is_fail_with_enospc(lab, tmp_path):
+    rf = write_runfile(tmp_path, """
+[defaults]
+iterations = 1
+[defaults.pool]
+vdevs = 1
+vdev_size = "128M"
+[[test]]
+name = "full"
+workload = "fio"
+rw = "write"
+bs = "1M"
+size = "400M"
+time_based = false
+""")
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "o"))
+    assert res.returncode == 1
+    (rec,) = records(last_dir(res.stdout))
+    assert rec["status"] == "FAIL" and "ENOSPC" in rec["error"], rec["error"]
+    assert "Traceback" not in res.stdout + res.stderr
+
+
+def test_receive_larger_than_the_pool_is_fail(tmp_path, lab):
+    rf = _runfile(tmp_path, '{ kind = "random", size = "96M", seed = 21 }', threads="2")
+    rf.write_text(rf.read_text().replace('vdev_size = "256M"', 'vdev_size = "128M"'))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    (rec,) = records(last_dir(res.stdout))
+    assert rec["status"] == "FAIL" and "space" in rec["error"].lower(), rec["error"]
+    assert "Traceback" not in res.stdout + res.stderr
