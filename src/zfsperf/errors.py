@@ -9,7 +9,7 @@ class ZfsperfError(Exception):
     exit_status = 1
 
 
-class InputError(ZfsperfError):
+class InputError(ZfsperfError, ValueError):
     """Bad input: names the file, the line and the field. Exit status 2."""
 
     exit_status = 2

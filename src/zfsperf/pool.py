@@ -28,7 +28,7 @@ MIN_VDEVS = {"stripe": 1, "mirror": 2, "raidz1": 2, "raidz2": 3, "raidz3": 4}
 # ZFS's own rules (zfs_namecheck.c): pool names start with a letter and hold alphanumerics,
 # _ - . : ; dataset components add nothing else; no "c[0-9]" style or reserved names handled here.
 POOL_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,254}$")
-COMPONENT_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,255}$")
+COMPONENT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,254}$")   # no leading "-": never an option
 PROP_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$|^[a-z0-9_.+-]+:[a-z0-9_.:+-]+$")
 RESERVED_POOL_NAMES = {"mirror", "raidz", "raidz1", "raidz2", "raidz3", "spare", "log", "cache",
                        "special", "dedup", "draid"}
@@ -48,7 +48,7 @@ def check_dataset_component(name: str) -> str:
 
 
 def check_property_name(name: str) -> str:
-    if not PROP_NAME_RE.match(name):
+    if not PROP_NAME_RE.match(name) or len(name) > 255:          # ZAP names: at most 255 bytes
         raise InputError(f"{name!r} is not a valid ZFS property name", field="property")
     return name
 
@@ -211,9 +211,22 @@ def disk_in_use(path: str) -> str | None:
     return None
 
 
+def disk_pool_label(path: str) -> str | None:
+    """The name of the pool whose label is on the disk (blkid's LABEL of a zfs_member), or None."""
+    res = proc.run(["blkid", "-p", "-o", "export", path])
+    info = dict(ln.split("=", 1) for ln in res.stdout.splitlines() if "=" in ln) if res.returncode == 0 else {}
+    return info.get("LABEL") if info.get("TYPE") == "zfs_member" else None
+
+
 def check_disks(disks: list[str], force: bool) -> None:
-    """Refuse disks in use (input error, before anything is touched) unless forced."""
+    """Refuse disks in use (input error, before anything is touched) unless forced; a disk of a pool
+    named in KEEP is refused even with --force."""
+    keep = keep_list()
     for d in disks:
+        label = disk_pool_label(d) if os.path.exists(d) else None
+        if label is not None and label in keep:
+            raise InputError(f"refusing {d}: it holds pool {label}, which is in KEEP (--force does not override KEEP)",
+                             field="DISKS")
         why = disk_in_use(d)
         if why == "it does not exist" or why == "it is not a block device":
             raise InputError(f"{d}: {why}", field="DISKS")

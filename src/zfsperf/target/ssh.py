@@ -16,6 +16,7 @@ import os
 import re
 import shlex
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -67,7 +68,13 @@ class Ssh:
 
     def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = 120,
             log: proc.CommandLog | None = None) -> proc.Completed:
-        return proc.run(self.wrap(argv), input=input, timeout=timeout, log=self.log if log is None else log)
+        res = proc.run(self.wrap(argv), input=input, timeout=timeout, log=self.log if log is None else log)
+        for delay in (0.2, 0.5, 1.0):           # a quick 255 is ssh failing, not the command
+            if res.returncode != 255 or res.elapsed > 2:
+                break
+            time.sleep(delay)
+            res = proc.run(self.wrap(argv), input=input, timeout=timeout, log=self.log if log is None else log)
+        return res
 
     def close(self) -> None:
         """Stop the shared connection's master process."""
@@ -130,6 +137,17 @@ class _SshMixin:
 
     def host_path(self, path: str) -> str | None:
         return None
+
+    def run(self, argv: Sequence[str], **kw: Any) -> proc.Completed:
+        """Target.run over ssh; a quick exit 255 is ssh's own failure (e.g. a shared-connection
+        session refused while many are open), not the command's: retried a few times."""
+        res = Target.run(self, argv, **kw)       # type: ignore[arg-type]
+        for delay in (0.2, 0.5, 1.0):
+            if res.returncode != 255 or res.elapsed > 2 or kw.get("stdin_file"):
+                break
+            time.sleep(delay)
+            res = Target.run(self, argv, **kw)   # type: ignore[arg-type]
+        return res
 
     def stage_file(self, local_path: str) -> str:
         remote_dir = f"/tmp/zfsperf-stage-{os.getpid()}"
