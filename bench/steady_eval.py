@@ -160,7 +160,7 @@ steady = {{ mode = "gate", window = {seconds + 100}, interval = 1, timeout = {se
     if res.returncode != 0:
         print(res.stdout[-2000:], res.stderr[-2000:], file=sys.stderr)
         return []
-    return sorted((tmp / "out").glob("*/series/*.jsonl"))
+    return sorted({p.resolve() for p in (tmp / "out").glob("*/series/*.jsonl")})
 
 
 def main() -> None:

@@ -307,8 +307,8 @@ class Runner:
             nonlocal rounds
             try:
                 while not ctx.stopping():
+                    rounds += 1                    # rounds started (a time-based one is cut short)
                     wl.run(ctx)
-                    rounds += 1
                     ctx.round += 1
             except BaseException as e:  # noqa: BLE001 - handed to the runner's thread below
                 if not ctx.stopping():
@@ -328,7 +328,7 @@ class Runner:
                 if verdict.steady or time.monotonic() >= gate_until:
                     break
                 if self.ui.is_tty:
-                    self.ui.live(f"preconditioning: {len(samples)} samples, round {rounds + 1}, "
+                    self.ui.live(f"preconditioning: {len(samples)} samples, round {rounds}, "
                                  f"{sampler.elapsed():.0f} s")
                 time.sleep(min(0.5, spec.interval / 2))
         finally:
