@@ -26,7 +26,6 @@ Usage: bench/steady_eval.py [--seeds 50] [--n 120] [--window 10] [--series FILE 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -197,7 +196,7 @@ def main() -> None:
         print(f"\nrecording real series on zfs-fuse ({args.real_seconds} s per case) ...", flush=True)
         paths = record_real(args.real_seconds)
     if paths:
-        print(f"\nreal series (no ground truth): first steady sample per detector")
+        print("\nreal series (no ground truth): first steady sample per detector")
         for p in paths:
             s = read_series(str(p))
             v = decide(s, c)

@@ -69,8 +69,36 @@ def small_corpus(target, vdev_root):
     return corpus.make(target, "random", "24M", seed=7, vdev_dir=vdev_root / "corpus")
 
 
+DEFAULT_BATCH = "1048576"
+
+
+@pytest.fixture
+def params(tmp_path):
+    """A directory laid out like /sys/module/zfs/parameters (zfs-fuse has no tunables at run time)."""
+    d = tmp_path / "params"
+    d.mkdir()
+    (d / "zfs_recv_write_batch_size").write_text(DEFAULT_BATCH + "\n")
+    (d / "zfs_vdev_async_write_max_active").write_text("10\n")
+    return d
+
+
 def zfsperf(*args: str, env: dict | None = None, timeout: float = 600, cwd: str | None = None
             ) -> subprocess.CompletedProcess:
     """Run the real CLI as a user would."""
     return subprocess.run([sys.executable, "-m", "zfsperf.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+def children(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of each live child of pid, from /proc (the fault tests' way of finding
+    the processes a zfsperf run started)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append((int(d.name), (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out

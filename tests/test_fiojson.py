@@ -1,7 +1,6 @@
 """fio JSON parsers on output captured from real fio-3.33 against real OpenZFS, and the quantize
 renderer against seed 003's exact layout."""
 
-import json
 
 import pytest
 

@@ -39,3 +39,18 @@ def test_bad_rows_name_the_line():
     with pytest.raises(InputError) as e:
         parse_human_reports("pool alloc\niop 1.2Q 3 4 5 6 7\n", "iop", "x")
     assert "x:2" in str(e.value)
+
+
+@pytest.mark.parametrize("version,rebuild", [("openzfs-2.1.11", False), ("openzfs-2.3.2", True)])
+def test_latency_histogram_header_and_rows(version, rebuild):
+    from zfsperf.metrics.iostat import parse_hp_histogram, parse_latency_header
+    cols = parse_latency_header(fixture(version, "zpool_iostat_-w_tank.txt"))
+    assert cols[:8] == ["total_wait_read", "total_wait_write", "disk_wait_read", "disk_wait_write",
+                        "syncq_wait_read", "syncq_wait_write", "asyncq_wait_read", "asyncq_wait_write"]
+    assert cols[8:] == (["scrub", "trim", "rebuild"] if rebuild else ["scrub", "trim"])   # rebuild: 2.2+
+    hist = parse_hp_histogram(fixture(version, "zpool_iostat_-Hp_-w_-y_tank_5_1.txt"), cols)
+    labels = [b for b, _n in hist["total_wait_write"]]
+    assert labels[0] == 1 and all(b == 2 * a + 1 for a, b in zip(labels, labels[1:]))   # 2^(j+1)-1 ns
+    assert sum(n for _b, n in hist["total_wait_write"]) > 0
+    with pytest.raises(InputError):
+        parse_hp_histogram(fixture(version, "zpool_iostat_-Hp_-w_-y_tank_5_1.txt"), cols[:-1])

@@ -2,7 +2,6 @@
 
 import os
 import signal
-import time
 from pathlib import Path
 
 from zfsperf import proc

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -97,6 +96,12 @@ def test_receive_sweep_and_fio_on_openzfs(guest, tmp_path):
     assert recv2["figures"]["txgs"]["value"] > 0 and recv2["figures"]["blocks"]["value"] > 0
     fio = next(r for r in recs if r["workload"] == "fio")
     assert fio["figures"]["read_iops"]["value"] > 0 and fio["histograms"]["write"]["count"] > 0
+    # the pool side of the measured interval: `zpool iostat -w` deltas (the 2.3 header has rebuild)
+    # and `-l` average waits
+    pl = fio["pool_latency"]
+    assert pl["columns"][-1] == "rebuild" and pl["histograms"]["total_wait_write"]
+    assert fio["histograms"]["pool_total_wait_write"]["count"] > 0
+    assert fio["figures"]["pool_total_wait_write"]["unit"] == "us"
     # the fio case's series: ARC (all three level metrics exist on OpenZFS), pool latency from
     # `zpool iostat -Hp -y -l`, and the pool's txgs
     series = [json.loads(x) for x in (d / fio["series"]).read_text().splitlines()]

@@ -9,7 +9,7 @@ import pytest
 from conftest import zfsperf
 from zfsperf import proc
 from zfsperf.pool import PoolManager, PoolSpec
-from zfsperf.workloads.base import CaseContext, WorkloadFailed
+from zfsperf.workloads.base import CaseContext
 from zfsperf.workloads.corpus import describe_spec
 from zfsperf.workloads.receive import ReceiveWorkload
 

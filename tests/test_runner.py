@@ -3,7 +3,6 @@ and --resume after a SIGKILL. Real zfs-fuse; tunables live in a directory laid o
 /sys/module/zfs/parameters (zfs-fuse has none at run time)."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -11,12 +10,10 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
 
-from conftest import zfsperf
+from conftest import DEFAULT_BATCH, zfsperf
 from test_runfile import EXAMPLE
 
-DEFAULT_BATCH = "1048576"
 
 
 def write_runfile(tmp_path: Path, body: str) -> Path:
@@ -56,15 +53,6 @@ def test_tags_and_single_test_select(tmp_path):
     assert "recv-batch" in res.stdout and "recv-threads" not in res.stdout
     res = zfsperf("list", "-r", str(rf), "-t", "recv-threads")
     assert res.stdout.count("    recv-threads threads=") == 3 and "recv-batch" not in res.stdout
-
-
-@pytest.fixture
-def params(tmp_path):
-    d = tmp_path / "params"
-    d.mkdir()
-    (d / "zfs_recv_write_batch_size").write_text(DEFAULT_BATCH + "\n")
-    (d / "zfs_vdev_async_write_max_active").write_text("10\n")
-    return d
 
 
 TUNED = '''

@@ -5,7 +5,6 @@ the offline `zfsperf steady` re-decides the same first steady sample from the st
 import json
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 

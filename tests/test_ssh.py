@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 

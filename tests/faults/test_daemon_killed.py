@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import children
 from zfsperf import proc
 
 RUNFILE = """
@@ -44,21 +45,6 @@ VICTIMS = {
 }
 
 
-def _children(pid: int) -> list[tuple[int, str]]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = (d / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == pid:
-                out.append((int(d.name), (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()))
-        except (OSError, ValueError, IndexError):
-            continue
-    return out
-
-
 @pytest.mark.parametrize("workload", ["fio", "receive"])
 def test_daemon_killed_mid_case(workload, session_env, tmp_path):
     rf = tmp_path / "rf.toml"
@@ -73,7 +59,7 @@ def test_daemon_killed_mid_case(workload, session_env, tmp_path):
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline and killed is None and p.poll() is None:
-            kids = _children(p.pid)
+            kids = children(p.pid)
             busy = [c for c in kids if ("fio" in c[1] and "--status-interval" in c[1]) or "zfs receive" in c[1]]
             if busy and state.exists():
                 time.sleep(1.0 if workload == "fio" else 0.1)

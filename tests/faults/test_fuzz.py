@@ -5,7 +5,6 @@ Seeds are the real captures in shared/fixtures and real zfs-fuse output; hypothe
 import io
 import json
 import string
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import zfsperf
-from test_runner import DEFAULT_BATCH, params, records, write_runfile  # noqa: F401 (fixture)
+from conftest import children, zfsperf
+from conftest import DEFAULT_BATCH
+from test_runner import records, write_runfile
 
 FIO_TUNED = """
 [defaults]
@@ -42,20 +43,11 @@ tunables = { zfs_recv_write_batch_size = "128K" }
 
 
 def _fio_children(pid: int) -> list[int]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid and \
-                        b"--status-interval" in (d / "cmdline").read_bytes():   # the workload's fio
-                    out.append(int(d.name))
-            except (OSError, ValueError, IndexError):
-                pass
-    return out
+    return [c for c, cmd in children(pid) if "--status-interval" in cmd]       # the workload's fio
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_during_a_fio_case(sig, tmp_path, params, lab):  # noqa: F811
+def test_signal_during_a_fio_case(sig, tmp_path, params, lab):
     rf = write_runfile(tmp_path, FIO_TUNED)
     p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "--params-dir", str(params),
                           "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd")],
@@ -84,7 +76,7 @@ def test_signal_during_a_fio_case(sig, tmp_path, params, lab):  # noqa: F811
     assert json.loads((d / "run.json").read_text())["command_line"]
 
 
-def test_kill9_then_leftovers_named_and_removed(tmp_path, params, lab):  # noqa: F811
+def test_kill9_then_leftovers_named_and_removed(tmp_path, params, lab):
     rf = write_runfile(tmp_path, FIO_TUNED)
     p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "-t", "long",
                           "--params-dir", str(params), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd")],

@@ -67,3 +67,94 @@ def pool_metrics(report: dict[str, float | None], interval: float) -> dict[str, 
                 den += ops
         out["pool_lat_ms"] = num / den / 1e6 if den else None
     return out
+
+
+# ---------------------------------------------------------------------------- -w (latency histograms)
+def parse_latency_header(text: str, source: str = "zpool iostat -w") -> list[str]:
+    """Column names of `zpool iostat -w POOL` from its two header lines: groups spanning two columns
+    (total_wait, disk_wait, syncq_wait, asyncq_wait) over read/write, then single ones (scrub,
+    trim, and from 2.2 rebuild)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        sub = lines[i + 1].split()
+        if sub[:1] == ["latency"]:
+            groups = line.split()[1:]
+            names, g = [], 0
+            rest = sub[1:]
+            j = 0
+            while j < len(rest):
+                if rest[j] == "read" and j + 1 < len(rest) and rest[j + 1] == "write" and g < len(groups):
+                    names += [f"{groups[g]}_read", f"{groups[g]}_write"]
+                    g += 1
+                    j += 2
+                else:
+                    names.append(rest[j])
+                    j += 1
+            return names
+    raise InputError("no 'latency read write …' header line", file=source, line=1)
+
+
+def parse_hp_histogram(text: str, columns: list[str], source: str = "zpool iostat -Hp -w") -> dict[str, list[tuple[int, int]]]:
+    """`zpool iostat -Hp -w`: rows `<bucket end in ns>\\t<count per column>`; the pool's name line
+    and blank lines are skipped. Returns {column: [(bucket end ns, count), …]} summed over reports."""
+    out: dict[str, dict[int, int]] = {c: {} for c in columns}
+    for i, line in enumerate(text.splitlines(), start=1):
+        parts = line.split("\t")
+        if len(parts) < 2 or not parts[0].strip().isdigit():
+            continue
+        if len(parts) - 1 != len(columns):
+            raise InputError(f"expected {len(columns)} counts ({', '.join(columns)}), got {len(parts) - 1}",
+                             file=source, line=i)
+        label = int(parts[0])
+        for c, v in zip(columns, parts[1:]):
+            try:
+                n = int(v)
+            except ValueError:
+                raise InputError(f"{c} count is not an integer: {v!r}", file=source, line=i) from None
+            out[c][label] = out[c].get(label, 0) + n
+    return {c: sorted(d.items()) for c, d in out.items()}
+
+
+class PoolLatency:
+    """Pool-side latency over a measured interval (OpenZFS): one `zpool iostat -Hp -y -w POOL T 1`
+    (histogram deltas) and one `-Hp -y -l POOL T 1` (average waits) started with the measurement.
+    2.1 rejects -w together with -l, so they are two processes."""
+
+    def __init__(self, target, pool: str, seconds: float) -> None:
+        self.target, self.pool = target, pool
+        self.seconds = max(1, int(round(seconds)))
+        self.columns: list[str] = []
+        self.procs: list = []
+        self.available = "-w" in target.iostat_forms() and "-Hp" in target.iostat_forms()
+
+    def start(self) -> None:
+        if not self.available:
+            return
+        hdr = self.target.run(["zpool", "iostat", "-w", self.pool])
+        try:
+            self.columns = parse_latency_header(hdr.stdout)
+        except InputError:
+            self.available = False
+            return
+        import subprocess
+        for flags in (["-Hp", "-y", "-w"], ["-Hp", "-y", "-l"]):
+            self.procs.append(self.target.popen(["zpool", "iostat", *flags, self.pool, str(self.seconds), "1"],
+                                                stderr=subprocess.DEVNULL))
+
+    def finish(self, timeout: float = 30) -> dict:
+        if not self.available:
+            return {"unavailable": f"{self.target.impl} has no `zpool iostat -w/-l` (pool v23 on zfs-fuse)"}
+        texts = []
+        for p in self.procs:
+            try:
+                out, _ = p.communicate(timeout=timeout)
+            except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired: stop it, report what is there
+                p.kill()
+                out, _ = p.communicate()
+            texts.append(out.decode(errors="replace") if isinstance(out, bytes) else out)
+        hist = parse_hp_histogram(texts[0], self.columns)
+        rows = parse_hp_reports(texts[1], self.pool)
+        waits = {k: v for k, v in (rows[-1] if rows else {}).items() if k in LATENCY_FIELDS}
+        return {"seconds": self.seconds, "columns": self.columns,
+                "histograms": {c: h for c, h in hist.items() if any(n for _b, n in h)},
+                "average_wait_ns": waits}

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -130,6 +131,15 @@ def parse_sysctl(text: str, prefix: str, source: str = "sysctl") -> dict[str, fl
         if num is not None:
             out[key[len(dotted):]] = num
     return out
+
+
+_ZDB_TXG_RE = re.compile(r"^\s*txg = (\d+)\s*$", re.MULTILINE)
+
+
+def parse_zdb_txg(text: str) -> int | None:
+    """The last synced txg from `zdb -u POOL` (the uberblock's `txg = N`), or None."""
+    m = _ZDB_TXG_RE.search(text)
+    return int(m.group(1)) if m else None
 
 
 def read_field_dir(path: str) -> dict[str, float]:

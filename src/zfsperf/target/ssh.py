@@ -23,13 +23,25 @@ from typing import Any, Sequence
 from .. import proc
 from ..errors import InputError, TargetError
 from .base import Target
+from .kstat import parse_zdb_txg
 from .openzfs_freebsd import OpenZfsFreeBsdTarget, SysctlParams
 from .openzfs_linux import KSTAT, PARAMS, OpenZfsLinuxTarget
 
 URL_RE = re.compile(r"^ssh://(?:(?P<user>[A-Za-z0-9._][A-Za-z0-9._-]*)@)?(?P<host>[A-Za-z0-9.:_-]+?|\[[0-9a-fA-F:]+\])"
                     r"(?::(?P<port>\d{1,5}))?/?$")
-_TXG_RE = re.compile(r"^\s*txg = (\d+)\s*$", re.MULTILINE)
 ZFS_FUSE_SOCKET = "/var/run/zfs/zfs_socket"
+
+
+def retry_ssh_failure(run) -> proc.Completed:
+    """Run (a zero-argument callable); a quick exit 255 is ssh's own failure (e.g. a shared-connection
+    session refused while many are open), not the command's: retried a few times."""
+    res = run()
+    for delay in (0.2, 0.5, 1.0):
+        if res.returncode != 255 or res.elapsed > 2:
+            break
+        time.sleep(delay)
+        res = run()
+    return res
 
 
 def parse_url(url: str) -> tuple[str | None, str, int]:
@@ -68,13 +80,8 @@ class Ssh:
 
     def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = 120,
             log: proc.CommandLog | None = None) -> proc.Completed:
-        res = proc.run(self.wrap(argv), input=input, timeout=timeout, log=self.log if log is None else log)
-        for delay in (0.2, 0.5, 1.0):           # a quick 255 is ssh failing, not the command
-            if res.returncode != 255 or res.elapsed > 2:
-                break
-            time.sleep(delay)
-            res = proc.run(self.wrap(argv), input=input, timeout=timeout, log=self.log if log is None else log)
-        return res
+        return retry_ssh_failure(lambda: proc.run(self.wrap(argv), input=input, timeout=timeout,
+                                                  log=self.log if log is None else log))
 
     def close(self) -> None:
         """Stop the shared connection's master process."""
@@ -139,15 +146,10 @@ class _SshMixin:
         return None
 
     def run(self, argv: Sequence[str], **kw: Any) -> proc.Completed:
-        """Target.run over ssh; a quick exit 255 is ssh's own failure (e.g. a shared-connection
-        session refused while many are open), not the command's: retried a few times."""
-        res = Target.run(self, argv, **kw)       # type: ignore[arg-type]
-        for delay in (0.2, 0.5, 1.0):
-            if res.returncode != 255 or res.elapsed > 2 or kw.get("stdin_file"):
-                break
-            time.sleep(delay)
-            res = Target.run(self, argv, **kw)   # type: ignore[arg-type]
-        return res
+        """Target.run over ssh, with ssh's own quick failures retried (never a streamed stdin)."""
+        if kw.get("stdin_file"):
+            return Target.run(self, argv, **kw)  # type: ignore[arg-type]
+        return retry_ssh_failure(lambda: Target.run(self, argv, **kw))  # type: ignore[arg-type]
 
     def stage_file(self, local_path: str) -> str:
         remote_dir = f"/tmp/zfsperf-stage-{os.getpid()}"
@@ -221,8 +223,7 @@ class SshZfsFuse(_SshMixin, Target):
 
     def txg(self, pool: str) -> int | None:
         res = self.ssh.run(["zdb", "-u", pool], log=proc.NULL_LOG, timeout=30)
-        m = _TXG_RE.search(res.stdout) if res.ok else None
-        return int(m.group(1)) if m else None
+        return parse_zdb_txg(res.stdout) if res.ok else None
 
     def iostat_forms(self) -> list[str]:
         return ["human"]

@@ -8,15 +8,13 @@ No tunables at run time, no txgs kstat; the last synced txg comes from `zdb -u P
 from __future__ import annotations
 
 import os
-import re
 from typing import Sequence
 
 from .. import proc
 from ..lab import KSTAT_DIR, Lab
 from .base import Target
-from .kstat import read_field_dir
+from .kstat import parse_zdb_txg, read_field_dir
 
-_TXG_RE = re.compile(r"^\s*txg = (\d+)\s*$", re.MULTILINE)
 
 
 class ZfsFuseTarget(Target):
@@ -90,8 +88,7 @@ class ZfsFuseTarget(Target):
 
     def txg(self, pool: str) -> int | None:
         res = self.run(["zdb", "-u", pool], log=proc.NULL_LOG, timeout=30)
-        m = _TXG_RE.search(res.stdout) if res.ok else None
-        return int(m.group(1)) if m else None
+        return parse_zdb_txg(res.stdout) if res.ok else None
 
     def iostat_forms(self) -> list[str]:
         return ["human"]

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from ..errors import InputError
 from ..metrics import fiojson
+from ..metrics.iostat import PoolLatency
 from ..report.quantize import quantize
 from ..target.base import Target
 from ..units import parse_duration, parse_size
@@ -156,6 +157,23 @@ def histograms(classes: dict[str, fiojson.ClassStats]) -> dict[str, Any]:
     return out
 
 
+def pool_figures(pl: dict[str, Any]) -> Figures:
+    """The pool side of the measured interval (OpenZFS `zpool iostat -l`): average waits in µs."""
+    return {f"pool_{k}": figure(v / 1000, "us") for k, v in (pl.get("average_wait_ns") or {}).items()
+            if v is not None}
+
+
+def pool_histograms(pl: dict[str, Any]) -> dict[str, Any]:
+    """`zpool iostat -w` deltas as quantize histograms in µs (a row's label is its bucket's end,
+    2^(j+1)−1 ns; its lower bound 2^j ns is what is bucketed)."""
+    out = {}
+    for col, rows in (pl.get("histograms") or {}).items():
+        buckets = quantize((((end + 1) / 2, n) for end, n in rows), 1000.0)
+        out[f"pool_{col}"] = {"title": f"Pool {col.replace('_', ' ')}", "unit": "us", "buckets": buckets,
+                              "count": sum(n for _e, n in rows)}
+    return out
+
+
 def class_table(classes: dict[str, fiojson.ClassStats]) -> list[dict[str, Any]]:
     """Seed 003's table: class | avg latency | stddev | iops | throughput."""
     rows = []
@@ -255,13 +273,22 @@ class FioWorkload:
             ctx.target.run(["mkdir", "-p", directory])
             texts.append("\n".join(["[global]", f"directory={directory}", "group_reporting=1",
                                     *job_lines(p, runtime), "", "[zfsperf]", ""]))
-        res, raw = run_jobfile(ctx, texts, clients)
+        pool_lat = PoolLatency(ctx.target, ctx.pool.name, runtime) if ctx.phase == "measure" else None
+        if pool_lat is not None:
+            pool_lat.start()
+        try:
+            res, raw = run_jobfile(ctx, texts, clients)
+        finally:
+            if pool_lat is not None:
+                ctx.extra["pool_latency"] = pool_lat.finish()
         if ctx.phase == "precondition":
             return {}
         save_json(ctx, raw)
         ctx.extra["histograms"] = histograms(res.classes)
         ctx.extra["class_table"] = class_table(res.classes)
         figs = stats_figures(res.classes)
+        figs.update(pool_figures(ctx.extra.get("pool_latency") or {}))
+        ctx.extra["histograms"].update(pool_histograms(ctx.extra.get("pool_latency") or {}))
         if res.hosts:
             ctx.extra["hosts"] = {h: stats_figures(c) for h, c in res.hosts.items()}
             ctx.extra["fio_all_clients"] = stats_figures(res.fio_aggregate)
