@@ -55,6 +55,7 @@ steady = {{ mode = "record", interval = 1 }}
                           "-d", str(work / "vd")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     t0 = time.monotonic()
     samples: list[tuple[float, int]] = []
+    time.sleep(10)                                 # past the interpreter's start-up
     while time.monotonic() - t0 < args.minutes * 60 and p.poll() is None:
         r = rss_kib(p.pid)
         if r:
