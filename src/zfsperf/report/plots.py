@@ -54,6 +54,8 @@ def thread_scaling(run: RunData) -> bytes | None:
         ax.set_xlabel("concurrent receives (threads)")
         ax.set_ylabel(f"{fig_name} ({unit})")
         ax.set_xscale("log", base=2)
+        ticks = sorted({th for pts in lines.values() for th, _c in pts})
+        ax.set_xticks(ticks, [str(x) for x in ticks])
         ax.grid(alpha=0.3)
         ax.set_ylim(bottom=0)
     axes[0].legend(fontsize=8)
