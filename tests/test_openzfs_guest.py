@@ -15,6 +15,7 @@ from conftest import zfsperf
 from test_runner import last_dir, records, write_runfile
 from zfsperf import proc
 from zfsperf.guest.vm import GuestLab
+from zfsperf.target.ssh import Ssh
 
 PARAM = "/sys/module/zfs/parameters/zfs_vdev_async_write_max_active"
 
@@ -35,6 +36,7 @@ def guest(tmp_path_factory):
     st = lab.state()
     assert st is not None and st.accel in ("tcg", "kvm")
     yield lab
+    Ssh(st.url(), lab.ssh_options()).close()                # guest_sh's shared connection
     down = zfsperf("lab", "openzfs", "down")
     assert down.returncode == 0
     assert not proc.pid_alive(st.qemu_pid)                  # no qemu left (a zombie awaits its reaper)
@@ -49,10 +51,10 @@ def guest(tmp_path_factory):
 
 
 def guest_sh(lab: GuestLab, *argv: str) -> str:
-    st = lab.state()
-    res = subprocess.run(["ssh", "-p", str(st.port), *lab.ssh_options(), "-o", "BatchMode=yes", "root@127.0.0.1",
-                          "--", *argv], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
+    """A command in the guest over the same ssh transport zfsperf uses."""
+    ssh = Ssh(lab.state().url(), lab.ssh_options())
+    res = ssh.run(list(argv))
+    assert res.ok, res.stderr
     return res.stdout
 
 

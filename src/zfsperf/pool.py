@@ -382,6 +382,15 @@ def destroy_busy(target: Target, name: str, *, attempts: int = 10, delay: float 
     raise TargetError(f"zpool destroy {name} failed after {attempts} attempts: {last}")
 
 
+def leftover_vdev_dirs(target: Target, base: Path) -> list[Path]:
+    """Directories under base that hold a zfsperf manifest (vdev files of earlier runs)."""
+    try:
+        subdirs = target.files.listdir(str(base))
+    except OSError:
+        return []
+    return [base / d for d in subdirs if target.files.exists(str(base / d / MANIFEST))]
+
+
 def leftover_pools(target: Target) -> list[tuple[str, str]]:
     """Pools on the target that carry zfsperf's mark: (name, owner)."""
     out = []

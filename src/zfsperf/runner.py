@@ -21,7 +21,8 @@ from typing import Any
 from . import __version__, proc, steady
 from .metrics.sampler import Sampler, series_path
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
-from .pool import PoolManager, VdevDir, check_disks, destroy_busy, keep_list, leftover_pools
+from .pool import (PoolManager, VdevDir, check_disks, destroy_busy, keep_list, leftover_pools,
+                   leftover_vdev_dirs)
 from .results import export
 from .results.store import ResultsDir
 from .report.quantize import render_histograms
@@ -400,27 +401,15 @@ class Runner:
                 self.ui.say(f"-x: could not destroy {name}: {e}")
         if only_owner is not None:
             return
-        base = Path(self.opts.vdev_dir)
-        try:
-            subdirs = target.files.listdir(str(base))
-        except OSError:
-            subdirs = []
-        for sub in subdirs:
-            d = base / sub
-            if target.files.exists(str(d / ".zfsperf-vdevs")):
-                removed = VdevDir(target, d).remove_all()
-                if removed:
-                    self.ui.say(f"-x: removed {len(removed)} leftover vdev files in {d}")
+        for d in leftover_vdev_dirs(target, Path(self.opts.vdev_dir)):
+            removed = VdevDir(target, d).remove_all()
+            if removed:
+                self.ui.say(f"-x: removed {len(removed)} leftover vdev files in {d}")
 
     def _report_leftovers(self, target: Target) -> None:
         """What an earlier zfsperf left (killed with -9, or -k): named, never touched without -x."""
         pools = [f"{n} (run {o})" for n, o in leftover_pools(target)]
-        base = Path(self.opts.vdev_dir)
-        try:
-            dirs = [str(base / d) for d in target.files.listdir(str(base))
-                    if target.files.exists(str(base / d / ".zfsperf-vdevs"))]
-        except OSError:
-            dirs = []
+        dirs = [str(d) for d in leftover_vdev_dirs(target, Path(self.opts.vdev_dir))]
         if pools:
             self.ui.say(f"leftover zfsperf pools: {', '.join(pools)} (remove with -x; KEEP=... keeps one)")
         if dirs:

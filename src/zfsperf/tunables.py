@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import TargetError, Unavailable, ZfsperfError
+from .errors import TargetError, Unavailable
 from .units import parse_size
 
 
@@ -110,22 +110,11 @@ class FileParams:
         return "/" not in name and name not in ("", ".", "..") and self.files.is_file(str(self.directory / name))
 
     def read_all(self) -> dict[str, str]:
-        """Every parameter's value in one go (`grep -r` on a remote host: one round trip)."""
-        if getattr(self.files, "remote", False):
-            res = self.files.run(["grep", "-r", "", str(self.directory)])
-            out = {}
-            for line in res.stdout.splitlines():
-                path, sep, value = line.partition(":")
-                if sep and "/" in path:
-                    out[path.rsplit("/", 1)[1]] = value.strip()
-            return out
-        out = {}
-        for n in self.names():
-            try:
-                out[n] = self.get(n)
-            except (OSError, ZfsperfError):
-                continue
-        return out
+        """Every parameter's value in one go (one round trip on a remote host)."""
+        try:
+            return {k: v.strip() for k, v in self.files.read_dir(str(self.directory)).items()}
+        except OSError:
+            return {}
 
     def get(self, name: str) -> str:
         if not self.has(name):

@@ -11,8 +11,10 @@ import time
 
 import pytest
 
-from conftest import zfsperf
+from conftest import children, zfsperf
 from test_runner import write_runfile
+from zfsperf import proc
+from zfsperf.pool import destroy_busy, leftover_pools
 
 MANY = """
 [defaults]
@@ -29,18 +31,18 @@ threads = 2
 """
 
 
-def _cleanup(lab, pid: int) -> None:
-    subprocess.run(["pkill", "-KILL", "-P", str(pid)], check=False)
-    for name in lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.split():
-        if lab.run(["zfs", "get", "-H", "-o", "value", "zfsperf:owner", name]).stdout.strip() not in ("", "-"):
-            for _ in range(10):
-                if lab.run(["zpool", "destroy", "-f", name]).ok:
-                    break
-                time.sleep(1)
+def _cleanup(target, kids: list[int]) -> None:
+    """What the killed run left: its children, by the pids seen before the kill (they were
+    reparented when it died), and its marked pools."""
+    for pid in kids:
+        if proc.pid_alive(pid):
+            proc.stop_pid(pid, grace=5)
+    for name, _owner in leftover_pools(target):
+        destroy_busy(target, name)
 
 
 @pytest.mark.parametrize("delay", [0.0, 2.5, 5.3])
-def test_killed_run_leaves_a_readable_directory(delay, tmp_path, lab):
+def test_killed_run_leaves_a_readable_directory(delay, tmp_path, target):
     rf = write_runfile(tmp_path, MANY)
     out = tmp_path / "o"
     p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "-o", str(out),
@@ -50,9 +52,10 @@ def test_killed_run_leaves_a_readable_directory(delay, tmp_path, lab):
     while time.monotonic() < deadline and not (out / "current" / "run.json").exists():
         time.sleep(0.02)
     time.sleep(delay + random.random() * 0.3)
+    kids = [pid for pid, _cmd in children(p.pid)]
     p.send_signal(signal.SIGKILL)
     p.communicate()
-    _cleanup(lab, p.pid)
+    _cleanup(target, kids + [pid for pid, _cmd in children(p.pid)])
     d = (out / "current").resolve()
     lines = (d / "results.jsonl").read_text().split("\n") if (d / "results.jsonl").exists() else []
     whole = [json.loads(x) for x in lines if x.strip() and x.strip().endswith("}")]

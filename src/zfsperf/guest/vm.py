@@ -139,9 +139,10 @@ class GuestLab:
             if "@@ERROR" in text:
                 raise TargetError("the guest failed: " + text[text.index("@@ERROR"):].splitlines()[0])
             if "@@READY" in text:
-                res = proc.run(["ssh", "-p", str(st.port), *self.ssh_options(), "-o", "BatchMode=yes",
-                                "-o", "ConnectTimeout=10", "root@127.0.0.1", "--", "cat /sys/module/zfs/version"],
-                               timeout=60)
+                from ..target.ssh import Ssh
+                ssh = Ssh(st.url(), self.ssh_options())
+                res = ssh.run(["cat", "/sys/module/zfs/version"], timeout=60)
+                ssh.close()                    # `up` ends here: leave no shared connection behind
                 if res.ok:
                     say(f"OpenZFS guest ready: {st.url()} (zfs {res.stdout.strip()}, qemu pid {p.pid})")
                     return

@@ -4,6 +4,8 @@ The first report is the average since import; later ones are per-interval."""
 
 from __future__ import annotations
 
+import subprocess
+
 from ..errors import InputError
 from ..units import parse_human
 
@@ -136,7 +138,6 @@ class PoolLatency:
         except InputError:
             self.available = False
             return
-        import subprocess
         for flags in (["-Hp", "-y", "-w"], ["-Hp", "-y", "-l"]):
             self.procs.append(self.target.popen(["zpool", "iostat", *flags, self.pool, str(self.seconds), "1"],
                                                 stderr=subprocess.DEVNULL))

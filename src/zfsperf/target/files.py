@@ -17,6 +17,7 @@ class FileOps(Protocol):
     def write_text(self, path: str, text: str) -> None: ...
     def write_param(self, path: str, text: str) -> None: ...
     def listdir(self, path: str) -> list[str]: ...
+    def read_dir(self, path: str) -> dict[str, str]: ...   # every small file in a directory, at once
     def is_file(self, path: str) -> bool: ...
     def exists(self, path: str) -> bool: ...
     def remove(self, path: str) -> bool: ...            # True when something was removed
@@ -44,6 +45,17 @@ class LocalFiles:
 
     def listdir(self, path: str) -> list[str]:
         return sorted(os.listdir(path))
+
+    def read_dir(self, path: str) -> dict[str, str]:
+        out = {}
+        for name in self.listdir(path):
+            full = os.path.join(path, name)
+            if os.path.isfile(full):
+                try:
+                    out[name] = self.read_text(full)
+                except OSError:
+                    continue
+        return out
 
     def is_file(self, path: str) -> bool:
         return os.path.isfile(path)

@@ -114,6 +114,16 @@ class Ssh:
             raise FileNotFoundError(2, res.error_text(), path)
         return sorted(x for x in res.stdout.splitlines() if x)
 
+    def read_dir(self, path: str) -> dict[str, str]:
+        """One round trip: `grep -r "" DIR` prints path:line for every line of every file."""
+        res = self.run(["grep", "-r", "", "--", path], log=proc.NULL_LOG)
+        out: dict[str, str] = {}
+        for line in res.stdout.splitlines():
+            file, sep, value = line.partition(":")
+            if sep and "/" in file:
+                out[file.rsplit("/", 1)[1]] = value
+        return out
+
     def is_file(self, path: str) -> bool:
         return self.run(["test", "-f", path], log=proc.NULL_LOG).ok
 
