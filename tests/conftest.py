@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-FIXTURES = SHARED / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"     # captured real OpenZFS output (README there)
 VERSIONS = ("openzfs-2.1.11", "openzfs-2.3.2")
 
 

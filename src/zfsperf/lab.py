@@ -3,7 +3,7 @@
 zfsperf never shares a daemon. Each lab is a private mount namespace (see _nsholder) with its
 own zfs-fuse socket, lock and pool cache file, so a zfs-fuse daemon already running on the host,
 and its pools, are neither seen nor touched. Facts this relies on are measured in
-shared/reference/zfs-fuse.md: with -n the pidfile is never written (so none is used), the daemon
+docs/reference/zfs-fuse.md: with -n the pidfile is never written (so none is used), the daemon
 logs only to syslog (captured by _syslogd into DIR/daemon.log), readiness is `zpool list`
 succeeding, stopping takes ~5 s, a killed daemon leaves stale FUSE mounts (unmounted lazily
 here, and they vanish with the namespace anyway), and a restarted daemon re-imports the pools in

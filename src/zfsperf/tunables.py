@@ -2,7 +2,7 @@
 
 The canonical name is the Linux module parameter (/sys/module/zfs/parameters/<name>). FreeBSD
 names follow ZFS_MODULE_PARAM(scope_prefix, name_prefix, name) -> vfs.<scope>.<name>, the same
-pattern as the ZFS Test Suite's tunables.cfg (shared/reference/anchors.md §2.4, §4.5).
+pattern as the ZFS Test Suite's tunables.cfg (docs/reference/anchors.md §2.4, §4.5).
 """
 
 from __future__ import annotations

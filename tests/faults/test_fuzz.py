@@ -1,6 +1,6 @@
 """Bad input, fuzzed (issue 8, item 6): every parser of tool output and the runfile loader give a
 value or a clear error (InputError, or StreamError for send streams) — never another exception.
-Seeds are the real captures in shared/fixtures and real zfs-fuse output; hypothesis mutates them."""
+Seeds are the real captures in tests/fixtures and real zfs-fuse output; hypothesis mutates them."""
 
 import io
 import json

@@ -4,7 +4,7 @@ userland, fio and a small ssh server (dropbear), packed into one initramfs with 
 
 Products are cached by ZFS version and kernel ABI under the user's cache directory
 (~/.cache/zfsperf/openzfs/<zfs>-<kernel>/: vmlinuz, initramfs.img, build.json), so the second
-build is seconds. Facts and pitfalls: shared/reference/openzfs-guest.md.
+build is seconds. Facts and pitfalls: docs/reference/openzfs-guest.md.
 """
 
 from __future__ import annotations

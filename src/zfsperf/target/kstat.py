@@ -1,4 +1,4 @@
-"""Parsers for the forms in which ZFS publishes kstats. Formats: shared/reference/anchors.md §4.
+"""Parsers for the forms in which ZFS publishes kstats. Formats: docs/reference/anchors.md §4.
 
 - SPL named kstat (OpenZFS on Linux, /proc/spl/kstat/zfs/arcstats): a raw header line, a
   `name type data` line, then `name type value` rows; type 7 is a string.
