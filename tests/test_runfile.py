@@ -103,3 +103,22 @@ def test_malformed_runfile_cli_exit_2_touches_nothing(tmp_path):
     assert res.returncode == 2
     assert f"{path}:16: test[1].threads: expected an integer" in res.stderr
     assert not out.exists() and not vdevs.exists()
+
+
+def test_missing_sendfile_is_exit_2_before_anything_starts(tmp_path):
+    """Issue 14, item 4: a corpus file that is not there is bad input, named with its line, and
+    nothing starts (no daemon, no results directory, no vdev files)."""
+    path = tmp_path / "rf.toml"
+    path.write_text(textwrap.dedent("""\
+        [[test]]
+        name = "r"
+        workload = "receive"
+        corpus = { file = "/nonexistent/stream.zfs" }
+        """))
+    out, vdevs = tmp_path / "results", tmp_path / "vdevs"
+    res = zfsperf("run", "-r", str(path), "-o", str(out), "-d", str(vdevs),
+                  env={"ZFSPERF_LAB": str(tmp_path / "no-lab")}, timeout=60)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"{path}:4: test[1].corpus: corpus.file: sendfile /nonexistent/stream.zfs does not exist" in res.stderr
+    assert not out.exists() and not vdevs.exists() and not (tmp_path / "no-lab").exists()
+    assert "Starting ZFS target" not in res.stdout

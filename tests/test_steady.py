@@ -68,3 +68,14 @@ def test_cli_steady_json_and_errors(tmp_path):
     bad.write_text('{"t": 0, "metrics": {}}\nnot json\n{"t": 2, "metrics": {}}\n')
     res = zfsperf("steady", str(bad))
     assert res.returncode == 2 and f"{bad}:2" in res.stderr
+
+
+@pytest.mark.parametrize("text", ["", "hello, not a series\n", '{"zfsperf_version": "0.1.0", "host": "x"}\n',
+                                  '{"status": "PASS", "figures": {}}\n{"status": "FAIL", "figures": {}}\n'])
+def test_cli_steady_on_a_file_that_is_not_a_series_is_exit_2(tmp_path, text):
+    """Issue 14, item 4: not "0 samples ... never steady" and exit 0, but a clear error."""
+    p = tmp_path / "not-a-series.jsonl"
+    p.write_text(text)
+    res = zfsperf("steady", str(p))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert str(p) in res.stderr and "never steady" not in res.stdout

@@ -83,6 +83,14 @@ def run(argv: Sequence[str], *, log: CommandLog = NULL_LOG, stdin: IO[bytes] | i
     return res
 
 
+def _term_group(p: subprocess.Popen) -> None:
+    if p.returncode is None:                 # not reaped yet, so the pid is still ours
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except OSError:
+            pass
+
+
 def pid_alive(pid: int) -> bool:
     """True while the process exists and is not a zombie."""
     try:
@@ -161,11 +169,23 @@ class ProcessSet:
     def __init__(self) -> None:
         self._procs: list[subprocess.Popen] = []
         self._lock = threading.Lock()
+        self.cancelled = False
 
     def add(self, p: subprocess.Popen) -> subprocess.Popen:
         with self._lock:
             self._procs.append(p)
+        if self.cancelled:                   # started after cancel() looked: stop it too
+            _term_group(p)
         return p
+
+    def cancel(self) -> None:
+        """Ask every process group we started to end (SIGTERM), now and for any added later.
+
+        Safe inside a signal handler: no lock, no wait, no output (the handler may have
+        interrupted this very object's add() or stop_all()); stop_all() later waits and kills."""
+        self.cancelled = True
+        for p in list(self._procs):          # a list copy is atomic under the GIL
+            _term_group(p)
 
     def stop_all(self, grace: float = 5.0) -> list[int]:
         """SIGTERM each live process group we started, then SIGKILL. Returns the pids stopped."""

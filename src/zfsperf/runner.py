@@ -39,6 +39,9 @@ HEADLINE = {"receive": "throughput", "fio": "iops", "mixed": "read_p99_ratio"}
 
 
 class Interrupted(Exception):
+    """Raised by the runner itself, at a safe point, once a SIGINT/SIGTERM has been recorded
+    (never from the signal handler: an exception from a handler can land anywhere)."""
+
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
@@ -72,7 +75,8 @@ class Runner:
     def __init__(self, opts: RunOptions, console: Console | None = None) -> None:
         self.opts = opts
         self.ui = console or Console(quiet=opts.quiet, verbose=opts.verbose)
-        self._interrupt: int | None = None
+        self._interrupt: int | None = None          # the first SIGINT/SIGTERM received
+        self._active: proc.ProcessSet | None = None   # the running case's processes (the handler stops them)
 
     # ------------------------------------------------------------------ entry
     def run(self) -> int:
@@ -118,6 +122,7 @@ class Runner:
             if target.accelerator == "tcg":
                 self.ui.say("warning: the target is a QEMU guest under TCG (software emulation): its formats, "
                             "behaviour and tunables are real, its timings are not speeds")
+            self._check()
             if opts.cleanup:
                 self._cleanup_leftovers(target)
             elif opts.resume:
@@ -133,6 +138,8 @@ class Runner:
                 rd.write_json("run.json", run_info)
             try:
                 interrupted = self._run_cases(rf, cases, done, rd, target, pools, journal)
+            except Interrupted:
+                interrupted = True
             finally:
                 self._finish_target(target, pools, rd)
             if opts.resume:
@@ -140,7 +147,7 @@ class Runner:
                 run_info.setdefault("resumed", []).append({"time": t_start, "argv": opts.argv})
             run_info["tunables"]["after"] = self._read_tunables(target, tun_names)
             run_info["end"] = time.time()
-            run_info["interrupted"] = interrupted
+            run_info["interrupted"] = interrupted or self._interrupt is not None
             rd.write_json("run.json", run_info)
         except Interrupted:
             interrupted = True
@@ -150,7 +157,7 @@ class Runner:
             for line in replay(journal):       # anything an interrupt cut short
                 self.ui.say(f"journal: {line}")
             self._restore_signals(old_handlers)
-        return self._summarise(rd, t_start, interrupted)
+        return self._summarise(rd, t_start, interrupted or self._interrupt is not None)
 
     # ------------------------------------------------------------------ cases
     def _run_cases(self, rf: Runfile, cases: list[Case], done: set[tuple[str, int]], rd: ResultsDir,
@@ -164,17 +171,17 @@ class Runner:
             for it in range(1, self._iterations(case) + 1):
                 if (case.id, it) in done:
                     continue
-                if self._interrupt:
+                if self._interrupt is not None:
                     return True
                 t = case.test
                 if t.name not in prepared and t.name not in prep_error:
                     try:
                         prepared[t.name] = WORKLOADS[t.workload].prepare(
                             {**t.fields}, target, pools.vdev_dir.path, self.ui.progress_text)
-                    except Interrupted:
-                        return True
                     except (ZfsperfError, OSError) as e:
                         prep_error[t.name] = f"preparing {t.name} failed: {e}"
+                    if self._interrupt is not None:
+                        return True
                 try:
                     if case.id not in warmed:
                         warmed.add(case.id)
@@ -245,6 +252,8 @@ class Runner:
                               deadline=time.monotonic() + t.timeout, prepared=prepared,
                               live=self.ui.live if (self.opts.verbose or self.ui.is_tty) else None,
                               workdir=rd.path, case_id=case.slug, iteration=it)
+            self._active = ctx.procs
+            self._check()
             wl = WORKLOADS[t.workload]
             if t.steady.mode != "off":
                 sampler = Sampler(target, pool.name, series_path(rd.path, case.slug, it),
@@ -252,10 +261,12 @@ class Runner:
                                   l2_capacity=pool.l2_capacity)
                 sampler.start()
                 record["series"] = str(sampler.path.relative_to(rd.path))
+                self._check()
             if t.steady.mode == "gate":
                 record["steady"] = self._precondition(ctx, wl, sampler, t.steady,
                                                       wl.active_bytes(case.params, prepared))
             figures = wl.run(ctx)
+            self._check()                   # a workload whose processes a signal stopped is no result
             if sampler is not None:
                 sampler.stop()
                 if t.steady.mode == "record":
@@ -276,17 +287,20 @@ class Runner:
         except (TargetError, InputError, OSError) as e:
             status, error = "FAIL", str(e)
         except Interrupted:
-            if sampler is not None:
-                sampler.stop()
-            self._teardown(ctx, session, pools, pool, failed=True, log=log)
-            raise
+            pass                            # handled below, like any status a signal overtook
         except Exception as e:  # noqa: BLE001 - a bug in zfsperf: FAIL with the traceback in the log
             log.write(traceback.format_exc())
             status, error = "FAIL", f"internal error: {type(e).__name__}: {e}"
         if sampler is not None:
             sampler.stop()                  # idempotent; a failed case still keeps its series
+        if self._interrupt is not None:     # whatever the case got to, it is not a result
+            log.write(f"# interrupted by {signal.Signals(self._interrupt).name}: case abandoned")
+            self._teardown(ctx, session, pools, pool, failed=True, log=log)
+            self._active = None
+            raise Interrupted(self._interrupt)
         daemon_died = self._daemon_gone(target)         # before teardown restarts it
         teardown_error = self._teardown(ctx, session, pools, pool, failed=status != "PASS", log=log)
+        self._active = None
         if teardown_error:
             if status == "PASS":
                 status = "FAIL"
@@ -320,7 +334,7 @@ class Runner:
         worker.start()
         verdict = None
         try:
-            while True:
+            while self._interrupt is None:
                 if errors:
                     raise errors[0]
                 samples = sampler.snapshot()
@@ -335,6 +349,7 @@ class Runner:
         finally:
             ctx.stop.set()
         worker.join(max(0.1, ctx.remaining()))
+        self._check()
         if worker.is_alive():
             raise CaseTimeout("a precondition round was still running at the case timeout")
         if errors:
@@ -522,11 +537,21 @@ class Runner:
             return None
 
     # ------------------------------------------------------------------ signals
+    def _check(self) -> None:
+        """A safe point: raise Interrupted here if a signal was recorded."""
+        if self._interrupt is not None:
+            raise Interrupted(self._interrupt)
+
     def _install_signals(self) -> dict[int, Any]:
         def handler(signum, _frame):
+            # Only record the signal and ask the running case's processes to end: no exception,
+            # no lock, no output here. The main thread notices at its next safe point, and every
+            # cleanup after that runs in plain code.
             if self._interrupt is None:
                 self._interrupt = signum
-                raise Interrupted(signum)
+            active = self._active
+            if active is not None:
+                active.cancel()
         old = {}
         for s in (signal.SIGINT, signal.SIGTERM):
             old[s] = signal.signal(s, handler)

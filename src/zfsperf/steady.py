@@ -237,13 +237,16 @@ def read_series(path: str) -> list[dict[str, Any]]:
         try:
             obj = json.loads(line)
         except ValueError as e:
-            if i == len(lines):
+            if i == len(lines) and out:
                 break                     # torn last line of a killed run
             raise InputError(f"not JSON: {e}", file=path, line=i) from None
         if not isinstance(obj, dict) or not isinstance(obj.get("t"), (int, float)) or \
-                not isinstance(obj.get("metrics", {}), dict):
-            raise InputError('expected {"t": seconds, "metrics": {...}}', file=path, line=i)
+                not isinstance(obj.get("metrics"), dict):
+            raise InputError('not a series sample: expected {"t": seconds, "metrics": {...}}', file=path, line=i,
+                             field="t" if not isinstance(obj, dict) or "t" not in obj else "metrics")
         out.append(obj)
+    if not out:
+        raise InputError("no samples: not a zfsperf series file (series/<case>.i<N>.jsonl)", file=path)
     return out
 
 

@@ -97,3 +97,35 @@ def test_receive_larger_than_the_pool_is_fail(tmp_path, lab):
     (rec,) = records(last_dir(res.stdout))
     assert rec["status"] == "FAIL" and "space" in rec["error"].lower(), rec["error"]
     assert "Traceback" not in res.stdout + res.stderr
+
+
+def test_receive_error_that_is_not_a_timeout_is_not_killed(target, vdev_root, small_corpus, tmp_path):
+    """Issue 14, item 5: only a timeout is KILLED. A real receive whose wait fails with an I/O
+    error (injected into that one call) is an error of its own, which the runner reports as FAIL."""
+    import errno
+
+    import pytest
+
+    from zfsperf.workloads.base import CaseTimeout
+
+    class FailingWait(proc.ProcessSet):
+        def add(self, p):
+            def communicate(*_a, **_k):
+                raise OSError(errno.EIO, "injected: reading the receive's output failed")
+            p.communicate = communicate
+            return super().add(p)
+
+    pools = PoolManager(target, vdev_root / "eio", run_id="faults")
+    pool = pools.create(PoolSpec(vdevs=1, vdev_size=256 << 20))
+    spec = {"file": small_corpus.stream.path}
+    ctx = CaseContext(target=target, pool=pool, params={"corpus": spec, "threads": 1}, log=proc.NULL_LOG,
+                      deadline=time.monotonic() + 300, prepared={describe_spec(spec): small_corpus},
+                      workdir=tmp_path, case_id="eio", procs=FailingWait())
+    try:
+        with pytest.raises(OSError, match="injected") as info:
+            ReceiveWorkload().run(ctx)
+        assert not isinstance(info.value, CaseTimeout)
+    finally:
+        ctx.procs.stop_all()
+        pools.destroy(pool)
+        pools.cleanup_files()

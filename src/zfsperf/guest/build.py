@@ -29,7 +29,11 @@ DEFAULT_VERSION = "2.3"
 FIO_PKGS = ("fio libgfapi0 libnbd0 librados2 librbd1 libpmemblk1 libglusterfs0 libgfrpc0 libgfxdr0 libfmt9 "
             "libboost-thread1.74.0 libboost-iostreams1.74.0").split()
 SSH_PKGS = ["dropbear-bin", "libtomcrypt1", "libtommath1"]
-GUEST_MODULES = ["virtio_pci", "virtio_blk", "virtio_net", "ext4", "loop", "zfs"]
+# ext4 asks the crypto API for "crc32c" (a soft dependency that modprobe --show-depends does not
+# follow): without crc32c_generic the guest's vdev disk does not mount ("Cannot load crc32c driver")
+GUEST_MODULES = ["virtio_pci", "virtio_blk", "virtio_net", "crc32c_generic", "ext4", "loop", "zfs"]
+# what a cached build must have been made with; a cache of an older format is built again
+BUILD_FORMAT = 2
 ZFS_TOOLS = ["zpool", "zfs", "zdb", "zstream"]
 
 
@@ -62,7 +66,8 @@ class Build:
             return {}
 
     def complete(self) -> bool:
-        return self.kernel_image.exists() and self.initramfs.exists() and bool(self.info())
+        return (self.kernel_image.exists() and self.initramfs.exists()
+                and self.info().get("format") == BUILD_FORMAT)
 
 
 def check_version(v: str) -> str:
@@ -130,7 +135,7 @@ class Builder:
         self._step("initramfs", lambda: self._initramfs(work, kv, out))
         shutil.copyfile(work / "kroot" / "boot" / f"vmlinuz-{kv}", out / "vmlinuz")
         (out / "build.json").write_text(json.dumps({
-            "zfs_version": zver, "kernel": kv, "series": self.series, "built": time.time(), "seconds": self.times,
+            "format": BUILD_FORMAT, "zfs_version": zver, "kernel": kv, "series": self.series, "built": time.time(), "seconds": self.times,
             "modules": sorted(p.name for p in (work / "zbuild" / "module").rglob("*.ko"))}, indent=1))
         shutil.rmtree(work, ignore_errors=True)           # ~1.1 GB; the products are what is kept
         return build

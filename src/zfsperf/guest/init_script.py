@@ -10,14 +10,15 @@ export PATH=/sbin:/usr/sbin:/bin:/usr/bin
 mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts /tmp /run /var/tmp; mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /tmp; mount -t tmpfs tmpfs /run
-for m in virtio_pci virtio_blk virtio_net ext4 loop; do modprobe $m || echo "@@WARN modprobe $m failed"; done
+for m in virtio_pci virtio_blk virtio_net crc32c_generic ext4 loop; do modprobe $m || echo "@@WARN modprobe $m failed"; done
 modprobe zfs || { echo "@@ERROR modprobe zfs failed"; dmesg | tail -20; poweroff -f; }
 KEY=""
 for a in $(cat /proc/cmdline); do case $a in zfsperf.key=*) KEY=${a#zfsperf.key=};; esac; done
 mkdir -p /root/.ssh && chmod 700 /root/.ssh
 echo "$KEY" | base64 -d > /root/.ssh/authorized_keys; chmod 600 /root/.ssh/authorized_keys
 i=0; while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
-mount -t ext4 /dev/vda /var/tmp || echo "@@WARN no vdev disk: vdev files live in RAM"
+# vdev files live on this disk: without it they would fill the guest's RAM, so it is an error
+mount -t ext4 /dev/vda /var/tmp || { echo "@@ERROR the vdev disk /dev/vda did not mount (ext4): $(dmesg | grep -i ext4 | tail -2 | tr '\n' ' ')"; poweroff -f; }
 # no udevd: libzfs waits for udev's DEVLINKS after labelling whole disks; give it entries
 mkdir -p /run/udev/data
 for s in /sys/block/vd*; do

@@ -131,8 +131,9 @@ class Sampler:
         self._thread.start()
 
     def stop(self) -> None:
+        """Idempotent, and safe on a sampler that was never (or only half) started."""
         self._stop.set()
-        if self._thread is not None:
+        if self._thread is not None and self._thread.ident is not None:
             self._thread.join(timeout=10)
         if self.iostat is not None:
             self.iostat.stop()

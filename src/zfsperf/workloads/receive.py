@@ -8,6 +8,8 @@ snapshot must exist afterwards, or the case is FAIL with zfs's own message.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -57,6 +59,9 @@ class ReceiveWorkload:
                     raise InputError("corpus.file stands alone (no kind/size/seed with it)", **where("corpus"))
                 if not isinstance(spec["file"], str) or not spec["file"]:
                     raise InputError("corpus.file must be a path", **where("corpus"))
+                if not os.path.isfile(spec["file"]):     # checked before anything starts
+                    what = "is not a file" if os.path.exists(spec["file"]) else "does not exist"
+                    raise InputError(f"corpus.file: sendfile {spec['file']} {what}", **where("corpus"))
                 continue
             if spec.get("kind") not in corpus_mod.KINDS:
                 raise InputError(f"corpus.kind must be one of {', '.join(corpus_mod.KINDS)}, got "
@@ -123,7 +128,7 @@ class ReceiveWorkload:
             for name, argv, p in procs:
                 try:
                     out, err = p.communicate(timeout=max(0.1, ctx.remaining()))
-                except Exception as e:         # subprocess.TimeoutExpired
+                except subprocess.TimeoutExpired as e:     # only a timeout is KILLED
                     raise CaseTimeout(f"receive into {name} still running at the case timeout") from e
                 ends.append(time.monotonic())
                 text = (err or b"").decode(errors="replace").strip()

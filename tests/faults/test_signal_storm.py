@@ -1,0 +1,103 @@
+"""SIGINT/SIGTERM at many points of a real run (issue 14, item 2): whatever the run is doing when
+the signal lands (opening the target, making a corpus, creating a pool, setting a tunable, starting
+the sampler, mid-workload, tearing down, writing results), it ends with exit 3, every tunable
+restored, its pools and vdev files gone, no process of its own left and no traceback."""
+
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from conftest import DEFAULT_BATCH, children
+from test_runner import write_runfile
+from zfsperf import proc
+
+RUNFILE = """
+[defaults]
+iterations = 1
+timeout = "5m"
+[defaults.pool]
+vdevs = 1
+vdev_size = "192M"
+[[test]]
+name = "recv"
+workload = "receive"
+corpus = { kind = "random", size = "8M", seed = 41 }
+threads = 2
+tunables = { zfs_recv_write_batch_size = "128K" }
+[[test]]
+name = "fio"
+workload = "fio"
+rw = "randrw"
+bs = "4k"
+size = "8M"
+runtime = 2
+tunables = { zfs_vdev_async_write_max_active = 3 }
+"""
+TRIALS = 30
+
+
+def _start(rf, params, out):
+    p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "--params-dir", str(params),
+                          "-o", str(out / "res"), "-d", str(out / "vd")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = threading.Event()
+    lines: list[str] = []
+
+    def read():
+        for ln in p.stdout:
+            lines.append(ln)
+            if ln.startswith("Starting ZFS target"):
+                started.set()
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    return p, started, lines, t
+
+
+def _watch_children(p, seen: set[int], until: float) -> None:
+    while time.monotonic() < until and p.poll() is None:
+        seen.update(pid for pid, _cmd in children(p.pid))
+        time.sleep(0.02)
+
+
+def test_signals_at_random_points_always_clean(tmp_path, params, lab):
+    rf = write_runfile(tmp_path, RUNFILE)
+    # how long an undisturbed run takes (from the moment its signal handlers are in place)
+    p, started, lines, reader = _start(rf, params, tmp_path / "calib")
+    assert started.wait(60), "".join(lines)
+    t0 = time.monotonic()
+    p.wait(timeout=300)
+    span = time.monotonic() - t0
+    reader.join(5)
+    assert p.returncode == 0, "".join(lines) + p.stderr.read()
+
+    rng = random.Random(20261122)
+    signalled, late = [], 0
+    for i in range(TRIALS):
+        sig = signal.SIGINT if i % 2 == 0 else signal.SIGTERM
+        delay = rng.uniform(0.0, 0.95 * span)
+        out = tmp_path / f"t{i}"
+        p, started, lines, reader = _start(rf, params, out)
+        assert started.wait(60), "".join(lines)
+        seen: set[int] = set()
+        _watch_children(p, seen, time.monotonic() + delay)
+        if p.poll() is not None:            # finished before its signal: not a trial of the signal path
+            late += 1
+            continue
+        p.send_signal(sig)
+        _watch_children(p, seen, time.monotonic() + 120)
+        p.wait(timeout=120)
+        reader.join(5)
+        err = p.stderr.read()
+        what = f"trial {i}: {sig.name} after {delay:.2f} s\n" + "".join(lines) + err
+        signalled.append(delay)
+        assert p.returncode == 3, what
+        assert "Traceback" not in err and "Interrupted:" in "".join(lines), what
+        assert (params / "zfs_recv_write_batch_size").read_text().strip() == DEFAULT_BATCH, what
+        assert (params / "zfs_vdev_async_write_max_active").read_text().strip() == "10", what
+        assert lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() == "", what
+        assert [f for f in (out / "vd").rglob("*") if f.is_file()] == [], what
+        assert [c for c in seen if proc.pid_alive(c)] == [], what
+    assert late <= 3 and len(signalled) >= TRIALS - 3, (late, span)
