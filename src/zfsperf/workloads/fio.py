@@ -240,8 +240,11 @@ class FioRun:
                 p.send_signal(2)                          # SIGINT: fio ends its jobs and prints results
                 signalled = True
             time.sleep(0.2)
-        reader.join(10)
-        err_t.join(10)
+        # stopped by a signal: over a shared ssh connection the pipes close only when the remote
+        # command ends, so do not wait for them
+        grace = 0.5 if ctx.procs.cancelled else 10
+        reader.join(grace)
+        err_t.join(grace)
         return "".join(self.text), b"".join(err_chunks).decode(errors="replace"), p.returncode
 
 
