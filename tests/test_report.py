@@ -186,3 +186,62 @@ def test_html_report_in_headless_chromium(ab_runs, tmp_path):
     dom2 = _chromium(f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", bad.as_uri())
     assert re.search(r"<body[^>]*>", dom2.stdout).group(0) != f'<body data-images="{n_img}/{n_img}">'
     assert _console_errors(dom2.stderr)
+
+
+def test_a_case_that_fails_in_new_fails_the_gate(ab_runs, tmp_path):
+    """Issue 12, defect 1: NEW's iterations all FAIL (a real run on zfs-fuse whose expectation is
+    unmet): the case does not vanish, it is shown and --fail-on-regression exits 1."""
+    rf = tmp_path / "failing.toml"
+    rf.write_text(AB.format(comp="off").replace("threads = 1", 'threads = 1\nexpect = { throughput = ">= 1000000 MiB/s" }')
+                  .replace("iterations = 5", "iterations = 2").replace("warmup = 1", "warmup = 0"))
+    res = zfsperf("run", "-q", "-r", str(rf), "-o", str(tmp_path / "f"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    new = last_dir(res.stdout)
+    gate = zfsperf("compare", str(ab_runs["a"]), str(new), "--fail-on-regression", "5")
+    assert gate.returncode == 1, gate.stdout + gate.stderr
+    assert "regression: recv" in gate.stderr and "2 FAIL" in gate.stderr
+    assert "FAILED" in gate.stdout
+    js = json.loads(zfsperf("compare", str(ab_runs["a"]), str(new), "--json").stdout)
+    (f,) = js["failures"]
+    assert f["old"] == {"PASS": 5} and f["new"] == {"FAIL": 2} and "expected throughput" in f["error"]
+
+
+def test_some_iterations_failing_in_new_fail_the_gate(tmp_path):
+    a = _write_results(tmp_path / "a", [100.0, 101.0, 99.0, 100.5, 100.2])
+    b = _write_results(tmp_path / "b", [100.0, 101.0, 99.0, 100.5, 100.2])
+    lines = (b / "results.jsonl").read_text().splitlines()
+    bad = json.loads(lines[2])
+    bad.update(status="KILLED", figures={}, error="timeout of 60 s: receive still running")
+    lines[2] = json.dumps(bad)
+    (b / "results.jsonl").write_text("\n".join(lines) + "\n")
+    res = zfsperf("compare", str(a), str(b), "--fail-on-regression", "5")
+    assert res.returncode == 1 and "1 KILLED, 4 PASS" in res.stderr, res.stdout + res.stderr
+    assert zfsperf("compare", str(a), str(a), "--fail-on-regression", "5").returncode == 0
+
+
+def test_exact_p_with_ties_and_no_ci_where_none_exists(tmp_path):
+    """Issue 12, defects 2 and 3: [1,1,1,1] vs [2,2,2,2] has exact p = 2/70 (the normal approximation
+    said 0.013, below the smallest p any test of 4 vs 4 can give); 2-3 iterations a side get no
+    "95 % CI" at all, 5 a side get a distribution-free one that holds the change."""
+    from zfsperf.report.compare import compare_values, min_p
+    ch = compare_values("c", "throughput", "MiB/s", [1.0] * 4, [2.0] * 4)
+    assert ch.p == pytest.approx(2 / 70) and ch.p >= min_p(4, 4)
+    for n in (2, 3):
+        ch = compare_values("c", "throughput", "MiB/s", [100.0 + i for i in range(n)], [50.0 + i for i in range(n)])
+        assert ch.ci_pct is None, ch
+    old = [100.0, 101.0, 99.0, 100.5, 100.2]
+    new = [90.0, 91.0, 89.0, 90.5, 90.1]
+    ch = compare_values("c", "throughput", "MiB/s", old, new)
+    lo, hi = ch.ci_pct
+    assert lo < ch.change_pct < hi < 0
+    # the report does not call an interval of 2 iterations a CI either
+    a = _write_results(tmp_path / "a", [100.0, 101.0])
+    b = _write_results(tmp_path / "b", [50.0, 51.0])
+    out = zfsperf("compare", str(a), str(b)).stdout
+    assert "%" in out and " … " not in out
+
+
+def test_txgs_per_second_is_context_not_a_goodness():
+    from zfsperf.report.compare import compare_values
+    ch = compare_values("c", "txgs", "TXGs/s", [1.0, 1.1, 1.0, 1.05, 1.02], [2.0, 2.1, 2.0, 2.05, 2.02])
+    assert ch.verdict == "no verdict"

@@ -312,21 +312,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"base": str(base.path), "new": str(new.path),
                           "changes": [c.as_dict() for c in cmp.changes], "geomeans": cmp.geomeans,
-                          "unmatched": cmp.unmatched}, indent=1))
+                          "failures": [f.as_dict() for f in cmp.failures], "unmatched": cmp.unmatched}, indent=1))
     else:
         from .ui import Console
         compare.render(cmp, Console().rich, figures)
     if args.html:
         from .report import html, summary
         html.write(Path(args.html), [(r, summary.build(r)) for r in (base, new)], cmp)
-    if not cmp.changes:
+    if not cmp.changes and not cmp.failures:
         print("zfsperf: no case matches between the two directories", file=sys.stderr)
         return 2
     if args.fail_on_regression is not None:
         worse = cmp.regressions(args.fail_on_regression)
-        if worse:
-            for c in worse:
-                print(f"regression: {c.case} {c.figure} {c.change_pct:+.1f} % (p = {c.p:.3f})", file=sys.stderr)
+        for c in worse:
+            print(f"regression: {c.case} {c.figure} {c.change_pct:+.1f} % (p = {c.p:.3f})", file=sys.stderr)
+        for f in cmp.failures:          # a case that stopped passing fails the gate, whatever its figures
+            print(f"regression: {f.case} {compare.StatusChange.text(f.old)} -> {compare.StatusChange.text(f.new)}"
+                  + (f": {f.error}" if f.error else ""), file=sys.stderr)
+        unjudged = sorted({c.case for c in cmp.changes if c.verdict == "too few iterations"})
+        if unjudged:
+            print(f"warning: too few iterations to judge {', '.join(unjudged)}: the gate cannot see a "
+                  "regression there", file=sys.stderr)
+        if worse or cmp.failures:
             return 1
     return 0
 

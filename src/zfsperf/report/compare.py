@@ -1,15 +1,22 @@
 """`zfsperf compare BASE NEW`: the same cases in two results directories, figure by figure.
 
-Per figure: old → new medians, change %, a bootstrap 95 % confidence interval for the change of the
-median, a Mann-Whitney U test (no normality assumed; benchstat's choice) and a verdict: better,
-worse, or not significant (`~`) — knowing which way is better from the unit (MiB/s, IOPS up;
-µs, s down). With too few iterations for the test to ever reach the significance level, it says
-so instead of guessing. A geometric-mean row per figure summarises all matched cases.
+Per figure: old → new medians, change %, a distribution-free 95 % confidence interval for the
+ratio new/old (the Mann-Whitney test inverted on log values: Bauer 1972 / Hodges-Lehmann; shown
+only where the sample sizes allow a 95 % interval at all, never a bootstrap that undercovers at
+n = 2-3), a Mann-Whitney U test (no normality assumed; benchstat's choice; exact permutation
+p-value for small samples, ties included) and a verdict: better, worse, or not significant (`~`)
+— knowing which way is better from the unit (MiB/s, IOPS up; µs, s down). With too few
+iterations for the test to ever reach the significance level, it says so instead of guessing.
+A geometric-mean row per figure summarises all matched cases.
+
+A case that PASSed in BASE and has FAIL/KILLED iterations in NEW is a failure of its own: shown,
+and it fails `--fail-on-regression` whatever its figures say.
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +26,7 @@ from scipy import stats as sps
 from .model import RunData, direction
 
 ALPHA = 0.05
-BOOTSTRAP_RESAMPLES = 2000
+EXACT_LIMIT = 13_000      # tied samples: exact permutation p while C(n1+n2, n1) is at most this (8 vs 8)
 NOISE_PCT = 1.0          # significant changes smaller than this are "within noise"
 
 
@@ -44,12 +51,29 @@ class FigureChange:
 
 
 @dataclass
+class StatusChange:
+    """A case that passed in BASE and did not (all or some iterations) in NEW."""
+    case: str
+    old: dict[str, int]          # status -> iterations
+    new: dict[str, int]
+    error: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"case": self.case, "old": self.old, "new": self.new, "error": self.error}
+
+    @staticmethod
+    def text(counts: dict[str, int]) -> str:
+        return ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
+
+
+@dataclass
 class Comparison:
     base: RunData
     new: RunData
     changes: list[FigureChange] = field(default_factory=list)
     geomeans: dict[str, float] = field(default_factory=dict)     # figure -> geometric mean of new/old ratios
     unmatched: list[str] = field(default_factory=list)
+    failures: list[StatusChange] = field(default_factory=list)
 
     def regressions(self, pct: float) -> list[FigureChange]:
         return [c for c in self.changes if c.verdict == "worse" and abs(c.change_pct) >= pct]
@@ -67,14 +91,65 @@ def needed_per_side(alpha: float = ALPHA) -> int:
     return n
 
 
-def _ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float] | None:
-    if len(a) < 2 or len(b) < 2 or np.median(a) == 0:
+@lru_cache(maxsize=512)
+def _u_cdf(n1: int, n2: int) -> np.ndarray:
+    """P(U <= u) for u = 0 … n1·n2 under the null hypothesis, no ties (exact counts)."""
+    # f[m][n] = counts of U over the arrangements of m and n values; f(m,n,u) = f(m-1,n,u-n) + f(m,n-1,u)
+    prev = [np.ones(1)] + [None] * n2          # m = 0: U is 0 in the one arrangement
+    for n in range(1, n2 + 1):
+        prev[n] = np.ones(1)
+    for m in range(1, n1 + 1):
+        cur: list = [np.ones(1)] + [None] * n2
+        for n in range(1, n2 + 1):
+            a = np.concatenate([np.zeros(n), prev[n]])       # f(m-1, n, u-n)
+            b = cur[n - 1]
+            size = m * n + 1
+            out = np.zeros(size)
+            out[:len(a)] += a[:size]
+            out[:len(b)] += b[:size]
+            cur[n] = out
+        prev = cur
+    counts = prev[n2]
+    return np.cumsum(counts) / counts.sum()
+
+
+def ratio_ci(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
+    """Distribution-free CI for new/old as a percentage change: the Mann-Whitney test inverted on
+    log values (pairwise differences log b_j - log a_i, order statistics k and n1·n2 + 1 - k).
+    None when the sizes cannot give `level` (2 vs 2 at 95 %) or a value is not positive."""
+    n1, n2 = len(a), len(b)
+    if n1 < 1 or n2 < 1 or np.any(a <= 0) or np.any(b <= 0):
         return None
-    res = sps.bootstrap((a, b), lambda x, y, axis=-1: (np.median(y, axis=axis) / np.median(x, axis=axis) - 1) * 100,
-                        n_resamples=BOOTSTRAP_RESAMPLES, method="percentile", vectorized=True,
-                        random_state=np.random.default_rng(0))
-    lo, hi = res.confidence_interval
-    return (float(lo), float(hi))
+    d = np.sort((np.log(b)[:, None] - np.log(a)[None, :]).ravel())
+    tail = (1 - level) / 2
+    if n1 * n2 <= 2500:
+        cdf = _u_cdf(min(n1, n2), max(n1, n2))
+        ok = np.nonzero(cdf <= tail)[0]          # P(U <= k-1) <= tail  <=>  k-1 in ok
+        if len(ok) == 0:
+            return None
+        k = int(ok[-1]) + 1
+    else:
+        mu, sd = n1 * n2 / 2, math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
+        k = max(1, int(math.floor(mu - sps.norm.ppf(1 - tail) * sd)))
+    lo, hi = d[k - 1], d[n1 * n2 - k]
+    return (float(np.expm1(lo) * 100), float(np.expm1(hi) * 100))
+
+
+def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Mann-Whitney U p-value, exact for small samples: without ties scipy's exact null
+    distribution; with ties an exact permutation test over every arrangement (midranks), where the
+    normal approximation is far off ([1,1,1,1] vs [2,2,2,2]: exact 0.029, approximation 0.013);
+    the tie-corrected normal approximation only beyond EXACT_LIMIT arrangements (n ≥ 9 a side)."""
+    tied = len(np.unique(np.concatenate([a, b]))) < len(a) + len(b)
+    if not tied and len(a) + len(b) <= 100:
+        return float(sps.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)
+    if tied and math.comb(len(a) + len(b), len(a)) <= EXACT_LIMIT:
+        res = sps.permutation_test((a, b), lambda x, y, axis: sps.mannwhitneyu(x, y, axis=axis,
+                                                                             method="asymptotic").statistic,
+                                   permutation_type="independent", alternative="two-sided",
+                                   n_resamples=np.inf, vectorized=True)
+        return float(min(1.0, res.pvalue))
+    return float(sps.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic").pvalue)
 
 
 def compare_values(case: str, figure: str, unit: str, old: list[float], new: list[float],
@@ -83,14 +158,16 @@ def compare_values(case: str, figure: str, unit: str, old: list[float], new: lis
     om, nm = float(np.median(a)), float(np.median(b))
     change = (nm / om - 1) * 100 if om else math.nan
     way = direction(figure, unit)
+    ci = ratio_ci(a, b)
     if min_p(len(a), len(b)) >= ALPHA:
         need = needed_per_side()
-        return FigureChange(case, figure, unit, old, new, om, nm, change, _ci(a, b), None, "too few iterations",
-                            f"{len(a)} vs {len(b)} iterations: no test can reach p < {ALPHA} (need ≥ {need} per side)")
+        return FigureChange(case, figure, unit, old, new, om, nm, change, ci, None, "too few iterations",
+                            f"{len(a)} vs {len(b)} iterations: no test can reach p < {ALPHA} and no 95 % "
+                            f"interval exists (need ≥ {need} per side)")
     if np.all(a == a[0]) and np.all(b == b[0]) and a[0] == b[0]:
         p = 1.0
     else:
-        p = float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+        p = mann_whitney_p(a, b)
     if way == 0:
         verdict = "no verdict"
     elif p >= ALPHA:
@@ -99,7 +176,7 @@ def compare_values(case: str, figure: str, unit: str, old: list[float], new: lis
         verdict = "within noise"
     else:
         verdict = "better" if (nm - om) * way > 0 else "worse"
-    return FigureChange(case, figure, unit, old, new, om, nm, change, _ci(a, b), p, verdict)
+    return FigureChange(case, figure, unit, old, new, om, nm, change, ci, p, verdict)
 
 
 def compare(base: RunData, new: RunData, noise_pct: float = NOISE_PCT) -> Comparison:
@@ -110,6 +187,11 @@ def compare(base: RunData, new: RunData, noise_pct: float = NOISE_PCT) -> Compar
         if nc is None:
             cmp.unmatched.append(f"{bc.case} (only in {base.label})")
             continue
+        bad = {s: n for s, n in nc.statuses().items() if s in ("FAIL", "KILLED")}
+        if bad and bc.passed:
+            err = next((r.get("error") for r in nc.records if r["status"] in bad and r.get("error")), "") or ""
+            cmp.failures.append(StatusChange(bc.case, bc.statuses(), nc.statuses(), err.splitlines()[0][:200]
+                                             if err else ""))
         for name in bc.figure_names():
             old, newv = bc.values(name), nc.values(name)
             if not old or not newv:
@@ -151,6 +233,9 @@ def render(cmp: Comparison, console: Any, figures: list[str] | None = None) -> N
         if figures and name not in figures:
             continue
         t.add_row("(geomean)", name, "", "", f"{(g - 1) * 100:+.1f} %", "", "", "")
+    for f in cmp.failures:
+        t.add_row(f.case, "(status)", StatusChange.text(f.old), StatusChange.text(f.new), "", "", "",
+                  "FAILED" + (f": {f.error}" if f.error else ""))
     console.print(t)
     notes = sorted({ch.note for ch in cmp.changes if ch.note})
     for n in notes:

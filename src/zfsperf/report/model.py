@@ -16,7 +16,8 @@ from ..results.stats import Summary, summarise
 from ..results.store import ResultsDir
 
 # which way is better, by unit (figures without a known direction are shown, never judged)
-HIGHER_BETTER_UNITS = {"MiB/s", "IOPS", "blocks/s", "TXGs/s", "ops", "hosts"}
+# TXGs/s is context (how often the pool synced), not a goodness: more txgs is neither better nor worse
+HIGHER_BETTER_UNITS = {"MiB/s", "IOPS", "blocks/s", "ops", "hosts"}
 LOWER_BETTER_UNITS = {"us", "ms", "s", "x"}
 NEUTRAL_FIGURES = {"bytes", "hosts", "sync_ops"}
 
