@@ -79,3 +79,15 @@ def test_cli_steady_on_a_file_that_is_not_a_series_is_exit_2(tmp_path, text):
     res = zfsperf("steady", str(p))
     assert res.returncode == 2, res.stdout + res.stderr
     assert str(p) in res.stderr and "never steady" not in res.stdout
+
+
+def test_cli_and_runner_share_one_default_window(tmp_path):
+    """Issue 12, defect 13: `zfsperf steady` without --window decides as the runner does."""
+    from zfsperf.steady import SteadySpec
+    p = tmp_path / "s.jsonl"
+    p.write_text("\n".join(json.dumps(x) for x in series({"arc_size_pct": [80.0] * 15})))
+    res = zfsperf("steady", str(p), "--json")
+    out = json.loads(res.stdout)
+    w = SteadySpec().criteria.window
+    assert w == Criteria().window
+    assert out["steady"] is True and out["first_steady_index"] == w

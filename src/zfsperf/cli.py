@@ -77,13 +77,17 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf")
     m.add_argument("--target", default="auto")
 
+    from .steady import Criteria
+    dflt = Criteria()                    # one set of defaults: the runner's and this command's
     p = sub.add_parser("steady", help="re-decide steady state from a recorded series (SNIA range/slope + vote)")
     p.add_argument("series")
-    p.add_argument("--window", type=int, default=20, help="samples per window W (default 20)")
+    p.add_argument("--window", type=int, default=dflt.window, help=f"samples per window W (default {dflt.window})")
     p.add_argument("--interval", type=float, help="re-sample the series to one sample per this many seconds")
-    p.add_argument("--range", type=float, default=0.20, help="R: max-min <= R*mean (default 0.20)")
-    p.add_argument("--slope", type=float, default=0.10, help="S: |slope|*span <= S*mean (default 0.10)")
-    p.add_argument("--quorum", type=float, default=0.70, help="fraction of metrics that must pass (default 0.70)")
+    p.add_argument("--range", type=float, default=dflt.range, help=f"R: max-min <= R*mean (default {dflt.range:g})")
+    p.add_argument("--slope", type=float, default=dflt.slope,
+                   help=f"S: |slope|*span <= S*mean (default {dflt.slope:g})")
+    p.add_argument("--quorum", type=float, default=dflt.quorum,
+                   help=f"fraction of metrics that must pass (default {dflt.quorum:g})")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("report", help="summarise results directories (nothing is re-run)")

@@ -129,3 +129,29 @@ def test_receive_error_that_is_not_a_timeout_is_not_killed(target, vdev_root, sm
         ctx.procs.stop_all()
         pools.destroy(pool)
         pools.cleanup_files()
+
+
+def test_incremental_receive_must_leave_its_own_snapshot(target, vdev_root, tmp_path):
+    """Issue 12, defect 7: after the base is received, s0@base exists; a receive that 'succeeds'
+    without creating @inc must not pass the check (any snapshot used to satisfy it)."""
+    import pytest
+
+    from zfsperf.workloads import corpus
+
+    inc = corpus.make(target, "incremental", "8M", seed=5, vdev_dir=vdev_root / "inc-corpus")
+    assert inc.stream.snapshot == "inc" and inc.base.snapshot == "base"
+    pools = PoolManager(target, vdev_root / "inc", run_id="faults")
+    pool = pools.create(PoolSpec(vdevs=1, vdev_size=256 << 20))
+    try:
+        parent = f"{pool.name}/rcv"
+        assert target.run(["zfs", "create", "-p", "-o", "mountpoint=none", parent]).ok
+        assert target.run(["zfs", "receive", f"{parent}/s0"], stdin_file=inc.base.path).ok
+        ctx = CaseContext(target=target, pool=pool, params={}, log=proc.NULL_LOG,
+                          deadline=time.monotonic() + 300, workdir=tmp_path, case_id="inc")
+        with pytest.raises(WorkloadFailed, match="@inc"):
+            ReceiveWorkload()._verify(ctx, parent, 1, inc.stream.snapshot)
+        assert target.run(["zfs", "receive", f"{parent}/s0"], stdin_file=inc.stream.path).ok
+        ReceiveWorkload()._verify(ctx, parent, 1, inc.stream.snapshot)        # now it is there
+    finally:
+        pools.destroy(pool)
+        pools.cleanup_files()

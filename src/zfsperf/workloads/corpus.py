@@ -30,7 +30,7 @@ from .sendstream import StreamError, StreamInfo, walk_file
 KINDS = ("random", "compressible", "small-records", "incremental")
 RECORDSIZE = {"random": "128K", "compressible": "128K", "small-records": "8K", "incremental": "128K"}
 COMPRESS_PCT = {"random": 0, "compressible": 60, "small-records": 60, "incremental": 0}
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2          # 2: streams record the snapshot they create
 
 
 def cache_dir() -> Path:
@@ -49,10 +49,12 @@ class Stream:
     write_bytes: int
     incremental: bool
     problem: str | None = None    # why walking its headers failed (the receive must then fail too)
+    snapshot: str = ""            # the snapshot a receive of it creates ("inc" of pool/ds@inc), from its BEGIN
 
     @classmethod
     def from_info(cls, path: str, info: StreamInfo) -> "Stream":
-        return cls(path, info.length, info.writes, info.write_bytes, info.incremental)
+        snap = info.toname.split("@", 1)[1] if "@" in info.toname else ""
+        return cls(path, info.length, info.writes, info.write_bytes, info.incremental, snapshot=snap)
 
 
 @dataclass

@@ -144,7 +144,7 @@ class ReceiveWorkload:
             raise WorkloadFailed("zfs receive failed: " + "; ".join(errors))
         if stream.problem:
             raise WorkloadFailed(f"zfs receive reported success on a stream zfsperf found broken: {stream.problem}")
-        self._verify(ctx, parent, threads)
+        self._verify(ctx, parent, threads, stream.snapshot)
         txg1 = target.txg(pool.name) if ctx.phase == "measure" else None
         if ctx.phase == "precondition":        # keep the pool from filling over many rounds
             target.run(["zfs", "destroy", "-r", parent], timeout=max(1.0, ctx.remaining()))
@@ -166,15 +166,20 @@ class ReceiveWorkload:
         corpus: corpus_mod.Corpus = prepared[corpus_mod.describe_spec(params["corpus"])]
         return corpus.stream.length * int(params.get("threads", 1))
 
-    def _verify(self, ctx: CaseContext, parent: str, threads: int) -> None:
-        """Every receive must have left its dataset and snapshot: a receive that 'succeeded'
-        without them is a failure (the receive-batching PR's follow-up bug)."""
+    def _verify(self, ctx: CaseContext, parent: str, threads: int, snapshot: str = "") -> None:
+        """Every receive must have left its dataset and THE snapshot its stream creates (for an
+        incremental, @inc: the base's @base proves nothing): a receive that 'succeeded' without
+        it is a failure (the receive-batching PR's follow-up bug). A stream whose snapshot name is
+        unknown (headers unreadable) needs some snapshot."""
         res = ctx.target.run(["zfs", "list", "-H", "-t", "snapshot", "-o", "name", "-r", parent])
-        snaps = res.stdout.split() if res.ok else []
-        got = {s.split("@")[0] for s in snaps}
-        missing = [f"{parent}/s{i}" for i in range(threads) if f"{parent}/s{i}" not in got]
+        snaps = set(res.stdout.split()) if res.ok else set()
+        if snapshot:
+            missing = [f"{parent}/s{i}@{snapshot}" for i in range(threads) if f"{parent}/s{i}@{snapshot}" not in snaps]
+        else:
+            got = {s.split("@")[0] for s in snaps}
+            missing = [f"{parent}/s{i}" for i in range(threads) if f"{parent}/s{i}" not in got]
         if missing:
-            raise WorkloadFailed(f"receive reported success but left no snapshot in {', '.join(missing)}")
+            raise WorkloadFailed(f"receive reported success but left no snapshot {', '.join(missing)}")
 
     def _live(self, ctx: CaseContext, procs, length: int, t0: float, stop: threading.Event) -> None:
         last_total, last_t = 0, t0
