@@ -3,6 +3,7 @@ the runner: a series is recorded, the verdict is recorded, the measurement comes
 the offline `zfsperf steady` re-decides the same first steady sample from the stored series."""
 
 import json
+import re
 import subprocess
 import time
 
@@ -150,3 +151,34 @@ def test_gate_in_the_runner_and_offline_agreement(lab, tmp_path):
     # record mode (the default): a verdict and a series, no preconditioning
     assert recorded["steady"]["mode"] == "record" and "rounds" not in recorded["steady"]
     assert (d / recorded["series"]).exists()
+
+
+def test_pool_metrics_are_read_under_a_comma_decimal_locale(target, vdev_root, tmp_path, monkeypatch):
+    """Issue 12, defect 9: zfs-fuse's `zpool iostat` honours the locale (11,4T under de_DE) and
+    every pool sample used to become null. zfsperf runs its tools with LC_ALL=C."""
+    loc = tmp_path / "locales"
+    loc.mkdir()
+    made = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", str(loc / "de_DE.UTF-8")],
+                          capture_output=True, text=True)
+    assert (loc / "de_DE.UTF-8").is_dir(), made.stderr
+    monkeypatch.setenv("LOCPATH", str(loc))
+    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
+    pm = PoolManager(target, vdev_root / "locale", run_id="t")
+    pool = pm.create(PoolSpec(vdevs=1, vdev_size=256 << 20))
+    try:
+        # the precondition: under this locale zfs-fuse's own tool prints decimal commas
+        raw = subprocess.run(target.wrap(["zpool", "iostat", pool.name]), capture_output=True, text=True)
+        assert re.search(r"\d,\d", raw.stdout), raw.stdout
+        s = Sampler(target, pool.name, tmp_path / "s.jsonl", interval=0.5)
+        s.start()
+        dd = subprocess.run(target.wrap(["dd", "if=/dev/urandom", f"of={pool.mountpoint}/f", "bs=1M",
+                                         "count=48", "conv=fsync", "status=none"]), timeout=120)
+        time.sleep(2.6)
+        s.stop()
+        assert dd.returncode == 0
+        lines = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+        assert any(isinstance(x["metrics"].get("pool_mibs"), float) for x in lines), lines
+        assert "pool_mibs" not in s.unreadable()
+    finally:
+        pm.destroy(pool)
+        pm.cleanup_files()

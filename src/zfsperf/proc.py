@@ -58,6 +58,12 @@ class CommandLog:
 NULL_LOG = CommandLog(None)
 
 
+def c_locale_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment every command runs with: LC_ALL=C, so that tools print numbers the way
+    zfsperf parses them (zfs-fuse's `zpool iostat` prints 11,4T under a comma-decimal locale)."""
+    return {**(os.environ if env is None else env), "LC_ALL": "C"}
+
+
 def run(argv: Sequence[str], *, log: CommandLog = NULL_LOG, stdin: IO[bytes] | int | None = None,
         input: str | None = None, timeout: float | None = None, env: dict[str, str] | None = None,
         note: str = "", stdout: IO[bytes] | None = None, cwd: str | None = None) -> Completed:
@@ -69,7 +75,7 @@ def run(argv: Sequence[str], *, log: CommandLog = NULL_LOG, stdin: IO[bytes] | i
     try:
         cp = subprocess.run(argv, stdin=stdin if input is None else None, input=input,
                             stdout=subprocess.PIPE if stdout is None else stdout,
-                            stderr=subprocess.PIPE, text=True, timeout=timeout, env=env,
+                            stderr=subprocess.PIPE, text=True, timeout=timeout, env=c_locale_env(env),
                             errors="replace", cwd=cwd)
         res = Completed(argv, cp.returncode, cp.stdout or "", cp.stderr or "", time.monotonic() - t0)
     except subprocess.TimeoutExpired as e:

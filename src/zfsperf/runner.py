@@ -274,6 +274,11 @@ class Runner:
                     record["steady"] = steady.summary(steady.decide(samples, t.steady.criteria), samples,
                                                       t.steady)
                 record["sampler"] = sampler.overhead()
+                dead = sampler.unreadable()
+                if dead:                     # said out loud: a null source must not pass for a quiet one
+                    record["sampler"]["unreadable"] = dead
+                    self.ui.say(f"warning: {case.id}: {', '.join(dead)} could not be read in any sample "
+                                f"of this case (see {record['series']})")
             record["figures"] = figures
             record.update(ctx.extra)
             unmet = [m for m in (e.check(figures) for e in t.expect) if m]

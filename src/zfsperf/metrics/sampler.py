@@ -221,6 +221,16 @@ class Sampler:
         except Exception:  # noqa: BLE001 - zfs-fuse: compiled-in default
             return float(L2ARC_WRITE_MAX_DEFAULT)
 
+    def unreadable(self) -> list[str]:
+        """Metrics that were null in every sample of the case (a source that never answered: a
+        format that did not parse, a kstat that is not there). Needs 3 samples: rates start null."""
+        with self.lock:
+            samples = list(self.samples)
+        if len(samples) < 3:
+            return []
+        names = sorted({n for s in samples for n in s.get("metrics", {})})
+        return [n for n in names if all(s.get("metrics", {}).get(n) is None for s in samples)]
+
     def overhead(self) -> dict[str, Any]:
         n = len(self.cpu_per_sample)
         out: dict[str, Any] = {"samples": n,

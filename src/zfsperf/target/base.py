@@ -52,7 +52,7 @@ class Target(ABC):
         f = open(stdin_file, "rb") if stdin_file else None
         try:
             return subprocess.Popen(self.wrap(argv), stdin=f or stdin, stdout=stdout, stderr=stderr,
-                                    start_new_session=True)
+                                    start_new_session=True, env=proc.c_locale_env())
         finally:
             if f:
                 f.close()

@@ -76,7 +76,8 @@ class Ssh:
         self.log = log
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
-        return [*self.prefix, shlex.join(str(a) for a in argv)]
+        # the remote shell gets one quoted command line; LC_ALL=C there too (ssh may forward LANG)
+        return [*self.prefix, "LC_ALL=C " + shlex.join(str(a) for a in argv)]
 
     def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = 120,
             log: proc.CommandLog | None = None) -> proc.Completed:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import proc
 from ..errors import InputError
 from ..metrics import fiojson
 from ..metrics.iostat import PoolLatency
@@ -226,6 +227,7 @@ class FioRun:
         runner = ctx.target if not self.clients else None
         p = ctx.procs.add(runner.popen(self.argv) if runner is not None else
                           subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                           env=proc.c_locale_env(),
                                            stderr=subprocess.PIPE, start_new_session=True))
         reader = threading.Thread(target=self._reader, args=(p.stdout,), daemon=True)
         reader.start()
