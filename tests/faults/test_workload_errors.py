@@ -155,3 +155,37 @@ def test_incremental_receive_must_leave_its_own_snapshot(target, vdev_root, tmp_
     finally:
         pools.destroy(pool)
         pools.cleanup_files()
+
+
+def test_each_stream_is_timed_by_its_own_exit(target, vdev_root, small_corpus, tmp_path):
+    """Issue 12, defect 5: ends used to be stamped in collection order, so a stream that finished
+    while an earlier one was still being waited for got that one's end. Here the wait for stream 0
+    is held up by 1.5 s (injected after its real exit): the other streams keep their own times."""
+    class SlowFirstWait(proc.ProcessSet):
+        def add(self, p):
+            if not self._procs:
+                real = p.communicate
+
+                def communicate(*a, **k):
+                    out = real(*a, **k)
+                    time.sleep(1.5)
+                    return out
+                p.communicate = communicate
+            return super().add(p)
+
+    pools = PoolManager(target, vdev_root / "streams", run_id="faults")
+    pool = pools.create(PoolSpec(vdevs=1, vdev_size=384 << 20))
+    spec = {"file": small_corpus.stream.path}
+    ctx = CaseContext(target=target, pool=pool, params={"corpus": spec, "threads": 3}, log=proc.NULL_LOG,
+                      deadline=time.monotonic() + 300, prepared={describe_spec(spec): small_corpus},
+                      workdir=tmp_path, case_id="streams", procs=SlowFirstWait())
+    try:
+        figs = ReceiveWorkload().run(ctx)
+        secs = [s["seconds"] for s in ctx.extra["streams"]]
+        assert secs[0] >= 1.5 and all(x < secs[0] - 1.0 for x in secs[1:]), secs
+        mibs = [small_corpus.stream.length / (1 << 20) / x for x in secs]
+        assert figs["per_stream"]["value"] == __import__("pytest").approx(sum(mibs) / 3, rel=1e-3)
+    finally:
+        ctx.procs.stop_all()
+        pools.destroy(pool)
+        pools.cleanup_files()

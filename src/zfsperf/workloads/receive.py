@@ -122,24 +122,40 @@ class ReceiveWorkload:
         if ctx.live is not None and ctx.phase == "measure":
             threading.Thread(target=self._live, args=(ctx, procs, stream.length, t0, stop_live),
                              daemon=True).start()
-        ends: list[float] = []
+        # every receive is waited for in its own thread, so each one's end is its own exit time
+        # (waiting in turn would stamp a stream that ended early with a later stream's end)
+        ends: list[float | None] = [None] * len(procs)
+        outs: list[tuple[bytes, bytes] | BaseException | None] = [None] * len(procs)
+
+        def wait(i: int, p: subprocess.Popen) -> None:
+            try:
+                outs[i] = p.communicate()
+            except BaseException as e:  # noqa: BLE001 - re-raised in the workload's thread below
+                outs[i] = e
+            ends[i] = time.monotonic()
+        waiters = [threading.Thread(target=wait, args=(i, p), daemon=True) for i, (_n, _a, p) in enumerate(procs)]
         errors: list[str] = []
         try:
-            for name, argv, p in procs:
-                try:
-                    out, err = p.communicate(timeout=max(0.1, ctx.remaining()))
-                except subprocess.TimeoutExpired as e:     # only a timeout is KILLED
-                    raise CaseTimeout(f"receive into {name} still running at the case timeout") from e
-                ends.append(time.monotonic())
-                text = (err or b"").decode(errors="replace").strip()
+            for w in waiters:
+                w.start()
+            for (name, argv, p), w in zip(procs, waiters):
+                w.join(max(0.1, ctx.remaining()))
+                if w.is_alive():                # only a timeout is KILLED
+                    raise CaseTimeout(f"receive into {name} still running at the case timeout")
+            for i, (name, argv, p) in enumerate(procs):
+                out = outs[i]
+                if isinstance(out, BaseException):
+                    raise out
+                text = ((out or (b"", b""))[1] or b"").decode(errors="replace").strip()
                 ctx.log.write(f"$ {' '.join(target.wrap(argv))} < {stream.path}\n# exit {p.returncode}, "
-                              f"{ends[-1] - t0:.3f} s" + (f"\n  ! {text}" if text else ""))
+                              f"{(ends[i] or t0) - t0:.3f} s" + (f"\n  ! {text}" if text else ""))
                 if p.returncode != 0:
                     errors.append(f"{name}: {text or f'exit status {p.returncode}'}")
         finally:
             stop_live.set()
             ctx.end_progress()
-        elapsed = max(ends) - t0
+        end_times = [e for e in ends if e is not None]
+        elapsed = max(end_times) - t0
         if errors:
             raise WorkloadFailed("zfs receive failed: " + "; ".join(errors))
         if stream.problem:
@@ -150,7 +166,10 @@ class ReceiveWorkload:
             target.run(["zfs", "destroy", "-r", parent], timeout=max(1.0, ctx.remaining()))
 
         nbytes = stream.length * threads
-        per_stream = [stream.length / MIB / (e - s) for s, e in zip(starts, ends) if e > s]
+        per_stream = [stream.length / MIB / (e - s) for s, e in zip(starts, end_times) if e > s]
+        if ctx.phase == "measure":
+            ctx.extra["streams"] = [{"dataset": n, "seconds": round(e - st, 4)}
+                                    for (n, _a, _p), st, e in zip(procs, starts, end_times)]
         figs: Figures = {
             "throughput": figure(nbytes / MIB / elapsed, "MiB/s"),
             "per_stream": figure(sum(per_stream) / len(per_stream), "MiB/s"),
