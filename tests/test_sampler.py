@@ -182,3 +182,18 @@ def test_pool_metrics_are_read_under_a_comma_decimal_locale(target, vdev_root, t
     finally:
         pm.destroy(pool)
         pm.cleanup_files()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_l2arc_fill_is_allocated_bytes_and_l2_reads_are_a_metric(version):
+    """Issue 12, defect 10: l2_size_frac divides l2_asize (what the cache device holds) by its
+    capacity, not the logical l2_size; L2ARC reads, which the pool row of `zpool iostat` leaves
+    out, are their own metric (l2_read_mibs)."""
+    before = parse_named(fixture(version, "kstat_arcstats_before_load.txt"))
+    final = parse_named(fixture(version, "kstat_arcstats_final.txt"))
+    assert final["l2_asize"] < final["l2_size"]                  # compressed ARC: they differ
+    cap = 4 << 30
+    iv = arc.interval_metrics(before, final, 100.0, l2_capacity=cap, l2_write_max=8 << 20)
+    assert iv["l2_size_frac"] == pytest.approx(final["l2_asize"] / cap)
+    assert iv["l2_read_mibs"] == pytest.approx((final["l2_read_bytes"] - before["l2_read_bytes"]) / 100 / 2**20)
+    assert iv["l2_read_mibs"] > 0

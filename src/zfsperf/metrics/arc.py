@@ -11,7 +11,8 @@ from typing import Mapping
 
 # the arcstats fields the sampler reads (zfs-fuse reads one file per field: read only these)
 FIELDS = ("size", "c_max", "hits", "misses", "mru_size", "mfu_size", "data_size", "metadata_size",
-          "l2_size", "l2_hits", "l2_misses", "l2_write_bytes")
+          "l2_size", "l2_asize", "l2_hits", "l2_misses", "l2_read_bytes", "l2_write_bytes")
+MIB = 1048576.0
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -40,10 +41,18 @@ def interval_metrics(prev: Mapping[str, float] | None, cur: Mapping[str, float],
     elif "hits" in cur:
         out["arc_hit_ratio"] = None
     if l2_capacity:                          # L2 metrics only where the pool has cache devices
-        out["l2_size_frac"] = _ratio(cur["l2_size"], l2_capacity) if "l2_size" in cur else None
+        # the device fills with allocated bytes: l2_asize (OpenZFS; compressed), not the logical
+        # l2_size; zfs-fuse (pool v23, no compressed ARC) publishes only l2_size, which is both
+        used = cur.get("l2_asize", cur.get("l2_size"))
+        out["l2_size_frac"] = _ratio(used, l2_capacity) if used is not None else None
         out["l2_write_frac"] = None
         out["l2_hit_ratio"] = None
+        # reads served by the cache devices: `zpool iostat`'s pool row leaves cache devices out,
+        # so an L2ARC-fed read load is invisible to pool_kops/pool_mibs without this
+        out["l2_read_mibs"] = None
         if prev is not None and dt > 0:
+            if "l2_read_bytes" in cur and "l2_read_bytes" in prev:
+                out["l2_read_mibs"] = (cur["l2_read_bytes"] - prev["l2_read_bytes"]) / dt / MIB
             if l2_write_max and "l2_write_bytes" in cur and "l2_write_bytes" in prev:
                 out["l2_write_frac"] = (cur["l2_write_bytes"] - prev["l2_write_bytes"]) / dt / l2_write_max
             if "l2_hits" in cur and "l2_hits" in prev:
