@@ -1,6 +1,7 @@
 """fio JSON parsers on output captured from real fio-3.33 against real OpenZFS, and the quantize
 renderer against seed 003's exact layout."""
 
+import json
 
 import pytest
 
@@ -82,3 +83,56 @@ def test_quantize_matches_seed_003_layout():
               16384: 774, 32768: 173, 65536: 26, 131072: 22, 262144: 5}
     rows = quantize(((b * 1000 + 1, c) for b, c in counts.items()), scale=1000)
     assert render(rows) == SEED_READ
+
+
+def _old(obj, version):
+    """A real fio 3.33 result made to look as fio < 3.18 prints it: no N in the latency, an old
+    "fio version" (derived from the real capture; fio 3.7 JSON lacks exactly that field)."""
+    import copy
+    o = copy.deepcopy(obj)
+    o["fio version"] = version
+    for j in o["jobs"]:
+        for cls in ("read", "write", "trim"):
+            j[cls]["clat_ns"].pop("N", None)
+            j[cls]["lat_ns"].pop("N", None)
+    return o
+
+
+@pytest.mark.parametrize("version", ["fio-3.7", "fio-2.2.10"])
+def test_fio_older_than_3_18_is_refused_clearly(version):
+    """Issue 12, defect 8: without N the merged latency was the first job's, and fio 2.x bytes are
+    KiB: refused, naming the version, instead of a number that looks right."""
+    obj = json.loads(fixture("openzfs-2.3.2", "fio_randrw_70-30_4k_numjobs2_jsonplus.json"))
+    with pytest.raises(InputError, match=version.replace(".", r"\.") + ".*3.18"):
+        fiojson.result(_old(obj, version))
+    # the same without a version string: refused for the missing N itself
+    o = _old(obj, "fio-3.7")
+    del o["fio version"]
+    with pytest.raises(InputError, match="no sample count N"):
+        fiojson.result(o)
+
+
+def test_percentiles_without_bins_do_not_merge_to_the_first_jobs():
+    obj = json.loads(fixture("openzfs-2.3.2", "fio_randrw_70-30_4k_numjobs2_jsonplus.json"))
+    for j in obj["jobs"]:
+        for cls in ("read", "write", "trim"):
+            j[cls]["clat_ns"].pop("bins", None)
+    first = fiojson.class_stats(obj["jobs"][0], "read")
+    assert first.percentiles_ns and not first.bins
+    merged = fiojson.result(obj).classes["read"]
+    assert merged.percentiles_ns == {}                  # unknown, not job 0's
+    assert merged.lat_n == sum(j["read"]["clat_ns"]["N"] for j in obj["jobs"])
+
+
+def test_unified_mixed_output_is_read_not_dropped():
+    obj = json.loads(fixture("openzfs-2.3.2", "fio_randrw_70-30_4k_numjobs2_jsonplus.json"))
+    for j in obj["jobs"]:
+        j["mixed"] = j.pop("read")
+        j.pop("write"), j.pop("trim")
+        j.pop("sync", None)
+    res = fiojson.result(obj)
+    assert set(res.classes) == {"mixed"} and res.classes["mixed"].ios > 0
+    for j in obj["jobs"]:
+        j.pop("mixed")
+    with pytest.raises(InputError, match="no I/O class"):
+        fiojson.result(obj)

@@ -4,7 +4,13 @@ form, json+ latency bins, and the stream of objects `--status-interval` prints.
 Per I/O class (read, write, trim, sync) zfsperf keeps: I/Os, bytes, runtime, IOPS, MiB/s, and the
 completion latency (`clat_ns`; for sync, `lat_ns`): mean, stddev, percentiles, max and, with json+,
 the bins (ns -> count). Several job entries (numjobs without group_reporting, or several hosts)
-merge exactly: counts and bins add, means weight by N, variances pool.
+merge exactly: counts and bins add, means weight by N, variances pool. Percentiles merge only
+through bins: entries without them (plain json) leave the merged percentiles unknown, never the
+first entry's.
+
+fio older than 3.18 prints no latency sample count `N` (a merged mean would silently be the first
+job's), and fio 2.x reports bandwidth in KiB/s: such output is refused with a clear error rather
+than read wrongly. `unified_rw_reporting` output (one "mixed" class) is read as the class "mixed".
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from typing import Any
 
 from ..errors import InputError
 
-CLASSES = ("read", "write", "trim", "sync")
+CLASSES = ("read", "write", "trim", "sync", "mixed")
+MIN_FIO = (3, 18)           # the first fio whose JSON carries N in clat_ns/lat_ns
 PERCENTILES = ("50.000000", "90.000000", "99.000000", "99.900000")
 AGGREGATE_HOST = "All clients"
 
@@ -68,6 +75,8 @@ class ClassStats:
     bw_reported: float = 0.0                                  # bytes/s as fio computed them
 
     def merge(self, o: "ClassStats") -> None:
+        a_has, b_has = self.lat_n > 0, o.lat_n > 0
+        both_bins = bool(self.bins) and bool(o.bins)
         n = self.lat_n + o.lat_n
         if n:
             mean = (self.lat_mean_ns * self.lat_n + o.lat_mean_ns * o.lat_n) / n
@@ -82,10 +91,14 @@ class ClassStats:
             self.bins[k] = self.bins.get(k, 0) + v
         self.iops_reported += o.iops_reported
         self.bw_reported += o.bw_reported
-        if self.bins:
-            self.percentiles_ns = percentiles_from_bins(self.bins)
-        elif not self.percentiles_ns:
+        if not b_has:
+            pass                                          # nothing measured there: ours stand
+        elif not a_has:
             self.percentiles_ns = dict(o.percentiles_ns)
+        elif both_bins:
+            self.percentiles_ns = percentiles_from_bins(self.bins)
+        else:
+            self.percentiles_ns = {}      # percentiles of two sample sets do not merge without bins
 
     @property
     def iops(self) -> float:
@@ -130,6 +143,9 @@ def class_stats(entry: dict[str, Any], cls: str, where: str = "job") -> ClassSta
         lat = d.get("lat_ns")
     if not isinstance(lat, dict):
         lat = {}
+    if ios and lat and "N" not in lat:
+        raise InputError(f"{where}.{cls}: the latency has no sample count N (fio older than 3.18?): "
+                         "means could not be merged right; use fio >= 3.18", field=f"{where}.{cls}.clat_ns.N")
     st = ClassStats(ios=ios, bytes=int(_num(d, "io_bytes", f"{where}.{cls}")) if cls != "sync" else 0,
                     runtime_ms=_num(d, "runtime", f"{where}.{cls}") if cls != "sync" else 0.0,
                     lat_n=int(_num(lat, "N", f"{where}.{cls}.lat")),
@@ -182,8 +198,33 @@ def _merge_entries(entries: list[dict[str, Any]], where: str) -> tuple[dict[str,
     return classes, errors
 
 
+def fio_version(obj: dict[str, Any]) -> tuple[int, int] | None:
+    """(major, minor) of "fio version": "fio-3.33"; None when absent or unreadable."""
+    v = obj.get("fio version")
+    if not isinstance(v, str):
+        return None
+    parts = v.strip().removeprefix("fio-").split(".")
+    try:
+        return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0) if len(parts) > 1 else 0
+    except ValueError:
+        return None
+
+
 def result(obj: dict[str, Any], jobname: str | None = None) -> FioResult:
     """A fio result object in either form as a FioResult (only the jobs called jobname, if given)."""
+    ver = fio_version(obj)
+    if ver is not None and ver < MIN_FIO:
+        raise InputError(f"fio JSON from {obj.get('fio version')}: zfsperf reads fio >= "
+                         f"{MIN_FIO[0]}.{MIN_FIO[1]} (older JSON has no latency sample counts, and fio 2.x "
+                         "reports bandwidth in KiB/s); upgrade fio on every host", field="fio version")
+    res = _result(obj, jobname)
+    if not res.classes and not res.errors:
+        raise InputError("fio JSON holds no I/O class zfsperf reads (read, write, trim, sync, mixed)",
+                         field="jobs")
+    return res
+
+
+def _result(obj: dict[str, Any], jobname: str | None) -> FioResult:
     if "client_stats" in obj:
         stats = obj["client_stats"]
         if not isinstance(stats, list):
