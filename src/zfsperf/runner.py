@@ -156,8 +156,10 @@ class Runner:
                 self._close_target(target, rd)
             for line in replay(journal):       # anything an interrupt cut short
                 self.ui.say(f"journal: {line}")
+        try:                                   # a signal while summarising is still recorded, not raised
+            return self._summarise(rd, t_start, interrupted or self._interrupt is not None)
+        finally:
             self._restore_signals(old_handlers)
-        return self._summarise(rd, t_start, interrupted or self._interrupt is not None)
 
     # ------------------------------------------------------------------ cases
     def _run_cases(self, rf: Runfile, cases: list[Case], done: set[tuple[str, int]], rd: ResultsDir,
@@ -524,6 +526,10 @@ class Runner:
         self.ui.print_table(table)
         for ln in lines:
             self.ui.summary_line(ln)
+        if self._interrupt is not None and not interrupted:
+            self.ui.summary_line(f"Interrupted:\t{signal.Signals(self._interrupt).name} came while the run "
+                                 "was finishing; every case above had ended")
+            return 3
         if interrupted:
             return 3
         if not ran:
