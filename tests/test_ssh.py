@@ -3,6 +3,7 @@ zfs-fuse lab's namespace so that its sessions reach the lab's daemon), a key mad
 zfsperf creating, measuring and destroying its pool over ssh."""
 
 import json
+from pathlib import Path
 import os
 import socket
 import subprocess
@@ -130,3 +131,21 @@ def test_run_over_ssh_creates_measures_destroys(sshd, lab, tmp_path):
     assert not any(vdevs.rglob("vdev*"))
     log = (d / "logs").glob("*.log")
     assert any("ssh" in p.read_text() and "zpool create" in p.read_text() for p in log)
+
+
+def test_remote_receive_reads_a_copy_on_the_remote_host(sshd, lab, tmp_path):
+    """Issue 12, defect 6: the sendfile is copied to the remote host once and zfs receive reads it
+    there; nothing of the stream goes through ssh while a receive is timed."""
+    vdevs = tmp_path / "vdevs"
+    rf = write_runfile(tmp_path, SSH_RUN.split("[[test]]\nname = \"fio\"")[0])
+    res = zfsperf("run", "--target", sshd, "-r", str(rf), "-o", str(tmp_path / "o"), "-d", str(vdevs))
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    (recv,) = records(d)
+    assert recv["status"] == "PASS"
+    text = "".join(p.read_text() for p in (d / "logs").glob("recv*.log"))
+    receives = [ln for ln in text.splitlines() if "zfs receive" in ln and ln.startswith("$ ")]
+    assert len(receives) == 2 and all("< /var/tmp/zfsperf-streams/" in ln for ln in receives), receives
+    # the copy is on the remote machine (here the same machine, reached over ssh) at full size
+    copied = [ln.split("< ")[-1] for ln in receives]
+    assert all(Path(c).stat().st_size == recv["figures"]["bytes"]["value"] / 2 for c in copied)

@@ -45,9 +45,15 @@ class Target(ABC):
             return proc.run(self.wrap(argv), log=log, timeout=timeout, input=input, stdin=fin,
                             stdout=fout, note=note)
 
+    def stage_stream(self, local_path: str) -> str:
+        """The path on the target's machine of a sendfile that is on this one (a remote target
+        copies it there once, so that receive figures never include the transport)."""
+        return local_path
+
     def popen(self, argv: Sequence[str], *, stdin_file: str | None = None,
               stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE) -> subprocess.Popen:
-        """Start argv on the target in its own process group (stopped later by pid)."""
+        """Start argv on the target in its own process group (stopped later by pid); stdin_file
+        is a file on the target's machine (this one, for a local target)."""
         stdin: Any = subprocess.DEVNULL
         f = open(stdin_file, "rb") if stdin_file else None
         try:

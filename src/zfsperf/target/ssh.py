@@ -157,10 +157,37 @@ class _SshMixin:
         return None
 
     def run(self, argv: Sequence[str], **kw: Any) -> proc.Completed:
-        """Target.run over ssh, with ssh's own quick failures retried (never a streamed stdin)."""
+        """Target.run over ssh, with ssh's own quick failures retried; stdin_file is a file on
+        the remote host (see stage_stream)."""
         if kw.get("stdin_file"):
-            return Target.run(self, argv, **kw)  # type: ignore[arg-type]
+            argv = ["sh", "-c", self._FROM_FILE, "sh", kw.pop("stdin_file"), *argv]
         return retry_ssh_failure(lambda: Target.run(self, argv, **kw))  # type: ignore[arg-type]
+
+    # a file on the remote machine as a command's stdin, without a shell string built from input:
+    # the script is fixed, the path and the argv are its positional parameters
+    _FROM_FILE = 'f=$1; shift; exec "$@" < "$f"'
+    _STAGE = 'mkdir -p -- "${1%/*}" && cat > "$1.part" && mv -f -- "$1.part" "$1"'
+    STREAM_DIR = "/var/tmp/zfsperf-streams"
+
+    def stage_stream(self, local_path: str) -> str:
+        """Copy a sendfile to the remote host once (kept by name and size in STREAM_DIR), so that
+        receives there read a local file and the figures never include ssh's transport."""
+        size = os.path.getsize(local_path)
+        remote = f"{self.STREAM_DIR}/{os.path.basename(local_path)}"
+        have = self.ssh.run(["stat", "-c", "%s", "--", remote], log=proc.NULL_LOG)
+        if have.ok and have.stdout.strip() == str(size):
+            return remote
+        res = Target.run(self, ["sh", "-c", self._STAGE, "sh", remote], stdin_file=local_path,  # type: ignore[arg-type]
+                         timeout=3600)
+        if not res.ok:
+            raise TargetError(f"copying {local_path} to {self.ssh.url}:{remote} failed: {res.error_text()}")
+        return remote
+
+    def popen(self, argv: Sequence[str], *, stdin_file: str | None = None, **kw: Any) -> Any:
+        """stdin_file is a file on the remote host (see stage_stream): read there, not piped."""
+        if stdin_file:
+            argv = ["sh", "-c", self._FROM_FILE, "sh", stdin_file, *argv]
+        return Target.popen(self, argv, **kw)  # type: ignore[arg-type]
 
     def stage_file(self, local_path: str) -> str:
         remote_dir = f"/tmp/zfsperf-stage-{os.getpid()}"

@@ -50,6 +50,7 @@ class Stream:
     incremental: bool
     problem: str | None = None    # why walking its headers failed (the receive must then fail too)
     snapshot: str = ""            # the snapshot a receive of it creates ("inc" of pool/ds@inc), from its BEGIN
+    on_target: str = ""           # its path on the target's machine (set for each run by the receive workload)
 
     @classmethod
     def from_info(cls, path: str, info: StreamInfo) -> "Stream":

@@ -83,7 +83,12 @@ class ReceiveWorkload:
     def prepare(self, test: dict[str, Any], target: Target, vdev_dir: Path,
                 progress: Callable[[str], None] | None) -> dict[str, corpus_mod.Corpus]:
         specs = test["corpus"] if isinstance(test["corpus"], list) else [test["corpus"]]
-        return {corpus_mod.describe_spec(s): corpus_mod.resolve(target, s, vdev_dir, progress) for s in specs}
+        out = {corpus_mod.describe_spec(s): corpus_mod.resolve(target, s, vdev_dir, progress) for s in specs}
+        for c in out.values():           # a remote target reads its own copy: no transport in the figures
+            for st in (c.stream, c.base):
+                if st is not None:
+                    st.on_target = target.stage_stream(st.path)
+        return out
 
     def run(self, ctx: CaseContext) -> Figures:
         corpus: corpus_mod.Corpus = ctx.prepared[corpus_mod.describe_spec(ctx.params["corpus"])]
@@ -97,7 +102,7 @@ class ReceiveWorkload:
         force = ["-F"] if ctx.params.get("force") else []
         if corpus.base is not None:          # incremental: the base goes in first, untimed
             for name in names:
-                r = target.run(["zfs", "receive", *force, name], stdin_file=corpus.base.path,
+                r = target.run(["zfs", "receive", *force, name], stdin_file=corpus.base.on_target or corpus.base.path,
                                timeout=max(1.0, ctx.remaining()))
                 if not r.ok:
                     raise WorkloadFailed(f"zfs receive of the base stream into {name} failed: {r.error_text()}")
@@ -109,7 +114,7 @@ class ReceiveWorkload:
         t0 = time.monotonic()
         for name in names:
             argv = ["zfs", "receive", *force, name]
-            p = ctx.procs.add(target.popen(argv, stdin_file=stream.path))
+            p = ctx.procs.add(target.popen(argv, stdin_file=stream.on_target or stream.path))
             starts.append(time.monotonic())
             procs.append((name, argv, p))
         per_byte_writes = stream.writes / stream.length if stream.length else 0.0
@@ -147,7 +152,7 @@ class ReceiveWorkload:
                 if isinstance(out, BaseException):
                     raise out
                 text = ((out or (b"", b""))[1] or b"").decode(errors="replace").strip()
-                ctx.log.write(f"$ {' '.join(target.wrap(argv))} < {stream.path}\n# exit {p.returncode}, "
+                ctx.log.write(f"$ {' '.join(target.wrap(argv))} < {stream.on_target or stream.path}\n# exit {p.returncode}, "
                               f"{(ends[i] or t0) - t0:.3f} s" + (f"\n  ! {text}" if text else ""))
                 if p.returncode != 0:
                     errors.append(f"{name}: {text or f'exit status {p.returncode}'}")
