@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+
+import pytest
 from pathlib import Path
 
 
@@ -169,3 +171,56 @@ def test_warmup_runs_but_is_not_recorded(tmp_path, lab):
     d = last_dir(res.stdout)
     assert [r["iteration"] for r in records(d)] == [1, 1, 1]
     assert len(list((d / "logs").glob("*.warmup1.log"))) == 3
+
+
+PRECISE = """
+[defaults]
+iterations = 3
+precision = "{precision}"
+max_iterations = {maximum}
+budget = "{budget}"
+[defaults.pool]
+vdevs = 1
+vdev_size = "192M"
+[[test]]
+name = "rr"
+workload = "fio"
+rw = "randread"
+bs = "4k"
+size = "8M"
+runtime = 1
+"""
+
+
+@pytest.mark.parametrize("precision,maximum,budget,stopped_by,n", [
+    ("0.001%", 5, "30m", "max_iterations", 5),       # unreachable: iterations run to the maximum
+    ("0.001%", 9, "1s", "time budget", 3),            # the budget ends it after the least
+    ("99%", 12, "30m", "precision reached", None),   # reached after the least, however many that takes
+])
+def test_adaptive_precision_stops_and_says_why(tmp_path, lab, precision, maximum, budget, stopped_by, n):
+    """Issue 12: iterations go on until the headline's 95 % CI half-width is within the target share
+    of the mean (at least `iterations`), up to max_iterations or the budget; the last record says why."""
+    import numpy as np
+    from scipy import stats as sps
+    rf = write_runfile(tmp_path, PRECISE.format(precision=precision, maximum=maximum, budget=budget))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "o"), "-d", str(tmp_path / "vd"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    recs = records(last_dir(res.stdout))
+    n = n or len(recs)
+    assert len(recs) == n >= 3 and all(r["status"] == "PASS" for r in recs)
+    verdict = recs[-1]["precision"]
+    assert verdict["stopped_by"] == stopped_by and verdict["iterations"] == n and verdict["figure"] == "iops"
+    vals = np.array([r["figures"]["iops"]["value"] for r in recs])
+    half = sps.t.ppf(0.975, n - 1) * vals.std(ddof=1) / np.sqrt(n) / vals.mean() * 100
+    assert verdict["achieved_pct"] == pytest.approx(half, rel=1e-3)
+    assert (half <= float(precision.rstrip("%"))) == (stopped_by == "precision reached")
+    assert all("precision" not in r for r in recs[:-1])
+
+
+def test_precision_on_the_command_line_is_checked(tmp_path):
+    rf = write_runfile(tmp_path, PRECISE.format(precision="2%", maximum=5, budget="1m"))
+    res = zfsperf("run", "-r", str(rf), "--precision", "two", "-o", str(tmp_path / "o"))
+    assert res.returncode == 2 and "--precision" in res.stderr and not (tmp_path / "o").exists()
+    bad = write_runfile(tmp_path, PRECISE.format(precision="120%", maximum=5, budget="1m"))
+    res = zfsperf("run", "-r", str(bad), "-o", str(tmp_path / "o"))
+    assert res.returncode == 2 and ":4: " in res.stderr and "precision" in res.stderr

@@ -22,7 +22,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-t", "--test", help="run only this test")
     p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE",
                    help="set a runfile [params] value, e.g. -D runtime=180 (repeatable)")
-    p.add_argument("-I", "--iterations", type=int, help="iterations per case (overrides the runfile)")
+    p.add_argument("-I", "--iterations", type=int, help="iterations per case (overrides the runfile; with "
+                   "--precision, the least)")
+    p.add_argument("--precision", metavar="PCT", help="adaptive: iterate until the 95%% CI half-width of each "
+                   "case's headline figure is <= PCT %% of its mean (e.g. 2%%), up to max_iterations/budget")
     p.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf", help="directory for vdev files")
     p.add_argument("-s", "--vdev-size", help="size of each vdev file, e.g. 2G (overrides the runfile)")
     p.add_argument("-f", "--files", action="store_true",
@@ -146,13 +149,16 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     except ValueError as e:
         raise InputError(str(e), field="-s") from None
     from .pool import disks_from_env
+    from .runfile import parse_precision
+    precision = parse_precision(args.precision, {"field": "--precision"}) if args.precision else None
     disks = [] if args.files else disks_from_env()
     opts = RunOptions(runfile=args.runfile, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
                       defines=_defines(args.define),
                       vdev_dir=args.vdev_dir, vdev_size=vdev_size, prefill=args.prefill, outdir=args.outdir,
                       keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet, target=args.target,
                       params_dir=args.params_dir, resume=args.resume, cleanup=args.cleanup,
-                      disks=disks, force=args.force, arc_max_mb=args.arc_max, argv=["zfsperf", *argv])
+                      disks=disks, force=args.force, arc_max_mb=args.arc_max, argv=["zfsperf", *argv],
+                      precision=precision)
     return Runner(opts).run()
 
 

@@ -20,6 +20,7 @@ Every error names the file, the line, the field and what was expected (InputErro
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -37,9 +38,12 @@ from .workloads import WORKLOADS
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 TUNABLE_RE = re.compile(r"^[a-z][a-z0-9_]{1,80}$")
 EXPECT_RE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*(\S.*)?$")
+PRECISION_KEYS = {"precision", "max_iterations", "budget"}
 COMMON_TEST_KEYS = {"name", "tags", "workload", "description", "iterations", "warmup", "timeout", "pool",
-                    "dataset", "tunables", "expect", "steady"}
-DEFAULT_KEYS = {"iterations", "warmup", "timeout", "pool", "dataset", "tunables", "steady"}
+                    "dataset", "tunables", "expect", "steady"} | PRECISION_KEYS
+DEFAULT_KEYS = {"iterations", "warmup", "timeout", "pool", "dataset", "tunables", "steady"} | PRECISION_KEYS
+DEFAULT_MAX_ITERATIONS = 30
+DEFAULT_BUDGET = 1800.0                    # seconds one case may spend reaching its precision
 POOL_KEYS = {"layout": str, "vdevs": int, "vdev_size": (str, int), "log_vdevs": int, "cache_vdevs": int,
              "cache_size": (str, int), "ashift": int,
              "prefill": bool, "properties": dict}
@@ -140,6 +144,11 @@ class TestSpec:
     description: str = ""
     line: int | None = None
     warmup: int = 0                        # iterations run first and not counted (a cold first run)
+    # adaptive precision: iterations go on (at least `iterations`) until the 95 % CI half-width of
+    # the headline figure is <= precision % of its mean, max_iterations or the time budget
+    precision: float | None = None         # percent
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    budget: float = DEFAULT_BUDGET
 
 
 @dataclass
@@ -424,8 +433,34 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
                                   text.strip()))
     steady_d, steady_w = merged("steady")
     steady = SteadySpec.from_dict(steady_d, steady_w)
+
+    def pick(k: str, default: Any) -> tuple[Any, dict]:
+        return raw.get(k, defaults.get(k, default)), (where(k) if k in raw else dwhere(k))
+    precision_raw, pw = pick("precision", None)
+    precision = None if precision_raw is None else parse_precision(precision_raw, pw)
+    max_it, mw = pick("max_iterations", max(DEFAULT_MAX_ITERATIONS, iterations))
+    if not _is(max_it, int) or max_it < iterations:
+        raise InputError(f"expected a whole number >= iterations ({iterations}), got {max_it!r}", **mw)
+    budget_raw, bw = pick("budget", DEFAULT_BUDGET)
+    try:
+        budget = parse_duration(budget_raw)
+    except ValueError as e:
+        raise InputError(str(e), **bw) from None
     return TestSpec(name, workload, list(tags), iterations, timeout, pool, dataset, tunables, fields, expect,
-                    steady, str(raw.get("description", "")), warmup=warmup)
+                    steady, str(raw.get("description", "")), warmup=warmup, precision=precision,
+                    max_iterations=max_it, budget=budget)
+
+
+def parse_precision(value: Any, where: dict) -> float:
+    """"2%" or 2 -> 2.0 (percent of the mean); must be in (0, 100)."""
+    text = value.strip().removesuffix("%").strip() if isinstance(value, str) else value
+    try:
+        pct = float(text) if not isinstance(text, bool) else math.nan
+    except (TypeError, ValueError):
+        pct = math.nan
+    if not 0 < pct < 100:
+        raise InputError(f"expected a share of the mean like \"2%\", got {value!r}", **where)
+    return pct
 
 
 def _load_pool(d: dict, w) -> PoolSpec:

@@ -24,6 +24,7 @@ from .errors import InputError, TargetError, Unavailable, ZfsperfError
 from .pool import (PoolManager, VdevDir, check_disks, destroy_busy, keep_list, leftover_pools,
                    leftover_vdev_dirs)
 from .results import export
+from .results.stats import summarise
 from .results.store import ResultsDir
 from .report.quantize import render_histograms
 from .results.tables import case_table
@@ -69,6 +70,57 @@ class RunOptions:
     arc_max_mb: int | None = None
     defines: dict[str, str] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
+    precision: float | None = None       # --precision PCT: adaptive iterations for every test
+
+
+class Precision:
+    """When a case has run enough iterations. Without a target: its fixed count. With one (percent):
+    at least `minimum`, then until the 95 % CI half-width of the headline figure's mean is <= that
+    share of the mean, max_iterations, the time budget, or an iteration that did not PASS
+    (measuring on would not make a failing case precise). The verdict says which stopped it."""
+
+    def __init__(self, target_pct: float | None, minimum: int, maximum: int, budget: float,
+                 headline: str) -> None:
+        self.target_pct, self.minimum, self.maximum, self.budget = target_pct, minimum, maximum, budget
+        self.headline = headline
+        self.values: list[float] = []
+        self.failed = False
+        self.t0 = time.monotonic()
+
+    def add(self, record: dict[str, Any]) -> None:
+        if record.get("status") != "PASS":
+            self.failed = True
+            return
+        fig = (record.get("figures") or {}).get(self.headline)
+        if fig is not None:
+            self.values.append(float(fig["value"]))
+
+    def achieved_pct(self) -> float | None:
+        s = summarise(self.values)
+        if s.n < 2 or not s.mean:
+            return None
+        return 100 * (s.ci_high - s.mean) / abs(s.mean)
+
+    def decided(self, n: int) -> dict[str, Any] | None:
+        """None while more iterations are wanted after n; else why they stop."""
+        if self.target_pct is None:
+            return {"stopped_by": "iterations"} if n >= self.minimum else None
+        if n < self.minimum and not self.failed:
+            return None
+        achieved = self.achieved_pct()
+        why = None
+        if self.failed:
+            why = "an iteration did not PASS"
+        elif achieved is not None and achieved <= self.target_pct:
+            why = "precision reached"
+        elif n >= self.maximum:
+            why = "max_iterations"
+        elif time.monotonic() - self.t0 >= self.budget:
+            why = "time budget"
+        if why is None:
+            return None
+        return {"target_pct": self.target_pct, "achieved_pct": None if achieved is None else round(achieved, 3),
+                "iterations": n, "figure": self.headline, "stopped_by": why}
 
 
 class Runner:
@@ -90,6 +142,7 @@ class Runner:
             rf = loads(info["runfile"]["text"], info["runfile"]["source"], sel.get("defines") or {})
             opts.tags, opts.test = sel.get("tags"), sel.get("test")
             opts.iterations = sel.get("iterations", opts.iterations)
+            opts.precision = sel.get("precision", opts.precision)
             done = {(r["case"], r["iteration"]) for r in rd.results()}
         else:
             rf = load(opts.runfile, opts.defines)
@@ -170,9 +223,19 @@ class Runner:
         total = sum(self._iterations(c) for c in cases)
         self.ui.start_progress(total - len(done))
         for case in cases:
-            for it in range(1, self._iterations(case) + 1):
+            adaptive = Precision(self._precision(case), self._iterations(case), case.test.max_iterations,
+                                 case.test.budget, HEADLINE.get(case.test.workload, ""))
+            if done:                         # --resume: what the interrupted run measured counts
+                for r in rd.results():
+                    if r.get("case") == case.id and int(r.get("iteration", 0)) >= 1:
+                        adaptive.add(r)
+            it = 0
+            while True:
+                it += 1
                 if (case.id, it) in done:
                     continue
+                if adaptive.decided(it - 1) is not None:
+                    break
                 if self._interrupt is not None:
                     return True
                 t = case.test
@@ -193,6 +256,10 @@ class Runner:
                                             prepared.get(t.name), prep_error.get(t.name))
                 except Interrupted:
                     return True
+                adaptive.add(record)
+                verdict = adaptive.decided(it)
+                if verdict is not None and adaptive.target_pct is not None:
+                    record["precision"] = verdict        # why this was the case's last iteration
                 rd.append_result(record)
                 self.ui.case_done(record, HEADLINE.get(t.workload))
                 if self.opts.verbose and record.get("histograms"):
@@ -215,6 +282,9 @@ class Runner:
 
     def _iterations(self, case: Case) -> int:
         return self.opts.iterations or case.test.iterations
+
+    def _precision(self, case: Case) -> float | None:
+        return self.opts.precision if self.opts.precision is not None else case.test.precision
 
     def _run_case(self, case: Case, it: int, rd: ResultsDir, target: Target, pools: PoolManager,
                   journal: Journal, prepared: Any, prep_error: str | None) -> dict[str, Any]:
@@ -490,7 +560,7 @@ class Runner:
             "start": t_start,
             "end": None,
             "runfile": {"source": rf.source, "text": rf.text},
-            "selection": {"tags": self.opts.tags, "test": self.opts.test, "iterations": self.opts.iterations,
+            "selection": {"tags": self.opts.tags, "test": self.opts.test, "iterations": self.opts.iterations, "precision": self.opts.precision,
                           "defines": self.opts.defines},
             "params": rf.params,
             "vdev_dir": self.opts.vdev_dir,

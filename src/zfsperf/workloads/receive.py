@@ -12,12 +12,13 @@ import os
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InputError
 from ..target.base import Target
-from ..units import MIB
+from ..units import MIB, parse_duration
 from . import corpus as corpus_mod
 from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
 
@@ -34,12 +35,23 @@ def _fd_pos(pid: int, fd: int = 0) -> int | None:
     return None
 
 
+@dataclass
+class Round:
+    nbytes: int                          # received in the round (stream length × threads)
+    writes: int                          # WRITE records received
+    elapsed: float                       # first start to last exit (s)
+    streams: list[tuple[str, float]]     # (dataset, seconds from its own start to its own exit)
+    stream_bytes: int
+    txgs: int | None                     # txgs committed during the round (OpenZFS), else None
+
+
 class ReceiveWorkload:
     name = "receive"
     fields: dict[str, tuple[Any, bool]] = {
         "corpus": (dict, True),
         "threads": (int, True),
         "force": (bool, False),          # zfs receive -F
+        "duration": ((str, int, float), False),   # measure: receive rounds back to back this long
     }
 
     def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
@@ -75,6 +87,12 @@ class ReceiveWorkload:
                 raise InputError("corpus.size must be at least 1M", **where("corpus"))
             if "seed" in spec and (not isinstance(spec["seed"], int) or isinstance(spec["seed"], bool)):
                 raise InputError("corpus.seed must be an integer", **where("corpus"))
+        if "duration" in test:
+            try:
+                if parse_duration(test["duration"]) <= 0:
+                    raise ValueError("must be positive")
+            except ValueError as e:
+                raise InputError(f"duration: {e}", **where("duration")) from None
         threads = test.get("threads", 1)
         for t in threads if isinstance(threads, list) else [threads]:
             if not 1 <= t <= 64:
@@ -90,7 +108,9 @@ class ReceiveWorkload:
                     st.on_target = target.stage_stream(st.path)
         return out
 
-    def run(self, ctx: CaseContext) -> Figures:
+    def _round(self, ctx: CaseContext, *, keep: bool) -> Round:
+        """One round: every receive started together and waited for; keep=False destroys what it
+        received afterwards (untimed), so that rounds can follow each other on one pool."""
         corpus: corpus_mod.Corpus = ctx.prepared[corpus_mod.describe_spec(ctx.params["corpus"])]
         threads = int(ctx.params.get("threads", 1))
         target, pool = ctx.target, ctx.pool
@@ -167,23 +187,42 @@ class ReceiveWorkload:
             raise WorkloadFailed(f"zfs receive reported success on a stream zfsperf found broken: {stream.problem}")
         self._verify(ctx, parent, threads, stream.snapshot)
         txg1 = target.txg(pool.name) if ctx.phase == "measure" else None
-        if ctx.phase == "precondition":        # keep the pool from filling over many rounds
+        if not keep:                           # keep the pool from filling over many rounds
             target.run(["zfs", "destroy", "-r", parent], timeout=max(1.0, ctx.remaining()))
+        ctx.round += 1
+        return Round(nbytes=stream.length * threads, writes=stream.writes * threads, elapsed=elapsed,
+                     streams=[(n, e - st) for (n, _a, _p), st, e in zip(procs, starts, end_times)],
+                     stream_bytes=stream.length,
+                     txgs=(txg1 - txg0) if txg0 is not None and txg1 is not None else None)
 
-        nbytes = stream.length * threads
-        per_stream = [stream.length / MIB / (e - s) for s, e in zip(starts, end_times) if e > s]
+    def run(self, ctx: CaseContext) -> Figures:
+        """A case (or a precondition round): one round, or with `duration` rounds back to back
+        until that long has passed, so that a measurement outlasts what caches absorb and the
+        sampler sees enough samples for a steady verdict. Figures are over all rounds' timed parts."""
+        duration = parse_duration(ctx.params["duration"]) if ctx.params.get("duration") else 0.0
+        if ctx.phase != "measure" or not duration:
+            rounds = [self._round(ctx, keep=ctx.phase == "measure")]
+        else:
+            rounds = []
+            until = time.monotonic() + duration
+            while not rounds or (time.monotonic() < until and ctx.remaining() > 0 and not ctx.procs.cancelled):
+                rounds.append(self._round(ctx, keep=False))
+        elapsed = sum(r.elapsed for r in rounds)
+        per_stream = [r.stream_bytes / MIB / sec for r in rounds for _n, sec in r.streams if sec > 0]
         if ctx.phase == "measure":
-            ctx.extra["streams"] = [{"dataset": n, "seconds": round(e - st, 4)}
-                                    for (n, _a, _p), st, e in zip(procs, starts, end_times)]
+            ctx.extra["streams"] = [{"round": i, "dataset": n, "seconds": round(sec, 4)}
+                                    for i, r in enumerate(rounds) for n, sec in r.streams]
+            ctx.extra["rounds"] = len(rounds)
         figs: Figures = {
-            "throughput": figure(nbytes / MIB / elapsed, "MiB/s"),
+            "throughput": figure(sum(r.nbytes for r in rounds) / MIB / elapsed, "MiB/s"),
             "per_stream": figure(sum(per_stream) / len(per_stream), "MiB/s"),
-            "blocks": figure(stream.writes * threads / elapsed, "blocks/s"),
-            "bytes": figure(nbytes, "B"),
+            "blocks": figure(sum(r.writes for r in rounds) / elapsed, "blocks/s"),
+            "bytes": figure(sum(r.nbytes for r in rounds), "B"),
             "wall_time": figure(elapsed, "s"),
         }
-        if txg0 is not None and txg1 is not None:
-            figs["txgs"] = figure((txg1 - txg0) / elapsed, "TXGs/s")
+        txgs = [r.txgs for r in rounds]
+        if all(t is not None for t in txgs):
+            figs["txgs"] = figure(sum(txgs) / elapsed, "TXGs/s")      # type: ignore[arg-type]
         return figs
 
     def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
