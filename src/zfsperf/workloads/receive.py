@@ -12,7 +12,7 @@ import os
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -108,7 +108,7 @@ class ReceiveWorkload:
                     st.on_target = target.stage_stream(st.path)
         return out
 
-    def _round(self, ctx: CaseContext, *, keep: bool) -> Round:
+    def _round(self, ctx: CaseContext, *, keep: bool, txgs: bool = True) -> Round:
         """One round: every receive started together and waited for; keep=False destroys what it
         received afterwards (untimed), so that rounds can follow each other on one pool."""
         corpus: corpus_mod.Corpus = ctx.prepared[corpus_mod.describe_spec(ctx.params["corpus"])]
@@ -127,7 +127,8 @@ class ReceiveWorkload:
                 if not r.ok:
                     raise WorkloadFailed(f"zfs receive of the base stream into {name} failed: {r.error_text()}")
 
-        txg0 = target.txg(pool.name) if ctx.phase == "measure" else None
+        txgs = txgs and ctx.phase == "measure"            # zdb: not between back-to-back rounds
+        txg0 = target.txg(pool.name) if txgs else None
         stream = corpus.stream
         starts: list[float] = []
         procs = []
@@ -186,7 +187,7 @@ class ReceiveWorkload:
         if stream.problem:
             raise WorkloadFailed(f"zfs receive reported success on a stream zfsperf found broken: {stream.problem}")
         self._verify(ctx, parent, threads, stream.snapshot)
-        txg1 = target.txg(pool.name) if ctx.phase == "measure" else None
+        txg1 = target.txg(pool.name) if txgs else None
         if not keep:                           # keep the pool from filling over many rounds
             target.run(["zfs", "destroy", "-r", parent], timeout=max(1.0, ctx.remaining()))
         ctx.round += 1
@@ -203,10 +204,21 @@ class ReceiveWorkload:
         if ctx.phase != "measure" or not duration:
             rounds = [self._round(ctx, keep=ctx.phase == "measure")]
         else:
+            # back to back, nothing destroyed in between (a destroy between rounds would leave
+            # idle gaps in the load and in the sampled series); ends early when the pool could
+            # not hold one more round, and says so
             rounds = []
+            txg0 = ctx.target.txg(ctx.pool.name)
             until = time.monotonic() + duration
             while not rounds or (time.monotonic() < until and ctx.remaining() > 0 and not ctx.procs.cancelled):
-                rounds.append(self._round(ctx, keep=False))
+                if rounds and self._available(ctx) < 1.25 * rounds[-1].nbytes:
+                    ctx.extra["duration_note"] = (f"rounds ended after {len(rounds)}: the pool would not hold "
+                                                  "another (make vdev_size larger for the full duration)")
+                    break
+                rounds.append(self._round(ctx, keep=True, txgs=False))
+            txg1 = ctx.target.txg(ctx.pool.name)
+            if txg0 is not None and txg1 is not None:
+                rounds[-1].txgs, rounds[0:-1] = txg1 - txg0, [replace(r, txgs=0) for r in rounds[:-1]]
         elapsed = sum(r.elapsed for r in rounds)
         per_stream = [r.stream_bytes / MIB / sec for r in rounds for _n, sec in r.streams if sec > 0]
         if ctx.phase == "measure":
@@ -224,6 +236,14 @@ class ReceiveWorkload:
         if all(t is not None for t in txgs):
             figs["txgs"] = figure(sum(txgs) / elapsed, "TXGs/s")      # type: ignore[arg-type]
         return figs
+
+    @staticmethod
+    def _available(ctx: CaseContext) -> float:
+        res = ctx.target.run(["zfs", "get", "-Hp", "-o", "value", "available", ctx.pool.name])
+        try:
+            return float(res.stdout.strip()) if res.ok else 0.0
+        except ValueError:
+            return 0.0
 
     def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
         corpus: corpus_mod.Corpus = prepared[corpus_mod.describe_spec(params["corpus"])]
