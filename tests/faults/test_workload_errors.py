@@ -115,19 +115,14 @@ def test_receive_error_that_is_not_a_timeout_is_not_killed(target, vdev_root, sm
             p.communicate = communicate
             return super().add(p)
 
-    pools = PoolManager(target, vdev_root / "eio", run_id="faults")
-    pool = pools.create(PoolSpec(vdevs=1, vdev_size=256 << 20))
-    spec = {"file": small_corpus.stream.path}
-    ctx = CaseContext(target=target, pool=pool, params={"corpus": spec, "threads": 1}, log=proc.NULL_LOG,
-                      deadline=time.monotonic() + 300, prepared={describe_spec(spec): small_corpus},
-                      workdir=tmp_path, case_id="eio", procs=FailingWait())
+    pools, ctx = _receive_case(target, vdev_root / "eio", small_corpus, 1, tmp_path, FailingWait())
     try:
         with pytest.raises(OSError, match="injected") as info:
             ReceiveWorkload().run(ctx)
         assert not isinstance(info.value, CaseTimeout)
     finally:
         ctx.procs.stop_all()
-        pools.destroy(pool)
+        pools.destroy(ctx.pool)
         pools.cleanup_files()
 
 
@@ -173,12 +168,7 @@ def test_each_stream_is_timed_by_its_own_exit(target, vdev_root, small_corpus, t
                 p.communicate = communicate
             return super().add(p)
 
-    pools = PoolManager(target, vdev_root / "streams", run_id="faults")
-    pool = pools.create(PoolSpec(vdevs=1, vdev_size=384 << 20))
-    spec = {"file": small_corpus.stream.path}
-    ctx = CaseContext(target=target, pool=pool, params={"corpus": spec, "threads": 3}, log=proc.NULL_LOG,
-                      deadline=time.monotonic() + 300, prepared={describe_spec(spec): small_corpus},
-                      workdir=tmp_path, case_id="streams", procs=SlowFirstWait())
+    pools, ctx = _receive_case(target, vdev_root / "streams", small_corpus, 3, tmp_path, SlowFirstWait())
     try:
         figs = ReceiveWorkload().run(ctx)
         secs = [s["seconds"] for s in ctx.extra["streams"]]
@@ -187,5 +177,16 @@ def test_each_stream_is_timed_by_its_own_exit(target, vdev_root, small_corpus, t
         assert figs["per_stream"]["value"] == __import__("pytest").approx(sum(mibs) / 3, rel=1e-3)
     finally:
         ctx.procs.stop_all()
-        pools.destroy(pool)
+        pools.destroy(ctx.pool)
         pools.cleanup_files()
+
+
+def _receive_case(target, vdev_dir, corpus, threads, workdir, procs):
+    """A fresh pool and the context of one receive case of corpus on it, with the given ProcessSet."""
+    pools = PoolManager(target, vdev_dir, run_id="faults")
+    pool = pools.create(PoolSpec(vdevs=1, vdev_size=(128 + 96 * threads) << 20))
+    spec = {"file": corpus.stream.path}
+    ctx = CaseContext(target=target, pool=pool, params={"corpus": spec, "threads": threads}, log=proc.NULL_LOG,
+                      deadline=time.monotonic() + 300, prepared={describe_spec(spec): corpus},
+                      workdir=workdir, case_id=vdev_dir.name, procs=procs)
+    return pools, ctx
