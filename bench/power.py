@@ -8,6 +8,9 @@ the default iteration count (5): blocks taken at different times carry the machi
   the share called significant (an honest compare says ~5 % or less at alpha 0.05).
 - Power: NEW's values scaled by (1 + d); the smallest d for which compare calls at least 80 % of
   the block pairs significant is the smallest change it reliably sees (goal <= 3 % here).
+- The same two figures for an interleaved A/B (`zfsperf run --interleave`): in every window of
+  2 x block consecutive iterations, the even ones are BASE and the odd ones NEW, so drift over the
+  run falls on both sides alike.
 Usage: bench/power.py [--iterations 40] [--threads 1] [--block 5] [--results DIR]
   (--results re-analyses an earlier run's directory instead of running)
 """
@@ -70,20 +73,23 @@ def main() -> None:
     cv = 100 * v.std(ddof=1) / v.mean()
     print(f"{len(v)} real iterations of receive threads={args.threads} on zfs-fuse ({d}): mean {v.mean():.1f} MiB/s, "
           f"CV {cv:.1f} %; {len(blocks)} blocks of {args.block}, {len(pairs)} block pairs")
-    fa = sum(significant(blocks[i], blocks[j]) for i, j in pairs)
-    print(f"A/A false alarms: {fa} of {len(pairs)} pairs ({100 * fa / len(pairs):.0f} %) called significant "
-          f"at alpha {ALPHA}")
-    found = None
-    for pct in [0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50]:
-        hits = sum(significant(blocks[i], blocks[j] * (1 + pct / 100)) for i, j in pairs)
-        hits += sum(significant(blocks[j], blocks[i] * (1 + pct / 100)) for i, j in pairs)
-        power = hits / (2 * len(pairs))
-        print(f"  change +{pct:>4g} %: called significant in {100 * power:3.0f} % of block pairs")
-        if power >= 0.8 and found is None:
-            found = pct
-    print(f"smallest change compare calls significant with >= 80 % power at {args.block} iterations a side: "
-          + (f"{found:g} %" if found is not None else "more than 50 %") + " (goal <= 3 %)")
-
+    consecutive = [(blocks[i], blocks[j]) for i, j in pairs]
+    b2 = 2 * args.block
+    interleaved = [(v[s:s + b2:2], v[s + 1:s + b2:2]) for s in range(0, len(v) - b2 + 1)]
+    for title, comps in (("consecutive runs (A then B)", consecutive),
+                         (f"interleaved A/B ({len(interleaved)} overlapping windows of {b2})", interleaved)):
+        fa = sum(significant(a, b) for a, b in comps)
+        print(f"{title}: A/A false alarms {fa} of {len(comps)} ({100 * fa / len(comps):.0f} %) at alpha {ALPHA}")
+        found = None
+        for pct in [0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50]:
+            hits = sum(significant(a, b * (1 + pct / 100)) for a, b in comps)
+            hits += sum(significant(b, a * (1 + pct / 100)) for a, b in comps)
+            power = hits / (2 * len(comps))
+            print(f"  change +{pct:>4g} %: called significant in {100 * power:3.0f} %")
+            if power >= 0.8 and found is None:
+                found = pct
+        print(f"  smallest change called significant with >= 80 % power at {args.block} iterations a side: "
+              + (f"{found:g} %" if found is not None else "more than 50 %") + " (goal <= 3 %)")
 
 if __name__ == "__main__":
     main()

@@ -224,3 +224,18 @@ def test_precision_on_the_command_line_is_checked(tmp_path):
     bad = write_runfile(tmp_path, PRECISE.format(precision="120%", maximum=5, budget="1m"))
     res = zfsperf("run", "-r", str(bad), "-o", str(tmp_path / "o"))
     assert res.returncode == 2 and ":4: " in res.stderr and "precision" in res.stderr
+
+
+def test_interleave_runs_iterations_round_robin(tmp_path, lab):
+    """--interleave: iteration 1 of every case, then iteration 2 of every case, so drift over a run
+    (bench/power.py measured it on zfs-fuse) hits both sides of an A/B alike."""
+    rf = write_runfile(tmp_path, PRECISE.format(precision="50%", maximum=3, budget="30m")
+                       .replace('precision = "50%"\n', "").replace('rw = "randread"', 'rw = ["randread", "randwrite"]')
+                       .replace("iterations = 3", "iterations = 2"))
+    order = {}
+    for flag in ([], ["--interleave"]):
+        res = zfsperf("run", "-r", str(rf), *flag, "-o", str(tmp_path / f"o{len(flag)}"), "-d", str(tmp_path / "vd"))
+        assert res.returncode == 0, res.stdout + res.stderr
+        order[bool(flag)] = [(r["params"]["rw"], r["iteration"]) for r in records(last_dir(res.stdout))]
+    assert order[False] == [("randread", 1), ("randread", 2), ("randwrite", 1), ("randwrite", 2)]
+    assert order[True] == [("randread", 1), ("randwrite", 1), ("randread", 2), ("randwrite", 2)]

@@ -24,6 +24,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    help="set a runfile [params] value, e.g. -D runtime=180 (repeatable)")
     p.add_argument("-I", "--iterations", type=int, help="iterations per case (overrides the runfile; with "
                    "--precision, the least)")
+    p.add_argument("--interleave", action="store_true",
+                   help="run iterations round-robin over the cases (1 of each, then 2 of each, ...) so that "
+                   "drift during the run hits every case alike; for A/B sweeps")
     p.add_argument("--precision", metavar="PCT", help="adaptive: iterate until the 95%% CI half-width of each "
                    "case's headline figure is <= PCT %% of its mean (e.g. 2%%), up to max_iterations/budget")
     p.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf", help="directory for vdev files")
@@ -158,7 +161,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
                       keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet, target=args.target,
                       params_dir=args.params_dir, resume=args.resume, cleanup=args.cleanup,
                       disks=disks, force=args.force, arc_max_mb=args.arc_max, argv=["zfsperf", *argv],
-                      precision=precision)
+                      precision=precision, interleave=args.interleave, keep_signal_handlers=True)
     return Runner(opts).run()
 
 

@@ -71,6 +71,10 @@ class RunOptions:
     defines: dict[str, str] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
     precision: float | None = None       # --precision PCT: adaptive iterations for every test
+    interleave: bool = False             # --interleave: iterations round-robin over the cases
+    # the CLI's process ends right after run(): keep recording signals to the end, so that one that
+    # lands after the summary is moot instead of killing a run that had finished
+    keep_signal_handlers: bool = False
 
 
 class Precision:
@@ -123,6 +127,14 @@ class Precision:
                 "iterations": n, "figure": self.headline, "stopped_by": why}
 
 
+@dataclass
+class _CaseState:
+    case: Case
+    adaptive: Precision
+    it: int = 0                          # the last iteration started
+    finished: bool = False
+
+
 class Runner:
     def __init__(self, opts: RunOptions, console: Console | None = None) -> None:
         self.opts = opts
@@ -143,6 +155,7 @@ class Runner:
             opts.tags, opts.test = sel.get("tags"), sel.get("test")
             opts.iterations = sel.get("iterations", opts.iterations)
             opts.precision = sel.get("precision", opts.precision)
+            opts.interleave = sel.get("interleave", opts.interleave)
             done = {(r["case"], r["iteration"]) for r in rd.results()}
         else:
             rf = load(opts.runfile, opts.defines)
@@ -212,16 +225,21 @@ class Runner:
         try:                                   # a signal while summarising is still recorded, not raised
             return self._summarise(rd, t_start, interrupted or self._interrupt is not None)
         finally:
-            self._restore_signals(old_handlers)
+            if not self.opts.keep_signal_handlers:
+                self._restore_signals(old_handlers)
 
     # ------------------------------------------------------------------ cases
     def _run_cases(self, rf: Runfile, cases: list[Case], done: set[tuple[str, int]], rd: ResultsDir,
                    target: Target, pools: PoolManager, journal: Journal) -> bool:
-        prepared: dict[str, Any] = {}
-        prep_error: dict[str, str] = {}
-        warmed: set[str] = set()
+        """Every case's iterations: one case after another, or with --interleave round-robin
+        (iteration 1 of every case, then iteration 2 of every case, …), so that drift over the
+        minutes of a run hits every case alike instead of whichever ran last."""
+        self._prepared: dict[str, Any] = {}
+        self._prep_error: dict[str, str] = {}
+        self._warmed: set[str] = set()
         total = sum(self._iterations(c) for c in cases)
         self.ui.start_progress(total - len(done))
+        states = []
         for case in cases:
             adaptive = Precision(self._precision(case), self._iterations(case), case.test.max_iterations,
                                  case.test.budget, HEADLINE.get(case.test.workload, ""))
@@ -229,42 +247,55 @@ class Runner:
                 for r in rd.results():
                     if r.get("case") == case.id and int(r.get("iteration", 0)) >= 1:
                         adaptive.add(r)
-            it = 0
-            while True:
-                it += 1
-                if (case.id, it) in done:
-                    continue
-                if adaptive.decided(it - 1) is not None:
-                    break
-                if self._interrupt is not None:
-                    return True
-                t = case.test
-                if t.name not in prepared and t.name not in prep_error:
-                    try:
-                        prepared[t.name] = WORKLOADS[t.workload].prepare(
-                            {**t.fields}, target, pools.vdev_dir.path, self.ui.progress_text)
-                    except (ZfsperfError, OSError) as e:
-                        prep_error[t.name] = f"preparing {t.name} failed: {e}"
-                    if self._interrupt is not None:
-                        return True
-                try:
-                    if case.id not in warmed:
-                        warmed.add(case.id)
-                        self._warmup(case, rd, target, pools, journal, prepared.get(t.name),
-                                     prep_error.get(t.name))
-                    record = self._run_case(case, it, rd, target, pools, journal,
-                                            prepared.get(t.name), prep_error.get(t.name))
-                except Interrupted:
-                    return True
-                adaptive.add(record)
-                verdict = adaptive.decided(it)
-                if verdict is not None and adaptive.target_pct is not None:
-                    record["precision"] = verdict        # why this was the case's last iteration
-                rd.append_result(record)
-                self.ui.case_done(record, HEADLINE.get(t.workload))
-                if self.opts.verbose and record.get("histograms"):
-                    self.ui.say(render_histograms(record))
+            states.append(_CaseState(case, adaptive))
+        try:
+            if self.opts.interleave:
+                while any(not st.finished for st in states):
+                    for st in states:
+                        if not st.finished:
+                            self._step(st, done, rd, target, pools, journal)
+            else:
+                for st in states:
+                    while not st.finished:
+                        self._step(st, done, rd, target, pools, journal)
+        except Interrupted:
+            return True
         return False
+
+    def _step(self, st: "_CaseState", done: set[tuple[str, int]], rd: ResultsDir, target: Target,
+              pools: PoolManager, journal: Journal) -> None:
+        """The case's next iteration (or none, when it has had enough)."""
+        case, adaptive = st.case, st.adaptive
+        st.it += 1
+        while (case.id, st.it) in done:
+            st.it += 1
+        if adaptive.decided(st.it - 1) is not None:
+            st.finished = True
+            return
+        self._check()
+        t = case.test
+        if t.name not in self._prepared and t.name not in self._prep_error:
+            try:
+                self._prepared[t.name] = WORKLOADS[t.workload].prepare(
+                    {**t.fields}, target, pools.vdev_dir.path, self.ui.progress_text)
+            except (ZfsperfError, OSError) as e:
+                self._prep_error[t.name] = f"preparing {t.name} failed: {e}"
+            self._check()
+        prepared, prep_error = self._prepared.get(t.name), self._prep_error.get(t.name)
+        if case.id not in self._warmed:
+            self._warmed.add(case.id)
+            self._warmup(case, rd, target, pools, journal, prepared, prep_error)
+        record = self._run_case(case, st.it, rd, target, pools, journal, prepared, prep_error)
+        adaptive.add(record)
+        verdict = adaptive.decided(st.it)
+        if verdict is not None:
+            st.finished = True
+            if adaptive.target_pct is not None:
+                record["precision"] = verdict        # why this was the case's last iteration
+        rd.append_result(record)
+        self.ui.case_done(record, HEADLINE.get(t.workload))
+        if self.opts.verbose and record.get("histograms"):
+            self.ui.say(render_histograms(record))
 
     def _warmup(self, case: Case, rd: ResultsDir, target: Target, pools: PoolManager, journal: Journal,
                 prepared: Any, prep_error: str | None) -> None:
@@ -561,6 +592,7 @@ class Runner:
             "end": None,
             "runfile": {"source": rf.source, "text": rf.text},
             "selection": {"tags": self.opts.tags, "test": self.opts.test, "iterations": self.opts.iterations, "precision": self.opts.precision,
+                          "interleave": self.opts.interleave,
                           "defines": self.opts.defines},
             "params": rf.params,
             "vdev_dir": self.opts.vdev_dir,

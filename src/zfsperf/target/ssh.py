@@ -100,9 +100,16 @@ class Ssh:
 
     def write_text(self, path: str, text: str) -> None:
         tmp = f"{path}.tmp{os.getpid()}"
-        res = self.run(["tee", "--", tmp], input=text, log=proc.NULL_LOG)
-        if not res.ok or not self.run(["mv", "-f", "--", tmp, path]).ok:
-            raise OSError(5, f"cannot write on {self.url}: {res.error_text()}", path)
+        for _attempt in range(3):            # the pair is idempotent: retried whole on ssh's own failure
+            res = self.run(["tee", "--", tmp], input=text, log=proc.NULL_LOG)
+            if res.ok:
+                res = self.run(["mv", "-f", "--", tmp, path], log=proc.NULL_LOG)
+            if res.returncode != 255:         # 255: ssh failed (a loaded guest refusing a session)
+                break
+            time.sleep(1)
+        if not res.ok:                       # the failing command's own words (tee echoes the text)
+            why = res.stderr.strip() or f"exit status {res.returncode}"
+            raise OSError(5, f"cannot write on {self.url}: {why}", path)
 
     def write_param(self, path: str, text: str) -> None:
         res = self.run(["tee", "--", path], input=text)
