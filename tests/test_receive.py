@@ -88,3 +88,29 @@ def test_unmet_expectation_is_fail_with_both_numbers(tmp_path, lab):
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
     assert res.returncode == 1
     assert "expected throughput >= 1e+06 MiB/s, got" in res.stdout
+
+
+def test_duration_runs_rounds_back_to_back_and_stops_when_the_pool_is_full(tmp_path, lab):
+    """duration: receive rounds back to back for that long, figures over every round's timed part;
+    on a pool too small for the whole duration the rounds end early and the result says so."""
+    from test_runner import last_dir
+    corpus = '{ kind = "random", size = "24M", seed = 7 }'
+    recs = {}
+    for size in ("1G", "128M"):
+        rf = _runfile(tmp_path, corpus, threads="2", extra='duration = "2s"')
+        rf.write_text(rf.read_text().replace('vdev_size = "256M"', f'vdev_size = "{size}"'))
+        res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / size), "-d", str(tmp_path / "vd"))
+        assert res.returncode == 0, res.stdout + res.stderr
+        (recs[size],) = [json.loads(x) for x in (last_dir(res.stdout) / "results.jsonl").read_text().splitlines()]
+    rec = recs["1G"]
+    n = rec["rounds"]
+    assert n >= 2 and "duration_note" not in rec
+    assert len(rec["streams"]) == 2 * n and {s["round"] for s in rec["streams"]} == set(range(n))
+    assert rec["figures"]["bytes"]["value"] / (2 * n) == pytest.approx(24 * 2**20, rel=0.05)   # all of it, each round
+    assert rec["figures"]["throughput"]["value"] == pytest.approx(
+        rec["figures"]["bytes"]["value"] / 2**20 / rec["figures"]["wall_time"]["value"])
+    small = recs["128M"]                       # 48M a round does not fit twice: one round, and said
+    assert small["rounds"] == 1 and "would not hold another" in small["duration_note"]
+    bad = _runfile(tmp_path, corpus, extra='duration = "soon"')
+    res = zfsperf("run", "-r", str(bad), "-o", str(tmp_path / "bad"))
+    assert res.returncode == 2 and "duration" in res.stderr

@@ -12,7 +12,7 @@ import os
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -201,24 +201,27 @@ class ReceiveWorkload:
         until that long has passed, so that a measurement outlasts what caches absorb and the
         sampler sees enough samples for a steady verdict. Figures are over all rounds' timed parts."""
         duration = parse_duration(ctx.params["duration"]) if ctx.params.get("duration") else 0.0
+        txg_rate: float | None = None
         if ctx.phase != "measure" or not duration:
             rounds = [self._round(ctx, keep=ctx.phase == "measure")]
+            if rounds[0].txgs is not None:
+                txg_rate = rounds[0].txgs / rounds[0].elapsed
         else:
             # back to back, nothing destroyed in between (a destroy between rounds would leave
             # idle gaps in the load and in the sampled series); ends early when the pool could
             # not hold one more round, and says so
             rounds = []
-            txg0 = ctx.target.txg(ctx.pool.name)
-            until = time.monotonic() + duration
+            txg0, t0 = ctx.target.txg(ctx.pool.name), time.monotonic()
+            until = t0 + duration
             while not rounds or (time.monotonic() < until and ctx.remaining() > 0 and not ctx.procs.cancelled):
                 if rounds and self._available(ctx) < 1.25 * rounds[-1].nbytes:
                     ctx.extra["duration_note"] = (f"rounds ended after {len(rounds)}: the pool would not hold "
                                                   "another (make vdev_size larger for the full duration)")
                     break
                 rounds.append(self._round(ctx, keep=True, txgs=False))
-            txg1 = ctx.target.txg(ctx.pool.name)
-            if txg0 is not None and txg1 is not None:
-                rounds[-1].txgs, rounds[0:-1] = txg1 - txg0, [replace(r, txgs=0) for r in rounds[:-1]]
+            t1, txg1 = time.monotonic(), ctx.target.txg(ctx.pool.name)
+            if txg0 is not None and txg1 is not None:      # over the rounds' whole span, gaps included
+                txg_rate = (txg1 - txg0) / (t1 - t0)
         elapsed = sum(r.elapsed for r in rounds)
         per_stream = [r.stream_bytes / MIB / sec for r in rounds for _n, sec in r.streams if sec > 0]
         if ctx.phase == "measure":
@@ -232,9 +235,8 @@ class ReceiveWorkload:
             "bytes": figure(sum(r.nbytes for r in rounds), "B"),
             "wall_time": figure(elapsed, "s"),
         }
-        txgs = [r.txgs for r in rounds]
-        if all(t is not None for t in txgs):
-            figs["txgs"] = figure(sum(txgs) / elapsed, "TXGs/s")      # type: ignore[arg-type]
+        if txg_rate is not None:
+            figs["txgs"] = figure(txg_rate, "TXGs/s")
         return figs
 
     @staticmethod
