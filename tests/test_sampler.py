@@ -75,13 +75,7 @@ def test_sampler_records_series_and_survives_a_broken_source(target, vdev_root, 
     try:
         path = tmp_path / "s.jsonl"
         s = Sampler(target, pool.name, path, interval=0.5, l2_capacity=pool.l2_capacity)
-        s.start()
-        dd = subprocess.run(target.wrap(["dd", "if=/dev/urandom", f"of={pool.mountpoint}/f", "bs=1M",
-                                         "count=64", "conv=fsync", "status=none"]), timeout=120)
-        time.sleep(2.6)
-        s.stop()
-        assert dd.returncode == 0
-        lines = [json.loads(x) for x in path.read_text().splitlines()]
+        lines = _sampled_write(s, target, pool, 64)
         assert len(lines) >= 4 and all(set(x) == {"t", "metrics", "info"} for x in lines)
         ts = [x["t"] for x in lines]
         assert ts == sorted(ts)
@@ -170,13 +164,7 @@ def test_pool_metrics_are_read_under_a_comma_decimal_locale(target, vdev_root, t
         raw = subprocess.run(target.wrap(["zpool", "iostat", pool.name]), capture_output=True, text=True)
         assert re.search(r"\d,\d", raw.stdout), raw.stdout
         s = Sampler(target, pool.name, tmp_path / "s.jsonl", interval=0.5)
-        s.start()
-        dd = subprocess.run(target.wrap(["dd", "if=/dev/urandom", f"of={pool.mountpoint}/f", "bs=1M",
-                                         "count=48", "conv=fsync", "status=none"]), timeout=120)
-        time.sleep(2.6)
-        s.stop()
-        assert dd.returncode == 0
-        lines = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+        lines = _sampled_write(s, target, pool, 48)
         assert any(isinstance(x["metrics"].get("pool_mibs"), float) for x in lines), lines
         assert "pool_mibs" not in s.unreadable()
     finally:
@@ -197,3 +185,14 @@ def test_l2arc_fill_is_allocated_bytes_and_l2_reads_are_a_metric(version):
     assert iv["l2_size_frac"] == pytest.approx(final["l2_asize"] / cap)
     assert iv["l2_read_mibs"] == pytest.approx((final["l2_read_bytes"] - before["l2_read_bytes"]) / 100 / 2**20)
     assert iv["l2_read_mibs"] > 0
+
+
+def _sampled_write(s: Sampler, target, pool, mib: int) -> list[dict]:
+    """A real write load of mib MiB (dd, fsync) on pool while s samples it; the series it wrote."""
+    s.start()
+    dd = subprocess.run(target.wrap(["dd", "if=/dev/urandom", f"of={pool.mountpoint}/f", "bs=1M",
+                                     f"count={mib}", "conv=fsync", "status=none"]), timeout=120)
+    time.sleep(2.6)
+    s.stop()
+    assert dd.returncode == 0
+    return [json.loads(x) for x in s.path.read_text().splitlines()]
