@@ -99,15 +99,11 @@ class Ssh:
         return res.stdout
 
     def write_text(self, path: str, text: str) -> None:
-        tmp = f"{path}.tmp{os.getpid()}"
-        for _attempt in range(3):            # the pair is idempotent: retried whole on ssh's own failure
-            res = self.run(["tee", "--", tmp], input=text, log=proc.NULL_LOG)
-            if res.ok:
-                res = self.run(["mv", "-f", "--", tmp, path], log=proc.NULL_LOG)
-            if res.returncode != 255:         # 255: ssh failed (a loaded guest refusing a session)
-                break
-            time.sleep(1)
-        if not res.ok:                       # the failing command's own words (tee echoes the text)
+        # one remote command, idempotent as a whole: ssh may report failure (255) for a command
+        # that ran, and a retry of a separate `mv` would then fail on the file it already moved
+        script = 'cat > "$1.tmp$2" && mv -f -- "$1.tmp$2" "$1"'
+        res = self.run(["sh", "-c", script, "sh", path, str(os.getpid())], input=text, log=proc.NULL_LOG)
+        if not res.ok:
             why = res.stderr.strip() or f"exit status {res.returncode}"
             raise OSError(5, f"cannot write on {self.url}: {why}", path)
 

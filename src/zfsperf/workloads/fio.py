@@ -223,6 +223,21 @@ class FioRun:
                         self.latest = fiojson.progress(objs[-1])
 
     def run(self) -> tuple[str, str, int]:
+        """Run fio once; on a remote target a quick exit 255 with no output is ssh's own failure
+        (a loaded guest refusing a session: fio never started), retried like any ssh command."""
+        for delay in (0.5, 1.0, 2.0, None):
+            t0 = time.monotonic()
+            out, err, rc = self._run_once()
+            quick_ssh_failure = (rc == 255 and not out.strip() and time.monotonic() - t0 < 5
+                                 and hasattr(self.ctx.target, "ssh") and not self.clients)
+            if not quick_ssh_failure or delay is None or self.ctx.procs.cancelled:
+                return out, err, rc
+            self.ctx.log.write(f"# ssh failed to start fio (exit 255): retried in {delay} s")
+            self.text = []
+            time.sleep(delay)
+        return out, err, rc
+
+    def _run_once(self) -> tuple[str, str, int]:
         ctx = self.ctx
         runner = ctx.target if not self.clients else None
         p = ctx.procs.add(runner.popen(self.argv) if runner is not None else
