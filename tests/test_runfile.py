@@ -122,3 +122,17 @@ def test_missing_sendfile_is_exit_2_before_anything_starts(tmp_path):
     assert f"{path}:4: test[1].corpus: corpus.file: sendfile /nonexistent/stream.zfs does not exist" in res.stderr
     assert not out.exists() and not vdevs.exists() and not (tmp_path / "no-lab").exists()
     assert "Starting ZFS target" not in res.stdout
+
+
+def test_steady_method_and_tolerance_fields(tmp_path):
+    """Issue 13: the runfile chooses the detector; a wrong method is exit 2 naming file, line, field."""
+    from zfsperf.runfile import load
+    ok = tmp_path / "ok.toml"
+    ok.write_text('[[test]]\nname = "t"\nworkload = "fio"\nsteady = { method = "snia", tolerance = 0.1 }\n')
+    t = load(str(ok)).tests[0]
+    assert t.steady.criteria.method == "snia" and t.steady.criteria.tolerance == 0.1
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[test]]\nname = "t"\nworkload = "fio"\nsteady = { method = "pelt" }\n')
+    res = zfsperf("run", "-r", str(bad), "-o", str(tmp_path / "out"))
+    assert res.returncode == 2 and f"{bad}:4" in res.stderr and "method" in res.stderr
+    assert not (tmp_path / "out").exists()

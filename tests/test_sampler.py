@@ -142,9 +142,23 @@ def test_gate_in_the_runner_and_offline_agreement(lab, tmp_path):
     # anyone can re-decide later from the stored series and gets the same answer
     off = json.loads(zfsperf("steady", str(d / gated["series"]), "--window", "4", "--json").stdout)
     assert off["first_steady_index"] == st["first_steady_index"]
+    assert off["method"] == st["method"] == "changepoint" and off["steady"] == st["steady"]
+    # the gate's verdict was taken on the samples before its "decided" marker, and the file says so
+    events = [x["info"]["event"] for x in series if (x.get("info") or {}).get("event")]
+    assert events == ["decided", "workload end"], events
     # record mode (the default): a verdict and a series, no preconditioning
     assert recorded["steady"]["mode"] == "record" and "rounds" not in recorded["steady"]
     assert (d / recorded["series"]).exists()
+    # decided on the samples taken while the workload ran (not its wind-down after the marker),
+    # by the changepoint method with the workload's headline, and re-decided alike from the file
+    rec_series = [json.loads(x) for x in (d / recorded["series"]).read_text().splitlines()]
+    end = [i for i, x in enumerate(rec_series) if (x.get("info") or {}).get("event") == "workload end"]
+    assert len(end) == 1
+    rs = recorded["steady"]
+    assert rs["samples"] == end[0] and rs["method"] == "changepoint" and "arc_size_frac" in rs["classes"]
+    off = json.loads(zfsperf("steady", str(d / recorded["series"]), "--json", "--headline", "workload_mibs").stdout)
+    assert (off["steady"], off["first_steady_index"], off["samples"]) == (rs["steady"], rs["first_steady_index"],
+                                                                        rs["samples"])
 
 
 def test_pool_metrics_are_read_under_a_comma_decimal_locale(target, vdev_root, tmp_path, monkeypatch):

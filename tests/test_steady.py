@@ -1,4 +1,5 @@
-"""The SNIA range/slope detector and the vote, on series whose answer is known by construction."""
+"""The steady-state detectors on series whose answer is known by construction: the SNIA range/slope
+vote (method "snia", the seed's) and the changepoint method (the default, issue 13)."""
 
 import json
 
@@ -7,6 +8,8 @@ import pytest
 
 from conftest import zfsperf
 from zfsperf.steady import Criteria, check_metric, decide
+
+SNIA = {"method": "snia"}
 
 
 def series(values_by_metric: dict[str, list], dt: float = 1.0) -> list[dict]:
@@ -30,14 +33,15 @@ def test_hand_computed_five_point_window():
 def test_steady_series_is_steady_at_exactly_w():
     rng = np.random.default_rng(1)
     s = series({"a": list(1000 + rng.normal(0, 5, 60)), "b": list(50 + rng.normal(0, 0.5, 60))})
-    v = decide(s, Criteria(window=20))
+    v = decide(s, Criteria(window=20, **SNIA))
     assert v.steady and v.first_steady_index == 20
 
 
 def test_ramp_is_never_steady():
     s = series({"a": list(np.linspace(100, 400, 80)), "b": list(np.linspace(10, 90, 80))})
-    v = decide(s, Criteria(window=20))
-    assert not v.steady and v.first_steady_index is None
+    for method in ("snia", "changepoint"):
+        v = decide(s, Criteria(window=20, method=method))
+        assert not v.steady and v.first_steady_index is None, method
 
 
 def test_vote_and_unreadable_counts_as_steady():
@@ -45,13 +49,13 @@ def test_vote_and_unreadable_counts_as_steady():
     steady = [100.0] * n
     ramp = list(np.linspace(10, 1000, n))
     # 2 of 3 steady = 67 % < 70 %: not steady
-    assert not decide(series({"a": steady, "b": steady, "c": ramp}), Criteria(window=10)).steady
+    assert not decide(series({"a": steady, "b": steady, "c": ramp}), Criteria(window=10, **SNIA)).steady
     # an unreadable metric counts as steady and is flagged: 3 of 3 -> steady
-    v = decide(series({"a": steady, "b": steady, "c": [None] * n}), Criteria(window=10))
+    v = decide(series({"a": steady, "b": steady, "c": [None] * n}), Criteria(window=10, **SNIA))
     assert v.steady and v.first_steady_index == 10 and v.as_dict()["unreadable"] == ["c"]
     # a metric that ramps up and then settles: steady once the window has left the ramp
     settle = list(np.linspace(0, 100, 15)) + [100.0] * 25
-    v = decide(series({"a": settle}), Criteria(window=10))
+    v = decide(series({"a": settle}), Criteria(window=10, **SNIA))
     assert v.steady and 15 < v.first_steady_index <= 26
 
 
@@ -59,11 +63,13 @@ def test_cli_steady_json_and_errors(tmp_path):
     p = tmp_path / "s.jsonl"
     rng = np.random.default_rng(2)
     p.write_text("\n".join(json.dumps(x) for x in series({"arc_size_pct": list(80 + rng.normal(0, 1, 30))})))
-    res = zfsperf("steady", str(p), "--window", "5", "--json")
-    out = json.loads(res.stdout)
-    assert out["steady"] is True and out["first_steady_index"] == 5 and "arc_size_pct" in out["metrics"]
-    res = zfsperf("steady", str(p), "--window", "5")
-    assert "first steady at sample 5" in res.stdout and "arc_size_pct" in res.stdout
+    for method in ("snia", "changepoint"):
+        res = zfsperf("steady", str(p), "--window", "5", "--json", "--method", method)
+        out = json.loads(res.stdout)
+        assert out["steady"] is True and out["first_steady_index"] == 5 and "arc_size_pct" in out["metrics"]
+        assert out["method"] == method and out["onset"] == 1
+        res = zfsperf("steady", str(p), "--window", "5", "--method", method)
+        assert "first steady at sample 5" in res.stdout and "arc_size_pct" in res.stdout and method in res.stdout
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"t": 0, "metrics": {}}\nnot json\n{"t": 2, "metrics": {}}\n')
     res = zfsperf("steady", str(bad))
@@ -91,3 +97,126 @@ def test_cli_and_runner_share_one_default_window(tmp_path):
     w = SteadySpec().criteria.window
     assert w == Criteria().window
     assert out["steady"] is True and out["first_steady_index"] == w
+
+
+# ---------------------------------------------------------------- issue 13: the changepoint method
+LOAD = ("workload_mibs", "pool_mibs", "pool_kops")
+
+
+def synthetic(shape: dict[str, np.ndarray], noise: float, seed: int) -> list[dict]:
+    """The sampler's metrics (workload_mibs the headline) with multiplicative gaussian noise."""
+    rng = np.random.default_rng(seed)
+    base = {"workload_mibs": 200.0, "pool_mibs": 300.0, "pool_kops": 5.0, "arc_size_frac": 0.9,
+            "arc_hit_ratio": 0.8}
+    n = len(next(iter(shape.values())))
+    vals = {k: list(v * shape.get(k, np.ones(n)) * (1 + rng.normal(0, noise if k in LOAD else noise / 5, n)))
+            for k, v in base.items()}
+    return series(vals)
+
+
+def test_default_is_changepoint_and_steady_under_real_noise():
+    """Issue 13: the SNIA rule missed 60 % of steady series at 8 % noise and all at 10 % (real fio
+    IOPS swing ±30 %). The default method calls a flat series at 10 % and 15 % noise steady from
+    its start; SNIA's own answer on the same series is kept to show the difference."""
+    assert Criteria().method == "changepoint"
+    n, flat = 120, np.ones(120)
+    for noise in (0.10, 0.15):
+        steady_cp = steady_snia = 0
+        for seed in range(20):
+            s = synthetic({"workload_mibs": flat}, noise, seed)
+            v = decide(s, headline="workload_mibs")
+            steady_cp += v.steady and v.onset <= Criteria().window // 2
+            steady_snia += decide(s, Criteria(**SNIA)).steady
+        assert steady_cp >= 19, (noise, steady_cp)
+        assert steady_snia <= 12, (noise, steady_snia)          # what the seed's rule made of it
+
+
+def test_exponential_arc_fill_is_not_steady_before_it_has_filled():
+    """Issue 13: a slow exponential ARC fill was called steady 100 % of the time, ~7.5 % below its
+    final level. The changepoint onset is where the load is within the tolerance (5 %) of its
+    final level (give or take W/2 samples), and a fill cut off before it levels is not steady."""
+    n, t = 120, np.arange(120, dtype=float)
+    fill = 0.05 + 0.95 * (1 - np.exp(-t / 15))
+    truth = int(np.nonzero(np.abs(fill - fill[-1]) > 0.05 * fill[-1])[0][-1]) + 2     # 1-based
+    shape = {k: fill for k in (*LOAD, "arc_size_frac", "arc_hit_ratio")}
+    w = Criteria().window
+    for seed in range(10):
+        s = synthetic(shape, 0.02, seed)
+        v = decide(s, headline="workload_mibs")
+        assert v.steady and v.onset >= truth - w / 2, (seed, v.onset, truth)
+        assert abs(v.onset - truth) <= w, (seed, v.onset, truth)
+        level = np.mean([x["metrics"]["workload_mibs"] for x in s[v.onset - 1:v.onset - 1 + w]])
+        assert level >= 0.93 * 200 * fill[-1]
+        assert decide(s, Criteria(**SNIA)).onset < truth - w / 2             # the old answer: too early
+        cut = decide(s[:40], headline="workload_mibs")                     # still filling at 40
+        assert not cut.steady and cut.metrics["workload_mibs"].kind == "no steady state"
+
+
+def test_slow_drift_is_never_steady():
+    n, t = 120, np.arange(120, dtype=float)
+    drift = 1 + 0.5 * t / n
+    for seed in range(10):
+        v = decide(synthetic({k: drift for k in LOAD}, 0.10, seed), headline="workload_mibs")
+        assert not v.steady, (seed, v.onset)
+
+
+def test_step_onset_and_classes():
+    n, t = 120, np.arange(120, dtype=float)
+    for factor, kind in ((1.4, "warm-up"), (0.7, "slowdown")):
+        step = np.where(t < 48, 1.0, factor)
+        v = decide(synthetic({k: step for k in LOAD}, 0.05, 3), headline="workload_mibs")
+        assert v.steady and abs(v.onset - 49) <= 2, v.onset
+        assert v.metrics["workload_mibs"].kind == kind and v.metrics["arc_size_frac"].kind == "flat"
+        assert v.metrics["workload_mibs"].changepoints and abs(v.metrics["workload_mibs"].changepoints[0] - 48) <= 2
+    # a lone spike is not a regime, even in the last sample
+    flat = synthetic({"workload_mibs": np.ones(120)}, 0.05, 4)
+    flat[-1]["metrics"]["workload_mibs"] *= 3
+    flat[60]["metrics"]["workload_mibs"] *= 0.3
+    v = decide(flat, headline="workload_mibs")
+    assert v.steady and v.onset == 1 and v.metrics["workload_mibs"].kind == "flat"
+
+
+def test_headline_has_a_veto():
+    """Issue 13: a slowly warming metric was outvoted by flat ones (70 % of 4 lets one fail). When
+    it is the workload's headline, no vote makes the system steady."""
+    n, t = 120, np.arange(120, dtype=float)
+    s = synthetic({"workload_mibs": 1 + 0.5 * t / n}, 0.02, 5)
+    v = decide(s, headline="workload_mibs")
+    assert not v.steady and v.headline == "workload_mibs" and "headline workload_mibs" in v.note
+    assert decide(s, Criteria(**SNIA)).steady                               # outvoted under SNIA
+    # a headline that is not readable hands the veto to the next one read, and says so
+    for x in s:
+        x["metrics"]["workload_mibs"] = None
+    v = decide(s, headline="workload_mibs")
+    assert v.headline == "pool_mibs" and "workload_mibs not readable" in v.note
+
+
+@pytest.mark.parametrize("method", ["changepoint", "snia"])
+def test_nothing_read_or_only_zeros_is_not_steady(method):
+    """Issue 13: a series whose metrics are all null, or stuck at 0, was "steady"."""
+    n = 40
+    c = Criteria(window=10, method=method)
+    v = decide(series({"a": [None] * n, "b": [None] * n}), c)
+    assert not v.steady and v.note == "no readable, non-zero metric" and v.as_dict()["unreadable"] == ["a", "b"]
+    v = decide(series({"workload_mibs": [0.0] * n, "b": [None] * n}), c)
+    assert not v.steady and v.as_dict()["zero"] == ["workload_mibs"]
+    # a zero metric beside a real one is left out, not counted for or against
+    v = decide(series({"workload_mibs": [100.0 + (i % 3) for i in range(n)], "l2_hit_ratio": [0.0] * n}), c)
+    assert v.steady and not v.metrics["l2_hit_ratio"].evidence
+
+
+def test_cli_method_flag_and_tables(tmp_path):
+    p = tmp_path / "s.jsonl"
+    t = np.arange(60, dtype=float)
+    s = synthetic({k: np.where(t < 30, 1.0, 1.5) for k in LOAD}, 0.03, 7)[:60]
+    p.write_text("\n".join(json.dumps(x) for x in s))
+    res = zfsperf("steady", str(p), "--json")
+    out = json.loads(res.stdout)
+    assert out["method"] == "changepoint" and out["steady"] and out["headline"] == "workload_mibs"
+    assert abs(out["onset"] - 31) <= 2 and out["metrics"]["workload_mibs"]["kind"] == "warm-up"
+    res = zfsperf("steady", str(p))
+    assert res.returncode == 0 and "warm-up" in res.stdout and "(headline)" in res.stdout
+    res = zfsperf("steady", str(p), "--method", "snia", "--json")
+    assert json.loads(res.stdout)["method"] == "snia"
+    res = zfsperf("steady", str(p), "--method", "pelt")
+    assert res.returncode == 2 and "--method" in res.stderr

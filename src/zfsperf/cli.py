@@ -83,9 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf")
     m.add_argument("--target", default="auto")
 
-    from .steady import Criteria
+    from .steady import METHODS, Criteria
     dflt = Criteria()                    # one set of defaults: the runner's and this command's
-    p = sub.add_parser("steady", help="re-decide steady state from a recorded series (SNIA range/slope + vote)")
+    p = sub.add_parser("steady", help="re-decide steady state from a recorded series (change points, or SNIA)")
     p.add_argument("series")
     p.add_argument("--window", type=int, default=dflt.window, help=f"samples per window W (default {dflt.window})")
     p.add_argument("--interval", type=float, help="re-sample the series to one sample per this many seconds")
@@ -93,7 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slope", type=float, default=dflt.slope,
                    help=f"S: |slope|*span <= S*mean (default {dflt.slope:g})")
     p.add_argument("--quorum", type=float, default=dflt.quorum,
-                   help=f"fraction of metrics that must pass (default {dflt.quorum:g})")
+                   help=f"fraction of (the other) metrics that must pass (default {dflt.quorum:g})")
+    p.add_argument("--method", choices=METHODS, default=dflt.method,
+                   help=f"changepoint: PELT segments, headline veto; snia: the SNIA range/slope vote "
+                        f"(default {dflt.method})")
+    p.add_argument("--tolerance", type=float, default=dflt.tolerance,
+                   help=f"changepoint: changes and trends below this share of the level are none "
+                        f"(default {dflt.tolerance:g})")
+    p.add_argument("--headline", help="changepoint: the metric with a veto (default: the one the run "
+                                      "recorded, else workload_mibs, workload_iops, pool_mibs, pool_kops)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("report", help="summarise results directories (nothing is re-run)")
@@ -278,22 +286,35 @@ def cmd_steady(args: argparse.Namespace) -> int:
     samples = steady.read_series(args.series)
     if args.interval:
         samples = steady.resample(samples, args.interval)
-    c = steady.Criteria(window=args.window, range=args.range, slope=args.slope, quorum=args.quorum)
-    v = steady.decide(samples, c)
+    c = steady.Criteria(window=args.window, range=args.range, slope=args.slope, quorum=args.quorum,
+                        method=args.method, tolerance=args.tolerance)
+    v = steady.decide(samples, c, headline=args.headline)
     if args.json:
         print(json.dumps(v.as_dict(), indent=1))
         return 0
-    where = f"first steady at sample {v.first_steady_index}" if v.steady else "never steady"
-    print(f"{args.series}: {v.samples} samples, window {c.window}, R {c.range:g}, S {c.slope:g}, "
-          f"quorum {c.quorum:.0%}: {where}")
-    print(f"{'metric':<28} {'mean':>14} {'range':>12} {'excursion':>12}  verdict")
+    where = f"steady from sample {v.onset} (first steady at sample {v.first_steady_index})" if v.steady \
+        else "never steady" + (f": {v.note}" if v.note else "")
+    if c.method == "snia":
+        print(f"{args.series}: {v.samples} samples, snia, window {c.window}, R {c.range:g}, S {c.slope:g}, "
+              f"quorum {c.quorum:.0%}: {where}")
+        print(f"{'metric':<28} {'mean':>14} {'range':>12} {'excursion':>12}  verdict")
+        for name, m in sorted(v.metrics.items()):
+            if not m.readable:
+                print(f"{name:<28} {'-':>14} {'-':>12} {'-':>12}  unreadable (counts as steady)")
+                continue
+            verdict = "zero (no evidence)" if m.zero else "steady" if m.steady else \
+                (("range" if not m.range_ok else "") + (" slope" if not m.slope_ok else "") + " too large").strip()
+            print(f"{name:<28} {m.mean:>14.6g} {m.range:>12.6g} {m.excursion:>12.6g}  {verdict}")
+        return 0
+    print(f"{args.series}: {v.samples} samples, changepoint, shortest steady segment {c.window}, tolerance "
+          f"{c.tolerance:.0%}, quorum {c.quorum:.0%}, headline {v.headline or '-'}: {where}")
+    print(f"{'metric':<28} {'level':>14} {'class':<16} {'onset':>6}  change points (sample)")
     for name, m in sorted(v.metrics.items()):
-        if not m.readable:
-            print(f"{name:<28} {'-':>14} {'-':>12} {'-':>12}  unreadable (counts as steady)")
-            continue
-        verdict = "steady" if m.steady else ("range" if not m.range_ok else "") + \
-            (" slope" if not m.slope_ok else "") + " too large"
-        print(f"{name:<28} {m.mean:>14.6g} {m.range:>12.6g} {m.excursion:>12.6g}  {verdict.strip()}")
+        level = "-" if m.mean != m.mean else f"{m.mean:.6g}"
+        mark = " (headline)" if name == v.headline else ""
+        onset = "-" if m.onset is None else str(m.onset + 1)
+        cps = ", ".join(str(i + 1) for i in m.changepoints) or "-"
+        print(f"{name:<28} {level:>14} {m.kind or '':<16} {onset:>6}  {cps}{mark}")
     return 0
 
 

@@ -36,7 +36,7 @@ from .ui import Console
 from .workloads import WORKLOADS
 from .workloads.base import CaseContext, CaseTimeout, WorkloadFailed
 
-HEADLINE = {"receive": "throughput", "fio": "iops", "mixed": "read_p99_ratio"}
+HEADLINE = {name: wl.headline for name, wl in WORKLOADS.items()}     # the workloads say which figure
 
 
 class Interrupted(Exception):
@@ -371,10 +371,12 @@ class Runner:
             figures = wl.run(ctx)
             self._check()                   # a workload whose processes a signal stopped is no result
             if sampler is not None:
+                sampler.mark("workload end")
                 sampler.stop()
                 if t.steady.mode == "record":
                     samples = sampler.snapshot()
-                    record["steady"] = steady.summary(steady.decide(samples, t.steady.criteria), samples,
+                    record["steady"] = steady.summary(steady.decide(samples, t.steady.criteria,
+                                                                    headline=wl.series_headline), samples,
                                                       t.steady)
                 record["sampler"] = sampler.overhead()
                 dead = sampler.unreadable()
@@ -446,9 +448,10 @@ class Runner:
                 if errors:
                     raise errors[0]
                 samples = sampler.snapshot()
-                verdict = steady.decide(samples, spec.criteria,
+                verdict = steady.decide(samples, spec.criteria, headline=wl.series_headline,
                                         active_bytes=active if spec.cache_gate else None)
                 if verdict.steady or time.monotonic() >= gate_until:
+                    sampler.mark("decided", samples=verdict.samples)
                     break
                 if self.ui.is_tty:
                     self.ui.live(f"preconditioning: {len(samples)} samples, round {rounds}, "

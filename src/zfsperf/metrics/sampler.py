@@ -144,6 +144,19 @@ class Sampler:
     def elapsed(self) -> float:
         return time.monotonic() - self._t0
 
+    def _append(self, s: dict[str, Any]) -> None:
+        with self.lock:                  # one writer at a time: samples and markers keep their order
+            self.samples.append(s)
+            if self._file is not None:
+                self._file.write(json.dumps(s) + "\n")
+                self._file.flush()
+
+    def mark(self, event: str, **info: Any) -> None:
+        """A marker line in the series (no metrics): "workload end" when the measured work
+        returned, "decided" with the number of samples a gate's verdict was taken on. A verdict
+        re-decided from the file later uses the same samples (steady.series.decision_samples)."""
+        self._append({"t": round(self.elapsed(), 3), "metrics": {}, "info": {"event": event, **info}})
+
     def snapshot(self) -> list[dict[str, Any]]:
         with self.lock:
             return list(self.samples)
@@ -159,11 +172,7 @@ class Sampler:
             cost = time.thread_time() - c0
             self.cpu_per_sample.append(cost)
             s.setdefault("info", {})["sampler_cpu_ms"] = round(cost * 1000, 3)
-            with self.lock:
-                self.samples.append(s)
-            if self._file is not None:
-                self._file.write(json.dumps(s) + "\n")
-                self._file.flush()
+            self._append(s)
             k = max(k + 1, int(self.elapsed() / self.interval) + 1)    # never queue up missed ticks
 
     # ------------------------------------------------------------------ one sample

@@ -14,7 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..results.stats import summarise  # noqa: E402
-from ..steady import Criteria, decide, read_series  # noqa: E402
+from ..steady import Criteria, decide, matrix, read_series, window_checks  # noqa: E402
+from ..steady.series import is_marker  # noqa: E402
 from .model import CaseData, RunData  # noqa: E402
 
 DPI = 100
@@ -63,26 +64,30 @@ def thread_scaling(run: RunData) -> bytes | None:
     return _png(fig)
 
 
-def steady_chart(series_path: Path, verdict: dict[str, Any] | None) -> bytes | None:
-    """Every metric normalised to its own mean (as a line) and its steady boolean (dotted, per
-    sliding window), the steady point marked — the talk's chart."""
+def steady_chart(series_path: Path, verdict: dict[str, Any] | None, title: str | None = None) -> bytes | None:
+    """Every metric normalised to its own mean (as a line) and whether it is steady (dotted: high
+    from the sample it counts as steady), change points as ticks, the verdict's steady point marked
+    — the talk's chart, for either method."""
     try:
         samples = read_series(str(series_path))
     except Exception:  # noqa: BLE001 - a missing or torn series has no picture
         return None
+    samples = [s for s in samples if not is_marker(s)]
     if len(samples) < 3:
         return None
     crit = Criteria()
-    if verdict and isinstance(verdict.get("criteria"), dict):
-        k = verdict["criteria"]
+    k = (verdict or {}).get("criteria")
+    if isinstance(k, dict):
         crit = Criteria(window=int(k.get("window", crit.window)), range=float(k.get("range", crit.range)),
-                        slope=float(k.get("slope", crit.slope)), quorum=float(k.get("quorum", crit.quorum)))
+                        slope=float(k.get("slope", crit.slope)), quorum=float(k.get("quorum", crit.quorum)),
+                        method=str(k.get("method", "snia")), tolerance=float(k.get("tolerance", crit.tolerance)))
+    headline = (verdict or {}).get("headline")
+    v = decide(samples, crit, headline=headline)
     names = sorted({n for s in samples for n in s["metrics"]})
     t = [s["t"] for s in samples]
     fig, ax = plt.subplots(figsize=(11, 4.5))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    from ..steady import window_checks, _matrix
-    tt, nn, yy = _matrix(samples)
+    tt, nn, yy = matrix(samples)
     for i, n in enumerate(names):
         ys = [s["metrics"].get(n) for s in samples]
         vals = [y for y in ys if isinstance(y, (int, float))]
@@ -90,15 +95,23 @@ def steady_chart(series_path: Path, verdict: dict[str, Any] | None) -> bytes | N
             continue
         mean = sum(vals) / len(vals) or 1.0
         col = colours[i % len(colours)]
+        m = v.metrics.get(n)
+        label = n + (f" ({m.kind})" if m is not None and m.kind else "") + (" ★" if n == v.headline else "")
         ax.plot(t, [y / mean if isinstance(y, (int, float)) else float("nan") for y in ys], color=col, lw=1.2,
-                label=n)
+                label=label)
+        high, low = 1.6 + 0.04 * i, 0.1 + 0.04 * i
         ok = [float("nan")] * len(samples)
-        j = nn.index(n)
-        for end in range(crit.window, len(samples) + 1):
-            chk = window_checks(tt, [n], yy[:, [j]], end, crit)[n]
-            ok[end - 1] = 1.6 + 0.04 * i if chk.steady else 0.1 + 0.04 * i
+        if crit.method == "snia":
+            j = nn.index(n)
+            for end in range(crit.window, len(samples) + 1):
+                ok[end - 1] = high if window_checks(tt, [n], yy[:, [j]], end, crit)[n].steady else low
+        elif m is not None:
+            for j in range(len(samples)):
+                ok[j] = high if m.steady and m.onset is not None and j >= m.onset else low
+            for cp in m.changepoints:
+                ax.plot([t[cp]], [high + 0.15], marker="v", color=col, ms=5)
         ax.plot(t, ok, color=col, ls=":", lw=1.2)
-    first = (verdict or {}).get("first_steady_index") or decide(samples, crit).first_steady_index
+    first = (verdict or {}).get("first_steady_index") or v.first_steady_index
     if first:
         ax.axvline(samples[first - 1]["t"], color="black", ls="--", lw=1)
         ax.annotate("steady", (samples[first - 1]["t"], 1.9), fontsize=9)
@@ -108,8 +121,9 @@ def steady_chart(series_path: Path, verdict: dict[str, Any] | None) -> bytes | N
     ax.set_ylabel("metric / its mean   (dotted: steady? high = yes)")
     ax.set_ylim(0, 2.1)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=4, loc="lower right")
-    ax.set_title(f"steady state — {series_path.name}")
+    ax.legend(fontsize=7, ncol=3, loc="lower right")
+    ax.set_title(title or f"steady state ({crit.method}) — {series_path.name}: "
+                          f"{'steady from sample ' + str(v.onset) if v.steady else 'not steady'}")
     return _png(fig)
 
 

@@ -81,6 +81,8 @@ class CaseContext:
 
 class Workload(Protocol):
     name: str
+    headline: str               # the figure a case is summarised and judged by (throughput, iops)
+    series_headline: str        # the sampled metric that tracks it live (workload_mibs): the steady veto
     # field name -> (python type or tuple of types, sweepable); validated by runfile.py
     fields: dict[str, tuple[Any, bool]]
 

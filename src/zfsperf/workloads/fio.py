@@ -267,6 +267,8 @@ class FioRun:
 
 class FioWorkload:
     name = "fio"
+    headline = "iops"            # the figure a case is summarised and judged by
+    series_headline = "workload_iops"   # its live counterpart in the sampled series (steady veto)
     fields = FIO_FIELDS
 
     def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:

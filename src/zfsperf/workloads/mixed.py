@@ -21,6 +21,8 @@ JOB_KEYS = {k for k in fio.FIO_FIELDS if k not in ("clients", "runtime", "time_b
 
 class MixedWorkload:
     name = "mixed"
+    headline = "read_p99_ratio"            # the figure a case is summarised and judged by
+    series_headline = "workload_mibs"   # its live counterpart in the sampled series (steady veto)
     fields: dict[str, tuple[Any, bool]] = {
         "reader": (dict, False), "writer": (dict, False),
         "reader_dataset": (dict, False), "writer_dataset": (dict, False),

@@ -47,6 +47,8 @@ class Round:
 
 class ReceiveWorkload:
     name = "receive"
+    headline = "throughput"            # the figure a case is summarised and judged by
+    series_headline = "workload_mibs"   # its live counterpart in the sampled series (steady veto)
     fields: dict[str, tuple[Any, bool]] = {
         "corpus": (dict, True),
         "threads": (int, True),

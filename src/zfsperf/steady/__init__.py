@@ -1,0 +1,126 @@
+"""Steady state: is the system in a steady state, and from which sample? (seed 004, issue 13)
+
+Two methods behind one `decide()`, one record and one CLI (`zfsperf steady --method`):
+- `changepoint` (the default): change points per metric (PELT), classes flat / warm-up / slowdown /
+  no steady state, the workload's headline metric has a veto (steady/changepoint.py);
+- `snia`: the seed's SNIA PTS range/slope rule per window and a vote across metrics (steady/snia.py).
+A series is a list of samples {"t": seconds, "metrics": {name: number | null}, "info": {...}}.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from . import changepoint, snia
+from .cache import CACHE_FULL, CACHE_SHARE, cache_ok
+from .series import decision_samples, matrix, read_series, resample
+from .snia import check_metric, vote, window_checks
+from .verdict import METHODS, STEADY_KINDS, Criteria, MetricCheck, Verdict
+
+__all__ = ["CACHE_FULL", "CACHE_SHARE", "METHODS", "MODES", "STEADY_KINDS", "Criteria", "MetricCheck",
+           "SteadySpec", "Verdict", "cache_ok", "check_metric", "decide", "matrix", "read_series", "resample",
+           "summary", "vote", "window_checks", "decision_samples"]
+
+
+def decide(samples: list[dict[str, Any]], c: Criteria | None = None, *, active_bytes: int | None = None,
+           headline: str | None = None) -> Verdict:
+    """The verdict on a series by c.method. headline: the series metric of the workload's headline
+    figure (workload_mibs, workload_iops), which has a veto in the changepoint method; with
+    active_bytes, steady also needs the cache gate to hold."""
+    c = c or Criteria()
+    c.validate()
+    samples = decision_samples(samples)
+    if c.method == "snia":
+        return snia.decide(samples, c, active_bytes=active_bytes)
+    return changepoint.decide(samples, c, active_bytes=active_bytes, headline=headline)
+
+
+MODES = ("record", "gate", "off")
+
+
+@dataclass
+class SteadySpec:
+    """A test's `steady = { … }`: how to sample, how to decide, and whether to gate the measurement."""
+    mode: str = "record"            # record: sample and record the verdict; gate: precondition until steady
+    interval: float = 1.0           # seconds between samples (the talk used 15 s)
+    criteria: Criteria = field(default_factory=Criteria)
+    timeout: float = 300.0          # gate: give up preconditioning after this long (recorded, never hidden)
+    cache_gate: bool = False        # gate also on ≥ 85 % of the active data set in cache
+    measure: float | None = None    # gate: seconds of the measurement for time-based workloads
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], where: Any) -> "SteadySpec":
+        """Validate a runfile table; where(key) gives the location of that key for errors."""
+        spec = cls()
+        for k, v in d.items():
+            number = isinstance(v, (int, float)) and not isinstance(v, bool)
+            if k == "mode":
+                if v not in MODES:
+                    raise InputError(f"expected {' | '.join(MODES)}, got {v!r}", **where(k))
+                spec.mode = v
+            elif k == "cache_gate":
+                if not isinstance(v, bool):
+                    raise InputError(f"expected true or false, got {v!r}", **where(k))
+                spec.cache_gate = v
+            elif k == "window":
+                if not isinstance(v, int) or isinstance(v, bool) or v < 2:
+                    raise InputError(f"expected a whole number of samples >= 2, got {v!r}", **where(k))
+                spec.criteria.window = v
+            elif k in ("interval", "timeout", "measure"):
+                from ..units import parse_duration
+                try:
+                    secs = parse_duration(v)
+                except ValueError as e:
+                    raise InputError(str(e), **where(k)) from None
+                if secs <= 0 or (k == "interval" and secs < 0.2):
+                    raise InputError(f"{k} must be {'at least 0.2 s' if k == 'interval' else 'positive'}",
+                                     **where(k))
+                setattr(spec, k, secs)
+            elif k == "method":
+                if v not in METHODS:
+                    raise InputError(f"expected {' | '.join(METHODS)}, got {v!r}", **where(k))
+                spec.criteria.method = v
+            elif k in ("range", "slope", "quorum", "tolerance"):
+                if not number or not 0 < v <= (1 if k in ("quorum", "tolerance") else 10):
+                    raise InputError(f"expected a fraction like 0.2, got {v!r}", **where(k))
+                setattr(spec.criteria, k, float(v))
+            else:
+                raise InputError("unknown steady field (expected cache_gate, interval, measure, method, mode, "
+                                 "quorum, range, slope, timeout, tolerance, window)", **where(k))
+        return spec
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "interval": self.interval, "timeout": self.timeout,
+                "cache_gate": self.cache_gate, "measure": self.measure, **self.criteria.__dict__}
+
+
+def summary(v: Verdict, samples: list[dict[str, Any]], spec: SteadySpec) -> dict[str, Any]:
+    """What every result carries: the verdict, the time to steady, and which metrics passed."""
+    samples = decision_samples(samples)
+    first = v.first_steady_index
+    out: dict[str, Any] = {
+        "mode": spec.mode, "steady": v.steady, "first_steady_index": first,
+        "time_to_steady": samples[first - 1]["t"] if first else None, "samples": len(samples),
+        "method": v.criteria.method, "onset": v.onset, "headline": v.headline,
+        "passed": sorted(k for k, m in v.metrics.items() if m.evidence and m.steady),
+        "failed": sorted(k for k, m in v.metrics.items() if m.evidence and not m.steady),
+        "unreadable": sorted(k for k, m in v.metrics.items() if not m.readable),
+        "zero": sorted(k for k, m in v.metrics.items() if m.zero),
+        "criteria": spec.as_dict(),
+    }
+    kinds = {k: m.kind for k, m in v.metrics.items() if m.kind is not None}
+    if kinds:
+        out["classes"] = kinds
+    if v.note:
+        out["why"] = v.note
+    if not v.steady:
+        if len(samples) < spec.criteria.window:
+            out["note"] = f"only {len(samples)} samples, fewer than the window of {spec.criteria.window}"
+        else:
+            span = samples[-1]["t"] if samples else 0
+            out["note"] = f"not steady after {span:.0f} s"
+    return out
+
+

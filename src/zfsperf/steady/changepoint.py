@@ -1,0 +1,219 @@
+"""Steady state from change points (the default, `method = "changepoint"`).
+
+After Barrett et al. 2017 ("Virtual machine warmup blows hot and cold") and Traini et al. 2022:
+each metric's series is cut into straight-line segments by PELT (ruptures, with a line cost of
+our own: a drift is one sloped segment, not a staircase of flat ones), and classified by how it
+ends:
+  flat            steady from the first sample
+  warm-up         it changed and settled at a better level (higher, or lower for a latency)
+  slowdown        it changed and settled at a worse level
+  no steady state it still trends, or changed less than W samples before the end
+  too short       fewer than W readings; unreadable: none; zero: 0 in every sample (no evidence)
+Details that make it hold on real data (bench/steady_eval.py measures each):
+- the noise scale σ is robust (MAD of first differences); a lone spike (beyond the running median
+  ± 4 σ) is replaced by that median; the penalty is BETA · ln n per change, in units of σ²;
+- trailing segments whose levels are within `tolerance` (5 %) of the last one are one segment;
+- that segment must not trend (a slope significant at p < 0.01 that moves it more than
+  `tolerance`); a fill that levels off is cut to the tail where it has (see steady_stretch);
+- the steady stretch reaches back over blocks still within `tolerance` of the final level.
+The system is steady when the headline metric of the workload (its throughput or IOPS) is steady
+— a veto, not a vote — and a quorum of the other readable, non-zero metrics are; the onset is the
+latest onset among the metrics that passed. Unreadable and all-zero metrics are reported, never
+counted; with none readable the answer is "not steady".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import ruptures
+from ruptures.base import BaseCost
+from scipy import ndimage, stats
+
+from .cache import cache_ok
+from .series import matrix
+from .verdict import Criteria, MetricCheck, Verdict
+
+BETA = 4.0               # penalty per change, × σ² ln n (tuned on bench/steady_eval.py: 2 and 3 split noise)
+MIN_SEGMENT = 3          # samples: no segment is shorter (a single spike is not a regime)
+CLIP_SIGMAS = 4.0
+MAX_GRID = 150          # change points are searched among at most this many positions
+TREND_P = 0.01
+TAIL_P = 0.05           # a tail cut from a trending segment must show less than this
+# the headline metric when the workload names none, or its own is not readable: first one read
+HEADLINE_FALLBACK = ("workload_mibs", "workload_iops", "pool_mibs", "pool_kops")
+
+
+def lower_is_better(name: str) -> bool:
+    return "lat" in name
+
+
+def noise_scale(y: np.ndarray) -> float:
+    """σ of the noise, robust to level shifts (first differences) and to spikes (MAD)."""
+    d = np.diff(y)
+    s = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2) if len(d) else 0.0
+    if s <= 0:
+        s = float(np.std(y))            # mostly-constant with bursts (a pool written once per txg)
+    return max(s, 1e-9 * float(np.max(np.abs(y))))
+
+
+class LineCost(BaseCost):
+    """Cost of a segment: the residual sum of squares of its least-squares line (O(1) from prefix
+    sums). Segments of lines, not of constant means: a drift is one sloped segment, not a staircase
+    of small steps each of which looks flat; a fill is a few lines of falling slope."""
+    model = "zfsperf-line"
+    min_size = MIN_SEGMENT
+
+    def fit(self, signal: np.ndarray) -> "LineCost":
+        y = np.asarray(signal, dtype=float).ravel()
+        self.signal = y.reshape(-1, 1)
+        t = np.arange(len(y), dtype=float)
+        self._sums = [np.concatenate([[0.0], np.cumsum(a)]) for a in (np.ones_like(y), t, t * t, y, t * y, y * y)]
+        return self
+
+    def error(self, start: int, end: int) -> float:
+        n, st, stt, sy, sty, syy = (s[end] - s[start] for s in self._sums)
+        vt, vy, cty = stt - st * st / n, syy - sy * sy / n, sty - st * sy / n
+        return max(vy - (cty * cty / vt if vt > 0 else 0.0), 0.0)
+
+
+def segments(y: np.ndarray, sigma: float) -> list[int]:
+    """Start indices of the linear segments (the first is 0), by PELT with a BIC-like penalty."""
+    n = len(y)
+    jump = max(1, -(-n // MAX_GRID))     # PELT runs in Python: candidates on a grid for long series
+    bkps = ruptures.Pelt(custom_cost=LineCost(), min_size=MIN_SEGMENT, jump=jump).fit(y / sigma) \
+        .predict(pen=BETA * math.log(n))
+    return [0] + [int(b) for b in bkps[:-1]]
+
+
+def _line(seg: np.ndarray) -> tuple[float, float, float]:
+    """(slope per sample, intercept, p of slope ≠ 0) of a least-squares line."""
+    if len(seg) < 3 or np.ptp(seg) == 0:
+        return 0.0, float(seg.mean()), 1.0
+    fit = stats.linregress(np.arange(len(seg), dtype=float), seg)
+    p = float(fit.pvalue) if math.isfinite(fit.pvalue) else 1.0
+    return float(fit.slope), float(fit.intercept), p
+
+
+def trending(seg: np.ndarray, tol: float, p_max: float = TREND_P) -> bool:
+    """A trend worth the name: a significant slope that moves the level more than tol over seg."""
+    b, _a, p = _line(seg)
+    return p < p_max and abs(b) * (len(seg) - 1) > tol * abs(float(seg.mean()))
+
+
+def decelerating(prev: np.ndarray, seg: np.ndarray) -> bool:
+    """The segment before is significantly steeper in the same direction (one-sided z > 2.33):
+    the series is levelling off (a fill), not drifting at one rate."""
+    (b1, se1), (b0, se0) = _slope_se(prev), _slope_se(seg)
+    if b1 * b0 <= 0 or not math.isfinite(se1) or not math.isfinite(se0):
+        return False
+    return (abs(b1) - abs(b0)) / math.hypot(se1, se0) > 2.33
+
+
+def _slope_se(seg: np.ndarray) -> tuple[float, float]:
+    if len(seg) < 3 or np.ptp(seg) == 0:
+        return 0.0, math.inf
+    fit = stats.linregress(np.arange(len(seg), dtype=float), seg)
+    return float(fit.slope), float(fit.stderr) if math.isfinite(fit.stderr) else math.inf
+
+
+def steady_stretch(y: np.ndarray, starts: list[int], c: Criteria) -> tuple[int | None, float, float]:
+    """(first index of the steady stretch or None, its level, the excursion of its line).
+    1. Trailing segments whose levels are within `tolerance` of the final one are one segment.
+    2. That segment must not trend. If it does, and only if the segment before it was
+       significantly steeper (the series is levelling off: a fill), its start moves on W/2
+       samples at a time to a tail that does not trend and still covers at least half of it. A
+       drift at one rate is one segment and is never cut down to a tail short enough for its
+       noise to hide the slope.
+    3. The stretch then reaches back, W/2 samples at a time, over blocks whose mean is within
+       `tolerance` of the final level (a fill's last few per cent). Per sample it would follow
+       the noise: at 15 % noise a 5-sample mean strays 7 %."""
+    n = len(y)
+    k = len(starts) - 1
+    while k > 0 and abs(float(y[starts[k - 1]:starts[k]].mean()) - float(y[starts[k]:].mean())) <= \
+            c.tolerance * abs(float(y[starts[k]:].mean())):
+        k -= 1
+    s0 = starts[k]
+    step = max(MIN_SEGMENT, c.window // 2)
+    s: int | None = s0
+    if n - s0 < c.window:
+        s = None
+    elif trending(y[s0:], c.tolerance):
+        s = None
+        if k > 0 and decelerating(y[starts[k - 1]:s0], y[s0:]):
+            last = n - max(c.window, (n - s0 + 1) // 2)          # the tail covers half the segment or more
+            s = next((cand for cand in range(s0 + step, last + 1, step)
+                      if not trending(y[cand:], c.tolerance, TAIL_P)),
+                     None)
+    tail = y[s if s is not None else s0:]
+    b, _a, _p = _line(tail)
+    level, exc = float(tail.mean()), abs(b) * (len(tail) - 1)
+    if s is None:
+        return None, level, exc
+    while s - step >= 0 and abs(float(y[s - step:s].mean()) - level) <= c.tolerance * abs(level):
+        s -= step                       # the W/2 samples before s are still at the level
+    if 0 < s < step and abs(float(y[:s].mean()) - level) <= c.tolerance * abs(level):
+        s = 0
+    return s, level, exc
+
+
+def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
+    idx = np.flatnonzero(~np.isnan(values))
+    y = values[idx]
+    n = len(y)
+    if n == 0:
+        return MetricCheck(name, readable=False, kind="unreadable")
+    mean = float(y.mean())
+    if np.all(y == 0):
+        return MetricCheck(name, True, mean, 0.0, 0.0, zero=True, kind="zero")
+    if n < c.window:
+        return MetricCheck(name, True, mean, float(np.ptp(y)), kind="too short")
+    sigma = noise_scale(y)
+    med = ndimage.median_filter(y, size=5, mode="mirror")
+    yc = np.where(np.abs(y - med) > CLIP_SIGMAS * sigma, med, y)     # a lone spike is not a regime
+    starts = segments(yc, sigma)
+    cps = [int(idx[i]) for i in starts[1:]]
+    s, level, exc = steady_stretch(yc, starts, c)
+    if s is None:
+        return MetricCheck(name, True, level, float(np.ptp(y[starts[-1]:])), exc, kind="no steady state",
+                           changepoints=cps)
+    kind = "flat"
+    if s > 0:
+        before = float(np.median(yc[max(0, s - c.window):s]))
+        better = level < before if lower_is_better(name) else level > before
+        kind = "warm-up" if better else "slowdown"
+    return MetricCheck(name, True, level, float(np.ptp(y[s:])), exc, kind=kind, onset=int(idx[s]), changepoints=cps)
+
+
+def decide(samples: list[dict[str, Any]], c: Criteria, *, active_bytes: int | None = None,
+           headline: str | None = None) -> Verdict:
+    t, names, y = matrix(samples)
+    n = len(samples)
+    checks = {name: classify(name, y[:, j], c) for j, name in enumerate(names)}
+    head = headline if headline in checks and checks[headline].evidence else \
+        next((h for h in HEADLINE_FALLBACK if h in checks and checks[h].evidence), None)
+    if head is None:
+        head = next((k for k in names if checks[k].evidence), None)
+    if head is None:
+        return Verdict(False, None, n, c, checks, note="no readable, non-zero metric")
+    note = None if headline in (None, head) else f"headline {headline} not readable; {head} stands in"
+    others = [m for k, m in checks.items() if k != head and m.evidence]
+    passing = [m for m in others if m.steady]
+    h = checks[head]
+    if not h.steady:
+        return Verdict(False, None, n, c, checks, headline=head,
+                       note=f"headline {head}: {h.kind}" + (f" ({note})" if note else ""))
+    if len(passing) < c.quorum * len(others) - 1e-9:
+        return Verdict(False, None, n, c, checks, headline=head,
+                       note=f"{len(passing)} of {len(others)} other metrics steady (quorum {c.quorum:.0%})")
+    onset = max(m.onset for m in [h, *passing] if m.onset is not None)
+    first = onset + c.window                     # 1-based count: W steady samples seen
+    if active_bytes is not None:
+        while first <= n and cache_ok(samples[first - 1], active_bytes) is False:
+            first += 1
+        if first > n:
+            return Verdict(False, None, n, c, checks, headline=head,
+                           note="metrics steady, but the cache gate never held")
+    return Verdict(True, first, n, c, checks, onset=onset + 1, headline=head, note=note)

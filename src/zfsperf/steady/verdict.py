@@ -1,0 +1,98 @@
+"""What a steady-state decision takes (Criteria) and gives (a Verdict of per-metric checks).
+Both methods fill the same records, so results, `zfsperf steady` and the charts read one shape."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+
+METHODS = ("changepoint", "snia")
+STEADY_KINDS = ("flat", "warm-up", "slowdown")     # a changepoint class that has a steady final segment
+
+
+@dataclass
+class Criteria:
+    window: int = 10            # W: SNIA's window; the changepoint method's shortest steady final segment
+    range: float = 0.20         # SNIA: max − min ≤ R · mean
+    slope: float = 0.10         # SNIA: |slope| · span ≤ S · mean
+    quorum: float = 0.70        # share of the (other) metrics that must pass
+    method: str = "changepoint"
+    tolerance: float = 0.05     # changepoint: a level change or trend below this share of the level is none
+
+    def validate(self) -> None:
+        if self.window < 2:
+            raise InputError(f"window must be at least 2 samples, got {self.window}", field="window")
+        for name in ("range", "slope", "tolerance"):
+            if not getattr(self, name) > 0:
+                raise InputError(f"{name} must be positive", field=name)
+        if not 0 < self.quorum <= 1:
+            raise InputError(f"quorum must be in (0, 1], got {self.quorum}", field="quorum")
+        if self.method not in METHODS:
+            raise InputError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}", field="method")
+
+
+def num(x: float) -> float | None:
+    return None if x != x else round(float(x), 9)
+
+
+@dataclass
+class MetricCheck:
+    """One metric's answer. SNIA fills range/excursion and the two oks over its window; the
+    changepoint method fills kind (flat, warm-up, slowdown, no steady state, too short), the onset
+    of the final segment and the change points it found."""
+    name: str
+    readable: bool
+    mean: float = math.nan
+    range: float = math.nan               # max − min over the window
+    excursion: float = math.nan           # |slope| · span (SNIA: the window; changepoint: the final segment)
+    range_ok: bool = True
+    slope_ok: bool = True
+    zero: bool = False                    # readable but 0 in every sample: not evidence of anything
+    kind: str | None = None               # changepoint class
+    onset: int | None = None              # changepoint: 0-based sample index where the steady segment starts
+    changepoints: list[int] = field(default_factory=list)
+
+    @property
+    def steady(self) -> bool:
+        if self.kind is not None:
+            return self.kind in STEADY_KINDS
+        return self.range_ok and self.slope_ok
+
+    @property
+    def evidence(self) -> bool:
+        """Counts in the vote: it was read and it is not a constant zero."""
+        return self.readable and not self.zero
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"readable": self.readable, "mean": num(self.mean), "range": num(self.range),
+                               "excursion": num(self.excursion), "steady": self.steady}
+        if self.kind is None:
+            out.update(range_ok=self.range_ok, slope_ok=self.slope_ok)
+        else:
+            out.update(kind=self.kind, onset=self.onset, changepoints=self.changepoints)
+        if self.zero:
+            out["zero"] = True
+        return out
+
+
+@dataclass
+class Verdict:
+    steady: bool
+    first_steady_index: int | None        # 1-based sample count at which it first counts as steady
+    samples: int
+    criteria: Criteria
+    metrics: dict[str, MetricCheck] = field(default_factory=dict)   # at the decision point (or the end)
+    onset: int | None = None              # 1-based first sample of the steady stretch
+    headline: str | None = None           # the metric with a veto (changepoint method)
+    note: str | None = None               # why not steady, in words
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"steady": self.steady, "method": self.criteria.method, "first_steady_index": self.first_steady_index,
+                "onset": self.onset, "samples": self.samples, "headline": self.headline, "note": self.note,
+                "criteria": dict(self.criteria.__dict__),
+                "metrics": {k: m.as_dict() for k, m in self.metrics.items()},
+                "unreadable": sorted(k for k, m in self.metrics.items() if not m.readable),
+                "zero": sorted(k for k, m in self.metrics.items() if m.zero)}
