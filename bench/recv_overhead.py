@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from zfsperf import proc
-from zfsperf.lab import Lab
+from zfsperf.zfsfuse.daemon import Lab
 from zfsperf.metrics.sampler import Sampler
 from zfsperf.pool import PoolManager, PoolSpec
 from zfsperf.report.compare import ratio_ci
-from zfsperf.target.zfsfuse import ZfsFuseTarget
+from zfsperf.zfsfuse.target import ZfsFuseTarget
 from zfsperf.units import MIB
 from zfsperf.workloads import corpus as corpus_mod
 from zfsperf.workloads.base import CaseContext

@@ -21,10 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from zfsperf.lab import Lab
+from zfsperf.zfsfuse.daemon import Lab
 from zfsperf.metrics.sampler import Sampler
 from zfsperf.pool import PoolManager, PoolSpec
-from zfsperf.target.zfsfuse import ZfsFuseTarget
+from zfsperf.zfsfuse.target import ZfsFuseTarget
 
 
 def main() -> None:

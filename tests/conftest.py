@@ -42,7 +42,7 @@ def session_env(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def lab(session_env):
-    from zfsperf.lab import Lab, lab_dir_from_env
+    from zfsperf.zfsfuse.daemon import Lab, lab_dir_from_env
     lab = Lab.start(lab_dir_from_env(), owner="lab")
     yield lab
     lab.stop()
@@ -50,7 +50,7 @@ def lab(session_env):
 
 @pytest.fixture(scope="session")
 def target(lab):
-    from zfsperf.target.zfsfuse import ZfsFuseTarget
+    from zfsperf.zfsfuse.target import ZfsFuseTarget
     return ZfsFuseTarget(lab, owns_lab=False)
 
 

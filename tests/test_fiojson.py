@@ -8,7 +8,7 @@ import pytest
 from conftest import VERSIONS, fixture
 from zfsperf.errors import InputError
 from zfsperf.metrics import fiojson
-from zfsperf.report.quantize import quantize, render
+from zfsperf.metrics.quantize import quantize, render
 from zfsperf.workloads.fio import histograms, stats_figures
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from conftest import VERSIONS, fixture
 from zfsperf.errors import InputError
-from zfsperf.target.kstat import parse_named, parse_named_strings, parse_sysctl, parse_txgs
+from zfsperf.targets.kstat import parse_named, parse_named_strings, parse_sysctl, parse_txgs
 
 
 @pytest.mark.parametrize("version,nfields", [("openzfs-2.1.11", 123), ("openzfs-2.3.2", 147)])

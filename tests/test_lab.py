@@ -5,7 +5,7 @@ import signal
 from pathlib import Path
 
 from zfsperf import proc
-from zfsperf.lab import Lab
+from zfsperf.zfsfuse.daemon import Lab
 
 
 def test_lab_is_private_and_logs(lab, target):

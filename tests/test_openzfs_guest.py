@@ -14,8 +14,8 @@ import pytest
 from conftest import zfsperf
 from test_runner import last_dir, records, write_runfile
 from zfsperf import proc
-from zfsperf.guest.vm import GuestLab
-from zfsperf.target.ssh import Ssh
+from zfsperf.guest.vm import Guest
+from zfsperf.sshlink import Ssh
 
 PARAM = "/sys/module/zfs/parameters/zfs_vdev_async_write_max_active"
 
@@ -27,17 +27,17 @@ def guest(tmp_path_factory):
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     t0 = time.monotonic()
-    build = zfsperf("lab", "openzfs", "build", "--zfs", "2.3", timeout=3600)
+    build = zfsperf("guest", "build", "--zfs", "2.3", timeout=3600)
     assert build.returncode == 0, build.stdout + build.stderr
-    up = zfsperf("lab", "openzfs", "up", "--zfs", "2.3", timeout=900)
+    up = zfsperf("guest", "up", "--zfs", "2.3", timeout=900)
     assert up.returncode == 0, up.stdout + up.stderr
     print(f"\nOpenZFS guest built and booted in {time.monotonic() - t0:.0f} s")
-    lab = GuestLab(root)
+    lab = Guest(root)
     st = lab.state()
     assert st is not None and st.accel in ("tcg", "kvm")
     yield lab
     Ssh(st.url(), lab.ssh_options()).close()                # guest_sh's shared connection
-    down = zfsperf("lab", "openzfs", "down")
+    down = zfsperf("guest", "down")
     assert down.returncode == 0
     assert not proc.pid_alive(st.qemu_pid)                  # no qemu left (a zombie awaits its reaper)
     live = [ln for ln in subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
@@ -50,7 +50,7 @@ def guest(tmp_path_factory):
             os.environ[k] = v
 
 
-def guest_sh(lab: GuestLab, *argv: str) -> str:
+def guest_sh(lab: Guest, *argv: str) -> str:
     """A command in the guest over the same ssh transport zfsperf uses."""
     ssh = Ssh(lab.state().url(), lab.ssh_options())
     res = ssh.run(list(argv))
@@ -83,7 +83,7 @@ steady = { mode = "record", interval = 1 }
 
 
 def test_receive_sweep_and_fio_on_openzfs(guest, tmp_path):
-    res = zfsperf("run", "--target", "lab", "-r", str(write_runfile(tmp_path, SWEEP)), "-o", str(tmp_path / "o"),
+    res = zfsperf("run", "--target", "guest", "-r", str(write_runfile(tmp_path, SWEEP)), "-o", str(tmp_path / "o"),
                   timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "[TCG emulation: not a speed]" in res.stdout or guest.state().accel == "kvm"
@@ -136,7 +136,7 @@ tunables = {{ zfs_vdev_async_write_max_active = 3 }}
 def test_tunable_set_observed_and_restored(guest, tmp_path):
     before = guest_sh(guest, "cat", PARAM).strip()
     assert before != "3"
-    p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "--target", "lab", "-r",
+    p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "--target", "guest", "-r",
                           str(write_runfile(tmp_path, TUNED.format(iters=1, runtime=8))), "-o", str(tmp_path / "o")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = set()
@@ -153,7 +153,7 @@ def test_tunable_set_observed_and_restored(guest, tmp_path):
 
 def test_tunable_restored_after_interrupt(guest, tmp_path):
     before = guest_sh(guest, "cat", PARAM).strip()
-    p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "--target", "lab", "-r",
+    p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "--target", "guest", "-r",
                           str(write_runfile(tmp_path, TUNED.format(iters=5, runtime=30))), "-o", str(tmp_path / "o")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 600
@@ -171,7 +171,7 @@ def test_receive_batch_and_starvation_sweep_run_instead_of_skip(guest, tmp_path)
     # the vdev files live on the guest's ext4 disk, not in its RAM (issue 14, item 3)
     assert guest_sh(guest, "df", "/var/tmp").splitlines()[-1].split()[0] == "/dev/vda"
     # the built-in runfile as shipped (2 x 2G prefilled vdevs, warm-up), with a smaller stream
-    res = zfsperf("run", "--target", "lab", "-r", "receive-batch", "-D", "size=32M",
+    res = zfsperf("run", "--target", "guest", "-r", "receive-batch", "-D", "size=32M",
                   "-I", "1", "-o", str(tmp_path / "rb"), timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
     recs = records(last_dir(res.stdout))
@@ -179,7 +179,7 @@ def test_receive_batch_and_starvation_sweep_run_instead_of_skip(guest, tmp_path)
     assert {r["params"]["zfs_recv_write_batch_size"] for r in recs} == {"128K", "1M"}
     assert all(r["figures"]["blocks"]["unit"] == "blocks/s" and r["figures"]["txgs"]["unit"] == "TXGs/s" for r in recs)
     assert res.stdout.count("[TCG emulation: not a speed]") >= 2 or guest.state().accel == "kvm"
-    res = zfsperf("run", "--target", "lab", "-r", "starvation", "-t", "starvation-tuned", "-I", "1", "-s", "512M",
+    res = zfsperf("run", "--target", "guest", "-r", "starvation", "-t", "starvation-tuned", "-I", "1", "-s", "512M",
                   "-D", "runtime=3s", "-D", "reader_size=16M", "-D", "writer_size=32M", "-o", str(tmp_path / "st"),
                   timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -195,7 +195,7 @@ def test_a_guest_without_its_vdev_disk_does_not_come_up(guest, tmp_path):
     root.mkdir()
     with open(root / "disk.img", "wb") as f:
         f.truncate(1 << 30)                       # exists, so `up` keeps it; not ext4
-    res = zfsperf("lab", "openzfs", "up", "--zfs", "2.3", env={"ZFSPERF_GUEST_DIR": str(root)}, timeout=900)
+    res = zfsperf("guest", "up", "--zfs", "2.3", env={"ZFSPERF_GUEST_DIR": str(root)}, timeout=900)
     assert res.returncode != 0, res.stdout
     assert "vdev disk /dev/vda did not mount" in res.stderr + res.stdout
-    assert GuestLab(root).state() is None            # its qemu was stopped
+    assert Guest(root).state() is None            # its qemu was stopped

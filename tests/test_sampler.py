@@ -15,7 +15,7 @@ from zfsperf.metrics import arc
 from zfsperf.metrics.iostat import parse_hp_reports, pool_metrics
 from zfsperf.metrics.sampler import Sampler
 from zfsperf.pool import PoolManager, PoolSpec
-from zfsperf.target.kstat import parse_named
+from zfsperf.targets.kstat import parse_named
 
 
 @pytest.mark.parametrize("version", VERSIONS)

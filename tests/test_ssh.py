@@ -15,7 +15,7 @@ from conftest import zfsperf
 from test_runner import last_dir, records, write_runfile
 from zfsperf import proc
 from zfsperf.errors import InputError
-from zfsperf.target.ssh import Ssh, parse_url
+from zfsperf.sshlink import Ssh, parse_url
 
 SSHD = "/usr/sbin/sshd"
 

@@ -43,7 +43,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    help="first remove leftovers of earlier zfsperf runs (only pools and files zfsperf marked)")
     p.add_argument("-k", "--keep-failed", action="store_true", help="keep the pool and files of a failed case")
     p.add_argument("--target", default="auto",
-                   help="auto | zfs-fuse | openzfs | lab (the OpenZFS guest) | ssh://user@host[:port] (default auto)")
+                   help="auto | zfs-fuse | openzfs | guest (the OpenZFS guest) | ssh://user@host[:port] (default auto)")
     p.add_argument("--params-dir", help="use a directory laid out like /sys/module/zfs/parameters for tunables")
     p.add_argument("--resume", metavar="DIR", help="finish the cases an interrupted run in DIR did not")
     p.add_argument("--arc-max", type=int, metavar="MB", help="zfs-fuse ARC size in MB (embedded daemon only)")
@@ -65,13 +65,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default="auto")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("lab", help="the embedded zfs-fuse daemon (start | stop | status), or the OpenZFS guest "
-                                   "(openzfs build | up | down | status)")
-    p.add_argument("action", choices=["start", "stop", "status", "openzfs"])
-    p.add_argument("guest_action", nargs="?", choices=["build", "up", "down", "status"],
-                   help="with openzfs: build the guest, boot it, stop it, or show it")
-    p.add_argument("--zfs", default="2.3", help="OpenZFS series for the guest: 2.1 or 2.3 (default 2.3)")
+    p = sub.add_parser("lab", help="the embedded zfs-fuse daemon: start | stop | status")
+    p.add_argument("action", choices=["start", "stop", "status", "openzfs"],
+                   help="(openzfs: the old spelling of `zfsperf guest`)")
+    p.add_argument("guest_action", nargs="?", choices=["build", "up", "down", "status"], help=argparse.SUPPRESS)
+    p.add_argument("--zfs", default="2.3", help=argparse.SUPPRESS)
     p.add_argument("--arc-max", type=int, metavar="MB")
+
+    p = sub.add_parser("guest", help="the real OpenZFS guest under QEMU: build | up | down | status")
+    p.add_argument("guest_action", choices=["build", "up", "down", "status"],
+                   help="build the guest (cached), boot it, stop it, or show it")
+    p.add_argument("--zfs", default="2.3", help="OpenZFS series for the guest: 2.1 or 2.3 (default 2.3)")
 
     p = sub.add_parser("corpus", help="sendfile corpus")
     csub = p.add_subparsers(dest="corpus_cmd", metavar="ACTION", required=True)
@@ -106,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="summarise results directories (nothing is re-run)")
     p.add_argument("dirs", nargs="+")
-    p.add_argument("--format", choices=["terminal", "md", "csv", "json"], default="terminal")
+    p.add_argument("--format", choices=["terminal", "md", "csv", "json", "results-csv", "junit", "html"],
+                   default="terminal", help="terminal, or any exporter's text on stdout (default terminal)")
     p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report with pictures")
     p.add_argument("--no-histograms", action="store_true", help="terminal: leave out the quantize histograms")
 
@@ -131,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.cmd is None:
                 args = build_parser().parse_args(["run", *argv])
             return cmd_run(args, argv)
-        return {"list": cmd_list, "info": cmd_info, "lab": cmd_lab, "corpus": cmd_corpus,
+        return {"list": cmd_list, "info": cmd_info, "lab": cmd_lab, "guest": cmd_guest, "corpus": cmd_corpus,
                 "report": cmd_report, "compare": cmd_compare, "steady": cmd_steady}[args.cmd](args)
     except InputError as e:
         print(f"zfsperf: {e}", file=sys.stderr)
@@ -197,7 +202,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from .target import open_target
+    from .targets.factory import open_target
     target = open_target(args.target)
     try:
         info = target.info()
@@ -224,17 +229,17 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_guest(args: argparse.Namespace) -> int:
     from .guest.build import Builder, check_version
-    from .guest.vm import GuestLab
+    from .guest.vm import Guest
     if args.guest_action is None:
-        raise InputError("lab openzfs takes build | up | down | status", field="lab openzfs")
+        raise InputError("guest takes build | up | down | status", field="guest")
     series = check_version(args.zfs)
-    lab = GuestLab()
+    lab = Guest()
     if args.guest_action == "build":
         b = Builder(series).run()
         print(f"OpenZFS {b.zfs_version} for kernel {b.kernel}: {b.dir}")
     elif args.guest_action == "up":
         st = lab.up(series)
-        print(f"target: --target lab  ({st.url()}, accelerator {st.accel})")
+        print(f"target: --target guest  ({st.url()}, accelerator {st.accel})")
     elif args.guest_action == "down":
         lab.down()
     else:
@@ -243,8 +248,9 @@ def cmd_guest(args: argparse.Namespace) -> int:
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
-    from .lab import Lab, lab_dir_from_env
-    if args.action == "openzfs":
+    from .zfsfuse.daemon import Lab, lab_dir_from_env
+    if args.action == "openzfs":             # the old spelling: `lab` is zfs-fuse now, the guest is `guest`
+        print("zfsperf: `zfsperf lab openzfs` is now `zfsperf guest`", file=sys.stderr)
         return cmd_guest(args)
     root = lab_dir_from_env()
     if args.action == "start":
@@ -266,7 +272,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
-    from .target import open_target
+    from .targets.factory import open_target
     from .workloads import corpus
     target = open_target(args.target)
     try:
@@ -319,18 +325,18 @@ def cmd_steady(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import formats, summary
+    from .report import exporters, formats, summary
     from .report.model import load_run
     runs = [load_run(d) for d in args.dirs]
     reports = [summary.build(r) for r in runs]
+    x = exporters.Exported.of(runs, reports)
     if args.format == "terminal":
         from .ui import Console
         formats.to_terminal(reports, Console().rich, histograms=not args.no_histograms)
     else:
-        sys.stdout.write(formats.FORMATS[args.format](reports))
+        sys.stdout.write(exporters.EXPORTERS[args.format].render(x))
     if args.html:
-        from .report import html
-        out = html.write(Path(args.html), list(zip(runs, reports)))
+        out = exporters.EXPORTERS["html"].write(x, Path(args.html))
         print(f"HTML report: {out}", file=sys.stderr)
     return 0
 
@@ -351,8 +357,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from .ui import Console
         compare.render(cmp, Console().rich, figures)
     if args.html:
-        from .report import html, summary
-        html.write(Path(args.html), [(r, summary.build(r)) for r in (base, new)], cmp)
+        from .report import exporters, summary
+        runs = [base, new]
+        exporters.EXPORTERS["html"].write(exporters.Exported.of(runs, [summary.build(r) for r in runs], cmp),
+                                          Path(args.html))
     if not cmp.changes and not cmp.failures:
         print("zfsperf: no case matches between the two directories", file=sys.stderr)
         return 2

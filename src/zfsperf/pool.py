@@ -15,10 +15,11 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import proc
-from .errors import InputError, TargetError
-from .target.base import Target
+from .errors import InputError, TargetError, ZfsperfError
+from .targets.base import Target
 from .units import MIB, format_size
 
 OWNER_PROP = "zfsperf:owner"
@@ -399,3 +400,55 @@ def leftover_pools(target: Target) -> list[tuple[str, str]]:
         if owner is not None:
             out.append((name, owner))
     return out
+
+
+# ----------------------------------------------------------------------------- leftovers
+def cleanup_leftovers(target: Target, vdev_root: Path, say: Callable[[str], None],
+                      only_owner: str | None = None) -> None:
+    """-x: remove pools and vdev files that earlier zfsperf runs marked as theirs (never KEEP).
+    With only_owner (--resume), just what the interrupted run itself left."""
+    keep = keep_list()
+    for name, owner in leftover_pools(target):
+        if only_owner is not None and owner != only_owner:
+            continue
+        if name in keep:
+            say(f"-x: keeping {name} (in KEEP)")
+            continue
+        try:
+            destroy_busy(target, name)
+            say(f"-x: destroyed leftover zfsperf pool {name} (run {owner})")
+        except ZfsperfError as e:
+            say(f"-x: could not destroy {name}: {e}")
+    if only_owner is not None:
+        return
+    for d in leftover_vdev_dirs(target, vdev_root):
+        removed = VdevDir(target, d).remove_all()
+        if removed:
+            say(f"-x: removed {len(removed)} leftover vdev files in {d}")
+
+
+def describe_leftovers(target: Target, vdev_root: Path) -> list[str]:
+    """What an earlier zfsperf left (killed with -9, or -k): named, never touched without -x."""
+    pools = [f"{n} (run {o})" for n, o in leftover_pools(target)]
+    dirs = [str(d) for d in leftover_vdev_dirs(target, vdev_root)]
+    out = []
+    if pools:
+        out.append(f"leftover zfsperf pools: {', '.join(pools)} (remove with -x; KEEP=... keeps one)")
+    if dirs:
+        out.append(f"leftover zfsperf vdev files in: {', '.join(dirs)} (remove with -x)")
+    return out
+
+
+def finish_pools(pools: PoolManager, *, keep_failed: bool, say: Callable[[str], None]) -> None:
+    """At the end of a run: every pool this run made and still has is destroyed and its vdev files
+    removed — unless -k, which keeps (and names) them."""
+    leftovers = [n for n, _o in leftover_pools(pools.target) if n not in pools.preexisting]
+    if not keep_failed:
+        for name in leftovers:
+            try:
+                pools.destroy(name)
+            except ZfsperfError as e:
+                say(f"warning: {e}")
+        pools.cleanup_files()
+    elif leftovers:
+        say(f"-k: kept pools {', '.join(leftovers)} and vdev files in {pools.vdev_dir.path}")

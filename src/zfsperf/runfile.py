@@ -31,7 +31,7 @@ from typing import Any
 from .errors import InputError
 from .pool import LAYOUTS, PoolSpec, check_property_name
 from .steady import SteadySpec
-from .tunables import normalise_value
+from .params import normalise_value
 from .units import parse_duration, parse_size
 from .workloads import WORKLOADS
 

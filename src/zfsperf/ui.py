@@ -14,6 +14,7 @@ from rich.table import Table as RichTable
 
 from .results.export import status_line
 from .results.tables import Table
+from .results.record import Status
 
 
 class Console:
@@ -70,7 +71,7 @@ class Console:
     def case_done(self, record: dict[str, Any], headline: str | None) -> None:
         if self._progress is not None:
             self._progress.advance(self._task)
-        if self.quiet and record["status"] == "PASS":
+        if self.quiet and record["status"] == Status.PASS:
             return
         self._print(status_line(record, headline))
 

@@ -19,7 +19,7 @@ from zfsperf.pool import check_dataset_component, check_pool_name, check_propert
 from zfsperf.results.store import iter_results
 from zfsperf.runfile import loads
 from zfsperf.steady import read_series
-from zfsperf.target.kstat import parse_named, parse_sysctl, parse_txgs
+from zfsperf.targets.kstat import parse_named, parse_sysctl, parse_txgs
 from zfsperf.workloads.sendstream import StreamError, walk
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -85,7 +85,7 @@ def test_arcstats_sysctl(text):
 @given(st.lists(st.tuples(st.sampled_from(["hits", "misses", "size", "c_max", "../x", ""]),
                           st.binary(max_size=24)), max_size=6))
 def test_arcstats_field_dir(tmp_path_factory, files):
-    from zfsperf.target.kstat import read_field_dir
+    from zfsperf.targets.kstat import read_field_dir
     d = tmp_path_factory.mktemp("kstat")
     for name, data in files:
         if name and "/" not in name:

@@ -78,13 +78,20 @@ def test_signals_at_random_points_always_clean(tmp_path, params, lab):
     for i in range(TRIALS):
         sig = signal.SIGINT if i % 2 == 0 else signal.SIGTERM
         delay = rng.uniform(0.0, 0.95 * span)
-        out = tmp_path / f"t{i}"
-        p, started, lines, reader = _start(rf, params, out)
-        assert started.wait(60), "".join(lines)
-        seen: set[int] = set()
-        _watch_children(p, seen, time.monotonic() + delay)
-        if p.poll() is not None:            # finished before its signal: not a trial of the signal path
+        for attempt in range(3):
+            out = tmp_path / f"t{i}.{attempt}"
+            p, started, lines, reader = _start(rf, params, out)
+            assert started.wait(60), "".join(lines)
+            seen: set[int] = set()
+            _watch_children(p, seen, time.monotonic() + delay)
+            if p.poll() is None:
+                break
+            # finished before its signal (this run was quicker than the calibration one): not a
+            # trial of the signal path; the same moment, earlier in a fresh run
             late += 1
+            reader.join(5)
+            delay /= 2
+        else:
             continue
         p.send_signal(sig)
         _watch_children(p, seen, time.monotonic() + 120)
@@ -108,4 +115,4 @@ def test_signals_at_random_points_always_clean(tmp_path, params, lab):
         assert lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() == "", what
         assert [f for f in (out / "vd").rglob("*") if f.is_file()] == [], what
         assert [c for c in seen if proc.pid_alive(c)] == [], what
-    assert late <= 3 and len(signalled) >= TRIALS - 3, (late, span)
+    assert len(signalled) >= TRIALS - 3, (late, span)

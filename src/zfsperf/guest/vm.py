@@ -1,4 +1,4 @@
-"""The OpenZFS guest lab: boot the cached build under QEMU, reach it by ssh, tear it down.
+"""The OpenZFS guest: boot the cached build under QEMU, reach it by ssh, tear it down.
 
 - Accelerator: KVM only where it can run Debian's kernel (/dev/kvm writable, vmx/svm in the CPU
   flags, no kvm_pvm module); otherwise TCG, whose timings are emulation artefacts. The choice is
@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import proc
+from ..sshlink import Ssh
+from ..targets.ssh import open_ssh
 from ..errors import TargetError
 from .build import DEFAULT_VERSION, Build, Builder, find_build
 
@@ -59,7 +61,7 @@ class GuestState:
         return f"ssh://root@127.0.0.1:{self.port}"
 
 
-class GuestLab:
+class Guest:
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root or lab_root())
 
@@ -139,7 +141,6 @@ class GuestLab:
             if "@@ERROR" in text:
                 raise TargetError("the guest failed: " + text[text.index("@@ERROR"):].splitlines()[0])
             if "@@READY" in text:
-                from ..target.ssh import Ssh
                 ssh = Ssh(st.url(), self.ssh_options())
                 res = ssh.run(["cat", "/sys/module/zfs/version"], timeout=60)
                 ssh.close()                    # `up` ends here: leave no shared connection behind
@@ -187,16 +188,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def open_lab_target(log: proc.CommandLog = proc.NULL_LOG):
-    """`--target lab`: the running OpenZFS guest as an ssh target that knows its accelerator."""
-    lab = GuestLab()
+def open_guest_target(log: proc.CommandLog = proc.NULL_LOG):
+    """`--target guest`: the running OpenZFS guest as an ssh target that knows its accelerator."""
+    lab = Guest()
     st = lab.state()
     if st is None:
-        raise TargetError("no OpenZFS guest is running: start one with `zfsperf lab openzfs up`")
-    from ..target.ssh import open_ssh
+        raise TargetError("no OpenZFS guest is running: start one with `zfsperf guest up`")
     t = open_ssh(st.url(), log, options=lab.ssh_options())
     t.accelerator = st.accel          # type: ignore[attr-defined]
     return t
 
 
-__all__ = ["GuestLab", "accelerator", "open_lab_target", "Build"]
+__all__ = ["Guest", "accelerator", "open_guest_target", "Build"]

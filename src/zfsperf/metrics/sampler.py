@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any, Callable
 
 from .. import proc
-from ..target.base import Target
+from ..targets.base import Target
 from . import arc
 from .iostat import pool_metrics
 from .iostat import parse_hp_reports, parse_human_reports

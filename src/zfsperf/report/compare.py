@@ -23,7 +23,10 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from .model import RunData, direction
+from ..workloads import figure_direction
+from ..workloads.base import unit_direction
+from .model import RunData
+from ..results.record import Status
 
 ALPHA = 0.05
 EXACT_LIMIT = 13_000      # tied samples: exact permutation p while C(n1+n2, n1) is at most this (8 vs 8)
@@ -153,11 +156,12 @@ def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def compare_values(case: str, figure: str, unit: str, old: list[float], new: list[float],
-                   noise_pct: float = NOISE_PCT) -> FigureChange:
+                   noise_pct: float = NOISE_PCT, way: int | None = None) -> FigureChange:
+    """way: +1 higher is better, -1 lower, 0 not judged (default: by the unit)."""
     a, b = np.asarray(old, float), np.asarray(new, float)
     om, nm = float(np.median(a)), float(np.median(b))
     change = (nm / om - 1) * 100 if om else math.nan
-    way = direction(figure, unit)
+    way = unit_direction(unit) if way is None else way
     ci = ratio_ci(a, b)
     if min_p(len(a), len(b)) >= ALPHA:
         need = needed_per_side()
@@ -187,7 +191,7 @@ def compare(base: RunData, new: RunData, noise_pct: float = NOISE_PCT) -> Compar
         if nc is None:
             cmp.unmatched.append(f"{bc.case} (only in {base.label})")
             continue
-        bad = {s: n for s, n in nc.statuses().items() if s in ("FAIL", "KILLED")}
+        bad = {s: n for s, n in nc.statuses().items() if s in (Status.FAIL, Status.KILLED)}
         if bad and bc.passed:
             err = next((r.get("error") for r in nc.records if r["status"] in bad and r.get("error")), "") or ""
             cmp.failures.append(StatusChange(bc.case, bc.statuses(), nc.statuses(), err.splitlines()[0][:200]
@@ -196,7 +200,8 @@ def compare(base: RunData, new: RunData, noise_pct: float = NOISE_PCT) -> Compar
             old, newv = bc.values(name), nc.values(name)
             if not old or not newv:
                 continue
-            ch = compare_values(bc.case, name, bc.unit(name), old, newv, noise_pct)
+            ch = compare_values(bc.case, name, bc.unit(name), old, newv, noise_pct,
+                                figure_direction(bc.workload, name, bc.unit(name)))
             cmp.changes.append(ch)
             if ch.old_median > 0 and ch.new_median > 0:
                 ratios.setdefault(name, []).append(ch.new_median / ch.old_median)

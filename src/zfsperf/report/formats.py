@@ -3,13 +3,12 @@ structure report/summary.py builds."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from typing import Any, Callable
+from typing import Any
 
+from ..results.export import csv_text
 from ..units import format_figure
-from .quantize import render
+from ..metrics.quantize import render
 
 STAT_COLUMNS = ("n", "mean", "median", "stddev", "CV %", "min", "max", "95% CI")
 
@@ -124,23 +123,20 @@ def to_markdown(reports: list[dict[str, Any]]) -> str:
 
 # ---------------------------------------------------------------------------- csv / json
 def to_csv(reports: list[dict[str, Any]]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["results", "test", "case", "figure", "unit", "n", "mean", "median", "stddev", "cv_pct", "min", "max",
-                "ci95_low", "ci95_high", "outlier_iterations"])
+    rows = []
     for rep in reports:
         for case in rep["cases"]:
             for r in case["figures"]:
-                w.writerow([rep["path"], case["test"], case["case"], r["figure"], r["unit"], r["n"],
-                            *(("" if r[k] is None else f"{r[k]:.6g}") for k in ("mean", "median", "stddev", "cv_pct",
-                                                                              "min", "max")),
-                            *("" if x is None else f"{x:.6g}" for x in r["ci95"]),
-                            " ".join(str(i) for i in r["outliers"])])
-    return buf.getvalue()
+                rows.append([rep["path"], case["test"], case["case"], r["figure"], r["unit"], r["n"],
+                             *(("" if r[k] is None else f"{r[k]:.6g}") for k in ("mean", "median", "stddev",
+                                                                               "cv_pct", "min", "max")),
+                             *("" if x is None else f"{x:.6g}" for x in r["ci95"]),
+                             " ".join(str(i) for i in r["outliers"])])
+    return csv_text(["results", "test", "case", "figure", "unit", "n", "mean", "median", "stddev", "cv_pct", "min",
+                     "max", "ci95_low", "ci95_high", "outlier_iterations"], rows)
 
 
 def to_json(reports: list[dict[str, Any]]) -> str:
     return json.dumps(reports, indent=1, default=str) + "\n"
 
 
-FORMATS: dict[str, Callable[[list[dict[str, Any]]], str]] = {"md": to_markdown, "csv": to_csv, "json": to_json}

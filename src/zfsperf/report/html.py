@@ -13,7 +13,7 @@ from . import plots
 from .compare import Comparison
 from .formats import STAT_COLUMNS, _stat_cells, _status, _steady_line, class_rows, header_line
 from .model import RunData
-from .quantize import render
+from ..metrics.quantize import render
 
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
@@ -89,12 +89,16 @@ def comparison_section(cmp: Comparison) -> str:
     return "\n".join(out + pairs)
 
 
-def write(path: Path, runs: list[tuple[RunData, dict[str, Any]]], comparison: Comparison | None = None) -> Path:
+def document(runs: list[tuple[RunData, dict[str, Any]]], comparison: Comparison | None = None) -> str:
     body = [comparison_section(comparison)] if comparison is not None else []
     body += [run_section(run, rep) for run, rep in runs]
-    doc = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>zfsperf report</title>"
-           f"<style>{CSS}</style></head><body><h1>zfsperf report</h1>{''.join(body)}"
-           f"<script>{SCRIPT}</script></body></html>")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>zfsperf report</title>"
+            f"<style>{CSS}</style></head><body><h1>zfsperf report</h1>{''.join(body)}"
+            f"<script>{SCRIPT}</script></body></html>")
+
+
+def write(path: Path, runs: list[tuple[RunData, dict[str, Any]]], comparison: Comparison | None = None) -> Path:
+    doc = document(runs, comparison)
     path = Path(path)
     tmp = path.with_suffix(".html.tmp")
     tmp.write_text(doc, encoding="utf-8")

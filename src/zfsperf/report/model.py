@@ -12,26 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..results.record import FORMAT_VERSION, Status
 from ..results.stats import Summary, summarise
 from ..results.store import ResultsDir
-
-# which way is better, by unit (figures without a known direction are shown, never judged)
-# TXGs/s is context (how often the pool synced), not a goodness: more txgs is neither better nor worse
-HIGHER_BETTER_UNITS = {"MiB/s", "IOPS", "blocks/s", "ops", "hosts"}
-LOWER_BETTER_UNITS = {"us", "ms", "s", "x"}
-NEUTRAL_FIGURES = {"bytes", "hosts", "sync_ops"}
-
-
-def direction(name: str, unit: str) -> int:
-    """+1 when higher is better, -1 when lower is better, 0 when not judged."""
-    if name in NEUTRAL_FIGURES:
-        return 0
-    if unit in HIGHER_BETTER_UNITS:
-        return 1
-    if unit in LOWER_BETTER_UNITS:
-        return -1
-    return 0
-
 
 @dataclass
 class CaseData:
@@ -47,7 +30,7 @@ class CaseData:
 
     @property
     def passed(self) -> list[dict[str, Any]]:
-        return [r for r in self.records if r["status"] == "PASS"]
+        return [r for r in self.records if r["status"] == Status.PASS]
 
     def statuses(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -84,6 +67,7 @@ class RunData:
     path: Path
     info: dict[str, Any]
     cases: dict[str, CaseData]
+    records: list[dict[str, Any]] = field(default_factory=list)    # every counted record, in run order
 
     @property
     def label(self) -> str:
@@ -113,7 +97,12 @@ def load_run(path: str | Path) -> RunData:
         info = rd.run_info()
     except (OSError, ValueError):
         info = {}                   # a run killed before run.json: the records still count
+    fmt = info.get("format", 1)
+    if not isinstance(fmt, int) or fmt > FORMAT_VERSION:
+        raise InputError(f"results format {fmt!r} is newer than this zfsperf reads ({FORMAT_VERSION}): "
+                         "read it with the zfsperf that wrote it", file=str(p / "run.json"), field="format")
     cases: dict[str, CaseData] = {}
+    records: list[dict[str, Any]] = []
     for r in rd.results():
         if not isinstance(r, dict) or "case" not in r or "status" not in r:
             continue
@@ -121,4 +110,5 @@ def load_run(path: str | Path) -> RunData:
             continue                # warm-up iterations are logged, never counted
         cd = CaseData(r.get("test", r["case"]), r["case"], r.get("workload", ""), case_params(r))
         cases.setdefault(cd.key, cd).records.append(r)
-    return RunData(p, info, cases)
+        records.append(r)
+    return RunData(p, info, cases, records)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .model import CaseData, RunData
-from .quantize import quantize
+from ..metrics.quantize import quantize
 
 FIO_CLASS_ORDER = ("Write", "Delete", "Read", "Flush")
 

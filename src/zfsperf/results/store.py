@@ -20,7 +20,7 @@ from typing import Any, Iterator
 from ..errors import InputError
 from ..proc import CommandLog
 
-STATUSES = ("PASS", "FAIL", "SKIP", "KILLED")
+from .record import STATUSES
 
 
 class ResultsDir:

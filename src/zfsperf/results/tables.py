@@ -6,18 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .stats import summarise
+from .record import Status
 
 # preferred column order; other figures follow alphabetically
 ORDER = ["throughput", "blocks", "txgs", "per_stream", "iops", "bw", "read_iops", "write_iops", "read_bw", "write_bw",
          "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99", "wall_time"]
-# the summary shows these (when present); every figure is in results.jsonl and in `zfsperf report`
-SUMMARY = {"receive": ["throughput", "blocks", "txgs", "per_stream", "wall_time"],
-           "fio": ["iops", "bw", "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99",
-                   "sync_lat_p99"],
-           "mixed": ["reader_alone_p99", "reader_loaded_p99", "read_p99_ratio", "reader_loaded_iops",
-                     "writer_bw"]}
-
-
 @dataclass
 class Table:
     columns: list[str] = field(default_factory=list)
@@ -37,23 +30,26 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
-def case_table(records: list[dict[str, Any]], full: bool = False) -> Table:
+def case_table(records: list[dict[str, Any]], summary: dict[str, list[str]] | None = None,
+               full: bool = False) -> Table:
+    """summary: workload -> the figures its summary shows (the workloads say; None: every figure)."""
+    summary = summary or {}
     cases: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         cases.setdefault(r["case"], []).append(r)
     figs: dict[str, str] = {}
     for r in records:
-        if r["status"] == "PASS":
-            keep = SUMMARY.get(r.get("workload", ""))
+        if r["status"] == Status.PASS:
+            keep = summary.get(r.get("workload", ""))
             for k, f in (r.get("figures") or {}).items():
                 if full or keep is None or k in keep:
                     figs.setdefault(k, f["unit"])
-    order = ORDER + [n for w in SUMMARY.values() for n in w if n not in ORDER]
+    order = ORDER + [n for w in summary.values() for n in w if n not in ORDER]
     names = [n for n in order if n in figs] + sorted(n for n in figs if n not in order and n != "bytes")
     t = Table(columns=["case", "status", "n"] + [f"{n} ({figs[n]})" for n in names],
               title="mean over iterations (CV %)")
     for case, recs in cases.items():
-        passed = [r for r in recs if r["status"] == "PASS"]
+        passed = [r for r in recs if r["status"] == Status.PASS]
         statuses = sorted({r["status"] for r in recs})
         row = [case, "/".join(statuses), str(len(passed))]
         for n in names:

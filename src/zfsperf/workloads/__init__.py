@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Workload
+from .base import Workload, unit_direction
 from .fio import FioWorkload
 from .mixed import MixedWorkload
 from .receive import ReceiveWorkload
@@ -12,3 +12,14 @@ WORKLOADS: dict[str, Workload] = {
     "fio": FioWorkload(),
     "mixed": MixedWorkload(),
 }
+
+
+def figure_direction(workload: str, name: str, unit: str) -> int:
+    """+1 higher is better, -1 lower is better, 0 not judged: what the workload says, else the unit."""
+    wl = WORKLOADS.get(workload)
+    if wl is not None and name in wl.directions:
+        return wl.directions[name]
+    return unit_direction(unit)
+
+
+SUMMARY_FIGURES = {name: list(wl.summary_figures) for name, wl in WORKLOADS.items()}

@@ -10,13 +10,24 @@ from typing import Any, Callable, Protocol
 
 from .. import proc
 from ..pool import Pool
-from ..target.base import Target
+from ..targets.base import Target
 
 Figures = dict[str, dict[str, Any]]      # {name: {"value": number, "unit": str}}
 
 
 def figure(value: float, unit: str) -> dict[str, Any]:
     return {"value": float(value), "unit": unit}
+
+
+# which way is better when a workload does not say for a figure, by unit (figures without a known
+# direction are shown, never judged; TXGs/s is context — how often the pool synced — not a goodness)
+HIGHER_BETTER_UNITS = {"MiB/s", "IOPS", "blocks/s", "ops"}
+LOWER_BETTER_UNITS = {"us", "ms", "s", "x"}
+
+
+def unit_direction(unit: str) -> int:
+    """+1 when higher is better, -1 when lower is better, 0 when not judged."""
+    return 1 if unit in HIGHER_BETTER_UNITS else -1 if unit in LOWER_BETTER_UNITS else 0
 
 
 class WorkloadFailed(Exception):
@@ -83,6 +94,9 @@ class Workload(Protocol):
     name: str
     headline: str               # the figure a case is summarised and judged by (throughput, iops)
     series_headline: str        # the sampled metric that tracks it live (workload_mibs): the steady veto
+    summary_figures: list[str]  # the run summary's columns (every figure is in results.jsonl and reports)
+    directions: dict[str, int]  # figure -> +1 higher is better, -1 lower is better, 0 context (not judged);
+                                # figures not named here go by their unit (unit_direction)
     # field name -> (python type or tuple of types, sweepable); validated by runfile.py
     fields: dict[str, tuple[Any, bool]]
 

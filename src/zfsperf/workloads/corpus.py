@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..errors import InputError, TargetError
 from ..pool import PoolManager, PoolSpec
-from ..target.base import Target
+from ..targets.base import Target
 from ..units import MIB, format_size, parse_size
 from .sendstream import StreamError, StreamInfo, walk_file
 

@@ -21,8 +21,8 @@ from .. import proc
 from ..errors import InputError
 from ..metrics import fiojson
 from ..metrics.iostat import PoolLatency
-from ..report.quantize import quantize
-from ..target.base import Target
+from ..metrics.quantize import quantize
+from ..targets.base import Target
 from ..units import parse_duration, parse_size
 from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
 
@@ -269,6 +269,8 @@ class FioWorkload:
     name = "fio"
     headline = "iops"            # the figure a case is summarised and judged by
     series_headline = "workload_iops"   # its live counterpart in the sampled series (steady veto)
+    summary_figures = ["iops", "bw", "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99", "sync_lat_p99"]
+    directions = {"iops": 1, "bw": 1, "hosts": 0, "sync_ops": 0}
     fields = FIO_FIELDS
 
     def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:

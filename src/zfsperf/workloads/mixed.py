@@ -11,7 +11,7 @@ from typing import Any, Callable
 from ..errors import InputError
 from ..metrics import fiojson
 from ..pool import check_property_name, check_property_value
-from ..target.base import Target
+from ..targets.base import Target
 from ..units import parse_duration, parse_size
 from . import fio
 from .base import CaseContext, Figures, WorkloadFailed, figure
@@ -23,6 +23,8 @@ class MixedWorkload:
     name = "mixed"
     headline = "read_p99_ratio"            # the figure a case is summarised and judged by
     series_headline = "workload_mibs"   # its live counterpart in the sampled series (steady veto)
+    summary_figures = ["reader_alone_p99", "reader_loaded_p99", "read_p99_ratio", "reader_loaded_iops", "writer_bw"]
+    directions = {"read_p99_ratio": -1, "read_mean_ratio": -1, "writer_bw": 1, "writer_iops": 1}
     fields: dict[str, tuple[Any, bool]] = {
         "reader": (dict, False), "writer": (dict, False),
         "reader_dataset": (dict, False), "writer_dataset": (dict, False),

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InputError
-from ..target.base import Target
+from ..targets.base import Target
 from ..units import MIB, parse_duration
 from . import corpus as corpus_mod
 from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
@@ -49,6 +49,8 @@ class ReceiveWorkload:
     name = "receive"
     headline = "throughput"            # the figure a case is summarised and judged by
     series_headline = "workload_mibs"   # its live counterpart in the sampled series (steady veto)
+    summary_figures = ["throughput", "blocks", "txgs", "per_stream", "wall_time"]
+    directions = {"throughput": 1, "per_stream": 1, "blocks": 1, "bytes": 0, "txgs": 0, "wall_time": -1}
     fields: dict[str, tuple[Any, bool]] = {
         "corpus": (dict, True),
         "threads": (int, True),

@@ -1,4 +1,4 @@
-"""Targets: where ZFS lives. `open_target(spec)` picks one.
+"""open_target(spec): which Target a run uses.
 
 Specs: "auto" (kernel OpenZFS when present, else the embedded zfs-fuse), "zfs-fuse",
 "openzfs" (this host's kernel OpenZFS, Linux or FreeBSD).
@@ -11,16 +11,20 @@ import platform
 from pathlib import Path
 
 from .. import proc
+from ..params import FileParams
 from ..errors import InputError, TargetError
-from ..lab import Lab, lab_dir_from_env
+from ..zfsfuse.daemon import Lab, lab_dir_from_env
+from ..zfsfuse.target import ZfsFuseTarget
+from ..guest.vm import open_guest_target
+from ..sshlink import parse_url
 from .base import Target
+from .ssh import open_ssh
 from .openzfs_freebsd import OpenZfsFreeBsdTarget
 from .openzfs_linux import OpenZfsLinuxTarget, present
-from ..tunables import FileParams
 
 __all__ = ["Target", "open_target", "SPECS"]
 
-SPECS = ("auto", "zfs-fuse", "openzfs", "lab")
+SPECS = ("auto", "zfs-fuse", "openzfs", "guest", "lab")     # lab: the old spelling of guest
 
 
 def _kernel_openzfs(log: proc.CommandLog) -> Target | None:
@@ -32,7 +36,6 @@ def _kernel_openzfs(log: proc.CommandLog) -> Target | None:
 
 
 def _zfs_fuse(log: proc.CommandLog, arc_max_mb: int | None) -> Target:
-    from .zfsfuse import ZfsFuseTarget
     root = lab_dir_from_env()
     lab = Lab.find(root, log)
     if lab is not None:
@@ -55,12 +58,10 @@ def open_target(spec: str = "auto", *, log: proc.CommandLog = proc.NULL_LOG,
     if params_dir is not None and not os.path.isdir(params_dir):
         raise InputError("not a directory", file=params_dir, field="--params-dir")
     if spec.startswith("ssh://"):
-        from .ssh import open_ssh, parse_url
         parse_url(spec)                      # an input error before anything is contacted
         t = open_ssh(spec, log)
-    elif spec == "lab":
-        from ..guest.vm import open_lab_target
-        t = open_lab_target(log)
+    elif spec in ("guest", "lab"):
+        t = open_guest_target(log)
     elif spec == "auto":
         t = _kernel_openzfs(log) or _zfs_fuse(log, arc_max_mb)
     elif spec == "zfs-fuse":

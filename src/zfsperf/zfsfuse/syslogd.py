@@ -1,6 +1,6 @@
 """A tiny syslog listener: zfs-fuse logs only through syslog(3), and many machines have no /dev/log.
 
-`python -m zfsperf._syslogd SOCKET LOGFILE` receives datagrams on SOCKET and appends them,
+`python -m zfsperf.zfsfuse.syslogd SOCKET LOGFILE` receives datagrams on SOCKET and appends them,
 time-stamped and without the <priority> prefix, to LOGFILE.
 """
 

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from .. import proc
-from ..tunables import FileParams
+from ..params import FileParams
 from .base import Target
 from .kstat import Txg, parse_named, parse_txgs
 

@@ -22,8 +22,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import proc
-from .errors import TargetError
+from .. import proc
+from ..errors import TargetError
 
 ZFS_FUSE = "/sbin/zfs-fuse"
 KSTAT_DIR = "/zfs-kstat"
@@ -79,7 +79,7 @@ class Lab:
             return None
         lab = cls(Path(root), state, log)
         if not proc.pid_alive(state.holder_pid) or \
-                "zfsperf._nsholder" not in " ".join(proc.pid_cmdline(state.holder_pid)):
+                "zfsperf.zfsfuse.nsholder" not in " ".join(proc.pid_cmdline(state.holder_pid)):
             lab._cleanup_dead()
             return None
         return lab
@@ -128,11 +128,11 @@ class Lab:
             os.mkdir(KSTAT_DIR)          # zfs-fuse mounts its kstats here; it does not create it
             created_kstat = True
         py = sys.executable
-        syslogd = subprocess.Popen([py, "-m", "zfsperf._syslogd", str(root / "log.sock"),
+        syslogd = subprocess.Popen([py, "-m", "zfsperf.zfsfuse.syslogd", str(root / "log.sock"),
                                     str(root / "daemon.log")], start_new_session=True,
                                    stdin=subprocess.DEVNULL, env=_pyenv())
         holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--",
-                                   py, "-m", "zfsperf._nsholder", str(root)],
+                                   py, "-m", "zfsperf.zfsfuse.nsholder", str(root)],
                                   start_new_session=True, stdin=subprocess.DEVNULL, env=_pyenv())
         lab = cls(root, LabState(str(root), holder.pid, syslogd.pid, 0, owner, time.time(),
                                  created_kstat_dir=created_kstat), log)

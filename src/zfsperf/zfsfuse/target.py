@@ -11,9 +11,9 @@ import os
 from typing import Sequence
 
 from .. import proc
-from ..lab import KSTAT_DIR, Lab
-from .base import Target
-from .kstat import parse_zdb_txg, read_field_dir
+from .daemon import KSTAT_DIR, Lab, stop_signal_safe
+from ..targets.base import Target
+from ..targets.kstat import parse_zdb_txg, read_field_dir
 
 
 
@@ -112,5 +112,4 @@ class ZfsFuseTarget(Target):
 
     def close(self) -> None:
         if self.owns_lab:
-            from ..lab import stop_signal_safe
             stop_signal_safe(self.lab)

@@ -1,6 +1,6 @@
 """Holds zfsperf's private mount namespace for its own zfs-fuse daemon.
 
-Started as `unshare --mount --propagation private -- python -m zfsperf._nsholder DIR`.
+Started as `unshare --mount --propagation private -- python -m zfsperf.zfsfuse.nsholder DIR`.
 Inside the new namespace it hides the host's zfs-fuse socket, lock and cache file behind
 directories of DIR (so a host daemon and its pools are never seen or touched), and gives
 the namespace its own /dev with /dev/log pointing at DIR/log.sock, where zfsperf's syslog

@@ -14,7 +14,8 @@ from typing import Any, Sequence
 
 from .. import proc
 from ..errors import Unavailable
-from .files import LOCAL, FileOps
+from ..fileops import LOCAL, FileOps
+from ..params import Journal, ParamsBackend, TunableSession
 from .kstat import Txg
 
 
@@ -26,7 +27,7 @@ class Target(ABC):
 
     def __init__(self, log: proc.CommandLog = proc.NULL_LOG) -> None:
         self.log = log
-        self.params = None          # tunables backend: FileParams, SysctlParams, or None
+        self.params: ParamsBackend | None = None     # FileParams, SysctlParams, or None (zfs-fuse)
 
     # ------------------------------------------------------------------ commands
     def wrap(self, argv: Sequence[str]) -> list[str]:
@@ -130,6 +131,16 @@ class Target(ABC):
         if self.params is None:
             raise Unavailable(f"{self.impl} has no tunables at run time")
         self.params.set(name, value)
+
+    def read_tunables(self) -> dict[str, str]:
+        """Every tunable's value in one go (one round trip over ssh); {} without tunables."""
+        return self.params.read_all() if self.params is not None else {}
+
+    def tunable_session(self, journal: Journal, log: proc.CommandLog | None = None) -> TunableSession:
+        """Set tunables for one case through the journal; restore() puts every one back."""
+        if self.params is None:
+            raise Unavailable(f"{self.impl} has no tunables at run time")
+        return TunableSession(self.params, journal, log)
 
     # ------------------------------------------------------------------ files
     def device_path(self, dev: str) -> str:

@@ -1,0 +1,160 @@
+"""Where tunables are read and written: a small protocol, two backends, and a structured spec.
+
+A backend is a directory of one file per parameter (Linux /sys/module/zfs/parameters, a directory
+laid out like it for tests, or the same on a remote host over ssh) or FreeBSD's `sysctl vfs.zfs.*`
+(here or over ssh). Its BackendSpec is what the journal stores, so that a zfsperf started after a
+crash can open the same backend again (open_backend) and put the old values back."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from .. import proc
+from ..errors import TargetError, Unavailable
+from ..fileops import LOCAL, FileOps
+from ..sshlink import Ssh
+from .registry import REGISTRY, canonical_from_freebsd, freebsd_name
+
+KINDS = ("files", "sysctl")
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    kind: str                          # "files" | "sysctl"
+    path: str | None = None            # files: the directory of parameters
+    ssh: dict[str, Any] | None = None  # the ssh link's spec ({"url", "options"}) when remote
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS or (self.kind == "files") != bool(self.path):
+            raise ValueError(f"not a tunables backend: {self!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, data: Any) -> "BackendSpec":
+        """From a journal entry: the dict written by as_dict, or the strings journals held before
+        ("file:/dir", "sysctl:local", "ssh:<json link>|<dir or sysctl>")."""
+        if isinstance(data, dict):
+            return cls(str(data.get("kind")), data.get("path"), data.get("ssh"))
+        if isinstance(data, str):
+            kind, _, arg = data.partition(":")
+            if kind == "file":
+                return cls("files", arg)
+            if kind == "sysctl":
+                return cls("sysctl")
+            if kind == "ssh":
+                head, _, rest = arg.rpartition("|")
+                link = json.loads(head)
+                return cls("sysctl", ssh=link) if rest == "sysctl" else cls("files", rest, ssh=link)
+        raise ValueError(f"unknown tunable backend {data!r}")
+
+    def describe(self) -> str:
+        where = f" on {self.ssh['url']}" if self.ssh else ""
+        return (f"{self.path}" if self.kind == "files" else "sysctl vfs.zfs") + where
+
+
+class ParamsBackend(Protocol):
+    spec: BackendSpec
+
+    def names(self) -> list[str]: ...
+    def has(self, name: str) -> bool: ...
+    def get(self, name: str) -> str: ...
+    def set(self, name: str, value: str) -> None: ...
+    def read_all(self) -> dict[str, str]: ...
+
+
+class FileParams:
+    """Tunables as files, one per parameter, through a FileOps (this host's, or an ssh link's)."""
+
+    def __init__(self, directory: str, files: FileOps | None = None, ssh: dict[str, Any] | None = None) -> None:
+        self.directory = Path(directory)
+        self.files = files if files is not None else LOCAL
+        self.spec = BackendSpec("files", str(directory), ssh)
+
+    def names(self) -> list[str]:
+        try:
+            names = self.files.listdir(str(self.directory))
+            if getattr(self.files, "remote", False):      # one round trip, not one per name
+                return names
+            return [n for n in names if (self.directory / n).is_file()]
+        except OSError:
+            return []
+
+    def has(self, name: str) -> bool:
+        return "/" not in name and name not in ("", ".", "..") and self.files.is_file(str(self.directory / name))
+
+    def read_all(self) -> dict[str, str]:
+        """Every parameter's value in one go (one round trip on a remote host)."""
+        try:
+            return {k: v.strip() for k, v in self.files.read_dir(str(self.directory)).items()}
+        except OSError:
+            return {}
+
+    def get(self, name: str) -> str:
+        if not self.has(name):
+            raise Unavailable(f"no tunable {name} in {self.directory}")
+        return self.files.read_text(str(self.directory / name)).strip()
+
+    def set(self, name: str, value: str) -> None:
+        if not self.has(name):
+            raise Unavailable(f"no tunable {name} in {self.directory}")
+        try:
+            self.files.write_param(str(self.directory / name), f"{value}\n")
+        except OSError as e:
+            raise TargetError(f"cannot set {name}={value}: {e.strerror or e}") from e
+
+
+Runner = Callable[..., proc.Completed]
+
+
+class SysctlParams:
+    """FreeBSD tunables: `sysctl vfs.zfs.<scope>.<name>`, by canonical (Linux) name."""
+
+    def __init__(self, log: proc.CommandLog = proc.NULL_LOG, runner: Runner | None = None,
+                 ssh: dict[str, Any] | None = None) -> None:
+        self.log = log
+        self.spec = BackendSpec("sysctl", ssh=ssh)
+        self._run = runner or proc.run      # an ssh link passes its own
+
+    def names(self) -> list[str]:
+        res = self._run(["sysctl", "-N", "vfs.zfs"], log=proc.NULL_LOG)
+        if not res.ok:
+            return []
+        names = {canonical_from_freebsd(ln.strip()) for ln in res.stdout.splitlines()}
+        return sorted(n for n in names if n)
+
+    def has(self, name: str) -> bool:
+        sysctl = freebsd_name(name)
+        return sysctl is not None and self._run(["sysctl", "-n", sysctl], log=proc.NULL_LOG).ok
+
+    def read_all(self) -> dict[str, str]:
+        return {n: self.get(n) for n in self.names()}
+
+    def get(self, name: str) -> str:
+        sysctl = freebsd_name(name)
+        if sysctl is None:
+            raise Unavailable(f"no FreeBSD sysctl is known for {name} (known: {', '.join(sorted(REGISTRY))})")
+        res = self._run(["sysctl", "-n", sysctl], log=proc.NULL_LOG)
+        if not res.ok:
+            raise Unavailable(f"openzfs-freebsd has no tunable {name}: {res.error_text()}")
+        return res.stdout.strip()
+
+    def set(self, name: str, value: str) -> None:
+        sysctl = freebsd_name(name)
+        if sysctl is None:
+            raise Unavailable(f"no FreeBSD sysctl is known for {name}")
+        res = self._run(["sysctl", f"{sysctl}={value}"], log=self.log)
+        if not res.ok:
+            raise TargetError(f"cannot set {name}={value}: {res.error_text()}")
+
+
+def open_backend(spec: BackendSpec) -> ParamsBackend:
+    """The backend a spec names (a journal replay after a crash), reconnecting over ssh if remote."""
+    link = Ssh(spec.ssh["url"], spec.ssh.get("options") or []) if spec.ssh else None
+    if spec.kind == "sysctl":
+        return SysctlParams(runner=link.run if link else None, ssh=spec.ssh)
+    return FileParams(str(spec.path), files=link, ssh=spec.ssh)

@@ -1,0 +1,140 @@
+"""The tunables journal and a case's tunables session: every change is journaled (fsynced) before
+it is made and forgotten once the old value is back; a zfsperf killed with -9 leaves entries that
+the next start restores (replay), on whichever backend (here or over ssh) they were made."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import proc
+from ..errors import TargetError
+from ..proc import pid_alive
+from .backend import BackendSpec, ParamsBackend, open_backend
+
+
+def _same(entry: dict[str, Any], backend: BackendSpec, name: str) -> bool:
+    try:
+        return entry.get("name") == name and BackendSpec.from_json(entry.get("backend")) == backend
+    except (ValueError, TypeError, KeyError):
+        return False
+
+
+def journal_path() -> Path:
+    env = os.environ.get("ZFSPERF_STATE")
+    base = Path(env) if env else (Path("/var/lib/zfsperf") if os.geteuid() == 0
+                                  else Path.home() / ".local" / "state" / "zfsperf")
+    return base / "tunables.journal"
+
+
+class Journal:
+    """Every tunable change is written here (and fsynced) before it is made, and removed once the old
+    value is back. A zfsperf killed with -9 leaves entries; the next start restores them."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path else journal_path()
+
+    def _read(self) -> list[dict]:
+        try:
+            data = json.loads(self.path.read_text())
+            return data if isinstance(data, list) else []
+        except (OSError, ValueError):
+            return []
+
+    def _write(self, entries: list[dict]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(entries, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    def entries(self) -> list[dict]:
+        return self._read()
+
+    def record(self, backend: BackendSpec, name: str, old: str, new: str) -> None:
+        entries = self._read()
+        if not any(_same(e, backend, name) for e in entries):
+            entries.append({"backend": backend.as_dict(), "name": name, "old": old, "new": new,
+                            "pid": os.getpid(), "time": time.time()})
+            self._write(entries)
+
+    def forget(self, backend: BackendSpec, name: str) -> None:
+        entries = [e for e in self._read() if not _same(e, backend, name)]
+        if entries:
+            self._write(entries)
+        else:
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def stale(self) -> list[dict]:
+        """Entries left by a zfsperf that is no longer running."""
+        return [e for e in self._read() if e.get("pid") == os.getpid() or not pid_alive(int(e.get("pid", 0)))]
+
+
+def replay(journal: Journal, say: Callable[[str], None] | None = None) -> list[str]:
+    """Restore what a crashed zfsperf left changed. Returns one line per restored tunable."""
+    done = []
+    for e in journal.stale():
+        where = str(e.get("backend"))
+        try:
+            spec = BackendSpec.from_json(e["backend"])
+            where = spec.describe()
+            open_backend(spec).set(e["name"], e["old"])
+            line = f"restored {e['name']} = {e['old']} (left at {e['new']} by zfsperf pid {e['pid']}, {where})"
+        except Exception as exc:  # noqa: BLE001 - report and keep the entry for the next start
+            line = f"could not restore {e['name']} = {e['old']} ({where}): {exc}"
+            done.append(line)
+            if say:
+                say(line)
+            continue
+        journal.forget(spec, e["name"])
+        done.append(line)
+        if say:
+            say(line)
+    return done
+
+
+class TunableSession:
+    """Sets tunables for one case through the journal and puts every one back."""
+
+    def __init__(self, backend: ParamsBackend, journal: Journal, log: proc.CommandLog | None = None) -> None:
+        self.backend = backend
+        self.journal = journal
+        self.log = log
+        self.changed: list[tuple[str, str]] = []     # (name, old)
+
+    def apply(self, values: dict[str, str]) -> dict[str, dict[str, str]]:
+        applied = {}
+        for name, value in values.items():
+            old = self.backend.get(name)
+            self.journal.record(self.backend.spec, name, old, value)
+            self.changed.append((name, old))
+            self.backend.set(name, value)
+            now = self.backend.get(name)
+            if self.log:
+                self.log.write(f"# tunable {name}: {old} -> {value} (reads back {now})")
+            if now != value:
+                raise TargetError(f"tunable {name} reads back {now} after writing {value}")
+            applied[name] = {"before": old, "set": value}
+        return applied
+
+    def restore(self) -> None:
+        errors = []
+        for name, old in reversed(self.changed):
+            try:
+                self.backend.set(name, old)
+                self.journal.forget(self.backend.spec, name)
+                if self.log:
+                    self.log.write(f"# tunable {name} restored to {old}")
+            except Exception as e:  # noqa: BLE001 - keep restoring the others; the journal keeps it
+                errors.append(f"{name}: {e}")
+        self.changed = []
+        if errors:
+            raise TargetError("could not restore tunables: " + "; ".join(errors))

@@ -1,0 +1,77 @@
+"""ZFS tunables: one canonical name, the Linux module parameter and the FreeBSD sysctl behind it.
+
+The canonical name is the Linux module parameter (/sys/module/zfs/parameters/<name>). FreeBSD
+names follow ZFS_MODULE_PARAM(scope_prefix, name_prefix, name) -> vfs.<scope>.<name>, the same
+pattern as the ZFS Test Suite's tunables.cfg (docs/reference/anchors.md §2.4, §4.5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..units import parse_size
+
+
+@dataclass(frozen=True)
+class Tunable:
+    name: str                 # canonical = Linux module parameter
+    freebsd: str              # sysctl name
+    kind: str = "int"         # "int" | "size" (accepts 128K, 1M) | "bool"
+    doc: str = ""
+
+
+REGISTRY: dict[str, Tunable] = {t.name: t for t in [
+    Tunable("zfs_vdev_async_write_max_active", "vfs.zfs.vdev.async_write_max_active", "int",
+            "max concurrent async write I/Os per vdev (default 10)"),
+    Tunable("zfs_vdev_async_write_min_active", "vfs.zfs.vdev.async_write_min_active", "int"),
+    Tunable("zfs_vdev_async_read_max_active", "vfs.zfs.vdev.async_read_max_active", "int"),
+    Tunable("zfs_vdev_async_read_min_active", "vfs.zfs.vdev.async_read_min_active", "int"),
+    Tunable("zfs_vdev_sync_write_max_active", "vfs.zfs.vdev.sync_write_max_active", "int"),
+    Tunable("zfs_vdev_sync_read_max_active", "vfs.zfs.vdev.sync_read_max_active", "int"),
+    Tunable("zfs_vdev_max_active", "vfs.zfs.vdev.max_active", "int"),
+    Tunable("zfs_vdev_aggregation_limit", "vfs.zfs.vdev.aggregation_limit", "size"),
+    Tunable("zfs_recv_write_batch_size", "vfs.zfs.recv.write_batch_size", "size",
+            "bytes of WRITE records batched per DMU tx in zfs receive (default 1M)"),
+    Tunable("zfs_recv_queue_length", "vfs.zfs.recv.queue_length", "size"),
+    Tunable("zfs_send_queue_length", "vfs.zfs.send.queue_length", "size"),
+    Tunable("zfs_txg_timeout", "vfs.zfs.txg.timeout", "int", "seconds between txg syncs (default 5)"),
+    Tunable("zfs_txg_history", "vfs.zfs.txg_history", "int"),
+    Tunable("zfs_dirty_data_max", "vfs.zfs.dirty_data_max", "size"),
+    Tunable("zfs_dirty_data_sync_percent", "vfs.zfs.dirty_data_sync_percent", "int"),
+    Tunable("zfs_delay_min_dirty_percent", "vfs.zfs.delay_min_dirty_percent", "int"),
+    Tunable("zfs_arc_max", "vfs.zfs.arc.max", "size"),
+    Tunable("zfs_arc_min", "vfs.zfs.arc.min", "size"),
+    Tunable("zfs_prefetch_disable", "vfs.zfs.prefetch.disable", "bool"),
+    Tunable("l2arc_write_max", "vfs.zfs.l2arc.write_max", "size"),
+    Tunable("l2arc_write_boost", "vfs.zfs.l2arc.write_boost", "size"),
+    Tunable("l2arc_noprefetch", "vfs.zfs.l2arc.noprefetch", "bool"),
+]}
+
+
+def normalise_value(name: str, value: object) -> str:
+    """The value as the kernel takes it: sizes in bytes, booleans as 0/1, integers as decimal."""
+    spec = REGISTRY.get(name)
+    kind = spec.kind if spec else "int"
+    if isinstance(value, bool) or kind == "bool":
+        if isinstance(value, str) and value.lower() in ("0", "1", "true", "false", "on", "off"):
+            return "1" if value.lower() in ("1", "true", "on") else "0"
+        if isinstance(value, (bool, int)) and int(value) in (0, 1):
+            return "1" if value else "0"
+        raise ValueError(f"{name} takes 0 or 1, not {value!r}")
+    if kind == "size" or isinstance(value, str):
+        return str(parse_size(value))  # type: ignore[arg-type]
+    if isinstance(value, int):
+        return str(value)
+    raise ValueError(f"{name} takes an integer, not {value!r}")
+
+
+def freebsd_name(name: str) -> str | None:
+    spec = REGISTRY.get(name)
+    return spec.freebsd if spec else None
+
+
+def canonical_from_freebsd(sysctl: str) -> str | None:
+    for t in REGISTRY.values():
+        if t.freebsd == sysctl:
+            return t.name
+    return None

@@ -1,0 +1,136 @@
+"""The ssh link to a remote machine: one shared connection, commands as argv lists quoted once for
+the remote shell (with LC_ALL=C), and the file operations (FileOps) zfsperf needs there. A leaf
+module: targets (targets/ssh.py) and tunables backends (params/) both build on it."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import proc
+from .errors import InputError
+
+URL_RE = re.compile(r"^ssh://(?:(?P<user>[A-Za-z0-9._][A-Za-z0-9._-]*)@)?(?P<host>[A-Za-z0-9.:_-]+?|\[[0-9a-fA-F:]+\])"
+                    r"(?::(?P<port>\d{1,5}))?/?$")
+ZFS_FUSE_SOCKET = "/var/run/zfs/zfs_socket"
+
+
+def retry_ssh_failure(run) -> proc.Completed:
+    """Run (a zero-argument callable); a quick exit 255 is ssh's own failure (e.g. a shared-connection
+    session refused while many are open), not the command's: retried a few times."""
+    res = run()
+    for delay in (0.2, 0.5, 1.0):
+        if res.returncode != 255 or res.elapsed > 2:
+            break
+        time.sleep(delay)
+        res = run()
+    return res
+
+
+def parse_url(url: str) -> tuple[str | None, str, int]:
+    m = URL_RE.match(url)
+    if not m or m.group("host").startswith("-"):
+        raise InputError(f"not an ssh target: {url!r} (expected ssh://user@host[:port])", field="--target")
+    port = int(m.group("port") or 22)
+    if not 0 < port < 65536:
+        raise InputError(f"bad port in {url!r}", field="--target")
+    return m.group("user"), m.group("host").strip("[]"), port
+
+
+class Ssh:
+    """The ssh transport and the remote file operations (FileOps) it gives."""
+
+    remote = True
+
+    def __init__(self, url: str, options: Sequence[str] | None = None, log: proc.CommandLog = proc.NULL_LOG) -> None:
+        self.url = url
+        self.user, self.host, self.port = parse_url(url)
+        opts = list(options) if options is not None else shlex.split(os.environ.get("ZFSPERF_SSH_OPTS", ""))
+        self.options = opts
+        dest = f"{self.user}@{self.host}" if self.user else self.host
+        # one connection for the whole run: a new ssh handshake per command costs ~0.2 s (more on
+        # an emulated guest); the master is stopped by close()
+        cdir = Path(tempfile.gettempdir()) / f"zfsperf-ssh-{os.getuid()}"
+        cdir.mkdir(mode=0o700, exist_ok=True)
+        self.control = ["-o", "ControlMaster=auto", "-o", f"ControlPath={cdir}/%C", "-o", "ControlPersist=300"]
+        self.base = ["ssh", "-p", str(self.port), "-o", "BatchMode=yes", "-o", "ConnectTimeout=15",
+                     "-o", "ServerAliveInterval=15", *self.control, *opts, dest]
+        self.prefix = [*self.base, "--"]
+        self.log = log
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        # the remote shell gets one quoted command line; LC_ALL=C there too (ssh may forward LANG)
+        return [*self.prefix, "LC_ALL=C " + shlex.join(str(a) for a in argv)]
+
+    def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = 120,
+            log: proc.CommandLog | None = None) -> proc.Completed:
+        return retry_ssh_failure(lambda: proc.run(self.wrap(argv), input=input, timeout=timeout,
+                                                  log=self.log if log is None else log))
+
+    def close(self) -> None:
+        """Stop the shared connection's master process."""
+        proc.run([*self.base[:-1], "-O", "exit", self.base[-1]], timeout=15)
+
+    def spec(self) -> dict[str, Any]:
+        return {"url": self.url, "options": self.options}
+
+    # ---------------------------------------------------------------- FileOps
+    def read_text(self, path: str) -> str:
+        res = self.run(["cat", "--", path], log=proc.NULL_LOG)
+        if not res.ok:
+            raise FileNotFoundError(2, res.error_text() or "cannot read", path)
+        return res.stdout
+
+    def write_text(self, path: str, text: str) -> None:
+        # one remote command, idempotent as a whole: ssh may report failure (255) for a command
+        # that ran, and a retry of a separate `mv` would then fail on the file it already moved
+        script = 'cat > "$1.tmp$2" && mv -f -- "$1.tmp$2" "$1"'
+        res = self.run(["sh", "-c", script, "sh", path, str(os.getpid())], input=text, log=proc.NULL_LOG)
+        if not res.ok:
+            why = res.stderr.strip() or f"exit status {res.returncode}"
+            raise OSError(5, f"cannot write on {self.url}: {why}", path)
+
+    def write_param(self, path: str, text: str) -> None:
+        res = self.run(["tee", "--", path], input=text)
+        if not res.ok:
+            raise OSError(5, res.error_text() or "cannot write", path)
+
+    def listdir(self, path: str) -> list[str]:
+        res = self.run(["ls", "-1A", "--", path], log=proc.NULL_LOG)
+        if not res.ok:
+            raise FileNotFoundError(2, res.error_text(), path)
+        return sorted(x for x in res.stdout.splitlines() if x)
+
+    def read_dir(self, path: str) -> dict[str, str]:
+        """One round trip: `grep -r "" DIR` prints path:line for every line of every file."""
+        res = self.run(["grep", "-r", "", "--", path], log=proc.NULL_LOG)
+        out: dict[str, str] = {}
+        for line in res.stdout.splitlines():
+            file, sep, value = line.partition(":")
+            if sep and "/" in file:
+                out[file.rsplit("/", 1)[1]] = value
+        return out
+
+    def is_file(self, path: str) -> bool:
+        return self.run(["test", "-f", path], log=proc.NULL_LOG).ok
+
+    def exists(self, path: str) -> bool:
+        return self.run(["test", "-e", path], log=proc.NULL_LOG).ok
+
+    def remove(self, path: str) -> bool:
+        if not self.exists(path):
+            return False
+        return self.run(["rm", "-f", "--", path]).ok
+
+    def makedirs(self, path: str) -> None:
+        res = self.run(["mkdir", "-p", "--", path])
+        if not res.ok:
+            raise OSError(5, res.error_text(), path)
+
+    def rmdir(self, path: str) -> None:
+        self.run(["rmdir", "--", path], log=proc.NULL_LOG)

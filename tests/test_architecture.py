@@ -1,0 +1,141 @@
+"""Issue 16: one home per concern. These fail when a concern drifts back to where it was."""
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import zfsperf
+from zfsperf.params import BackendSpec, FileParams, Journal, open_backend, replay
+from zfsperf.results.record import FORMAT_VERSION, CaseOutcome, Status
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "zfsperf"
+
+
+def _function_level_imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    out = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and node.level > 0:
+                    out.append(f"{path.relative_to(SRC)}:{node.lineno} from {'.' * node.level}{node.module}")
+    return out
+
+
+def test_tunables_and_targets_import_each_other_nowhere_inside_functions():
+    """Issue 16.1: tunables.py imported target modules and the targets imported tunables (a
+    circle held together by five function-level imports). Parameter backends now live in
+    params/, which imports no target; nothing there, in targets/ or in zfsfuse/ imports inside a
+    function."""
+    found = [x for d in ("params", "targets", "zfsfuse") for p in sorted((SRC / d).glob("*.py"))
+             for x in _function_level_imports(p)]
+    assert found == [], found
+    res = subprocess.run([sys.executable, "-c", "import sys, zfsperf.params; "
+                          "print(sorted(m for m in sys.modules if m.startswith('zfsperf.')))"],
+                         capture_output=True, text=True, check=True)
+    loaded = json.loads(res.stdout.replace("'", '"'))
+    assert not [m for m in loaded if m.startswith(("zfsperf.targets", "zfsperf.zfsfuse", "zfsperf.guest"))], loaded
+    for order in ("zfsperf.zfsfuse.target", "zfsperf.targets.ssh", "zfsperf.guest.vm", "zfsperf.targets.factory"):
+        subprocess.run([sys.executable, "-c", f"import {order}"], check=True)      # any import order works
+
+
+def test_old_homes_are_gone():
+    """Issue 16.5: zfs-fuse in one package; `target/` renamed (build tools skip a `target/` folder)."""
+    assert not (SRC / "target").exists() and not (SRC / "tunables.py").exists() and not (SRC / "lab.py").exists()
+    assert [p.name for p in SRC.glob("_*.py")] == ["__init__.py"]
+    assert {p.name for p in (SRC / "zfsfuse").glob("*.py")} >= {"daemon.py", "nsholder.py", "syslogd.py", "target.py"}
+
+
+def test_backend_spec_is_structured_and_reads_old_journal_strings(tmp_path):
+    """Issue 16.1: backend specs were strings built in ssh.py and parsed in two places."""
+    d = tmp_path / "params"
+    d.mkdir()
+    (d / "zfs_txg_timeout").write_text("5\n")
+    fp = FileParams(str(d))
+    assert fp.spec == BackendSpec("files", str(d)) and BackendSpec.from_json(fp.spec.as_dict()) == fp.spec
+    remote = BackendSpec("sysctl", ssh={"url": "ssh://root@h:22", "options": []})
+    assert BackendSpec.from_json(json.loads(json.dumps(remote.as_dict()))) == remote
+    assert BackendSpec.from_json('ssh:{"url": "ssh://root@h:22", "options": []}|sysctl') == remote
+    assert BackendSpec.from_json(f"file:{d}") == fp.spec
+    with pytest.raises(ValueError):
+        BackendSpec.from_json("tape:/dev/st0")
+    # a journal a crashed (older) zfsperf left, with the old string spec: restored all the same
+    (d / "zfs_txg_timeout").write_text("9\n")
+    j = tmp_path / "tunables.journal"
+    j.write_text(json.dumps([{"backend": f"file:{d}", "name": "zfs_txg_timeout", "old": "5", "new": "9",
+                              "pid": 2 ** 22 + 7, "time": 0}]))
+    lines = replay(Journal(j))
+    assert len(lines) == 1 and lines[0].startswith("restored zfs_txg_timeout = 5") and str(d) in lines[0]
+    assert (d / "zfs_txg_timeout").read_text().strip() == "5" and not j.exists()
+    assert open_backend(fp.spec).get("zfs_txg_timeout") == "5"
+
+
+@pytest.mark.parametrize("outcome, status, text", [
+    (CaseOutcome(figures={"x": {}}), Status.PASS, None),
+    (CaseOutcome(figures={"x": {}}, unmet=["throughput 1 < 2"]), Status.FAIL, "throughput 1 < 2"),
+    (CaseOutcome(), Status.FAIL, "the workload returned no figures"),
+    (CaseOutcome(failure="zfs receive exit 1"), Status.FAIL, "zfs receive exit 1"),
+    (CaseOutcome(killed="timeout of 5 s", teardown_error="pool busy"), Status.KILLED, "timeout of 5 s; pool busy"),
+    (CaseOutcome(skipped="no tunable x"), Status.SKIP, "no tunable x"),
+    (CaseOutcome(figures={"x": {}}, teardown_error="could not restore"), Status.FAIL, "could not restore"),
+    (CaseOutcome(figures={"x": {}}, daemon_died=True), Status.FAIL,
+     "(the zfs-fuse daemon died during the case; zfsperf restarted it)"),
+])
+def test_one_place_decides_a_status(outcome, status, text):
+    """Issue 16.2/3: PASS/FAIL was decided in three files; now CaseOutcome.decide_status() only."""
+    assert outcome.decide_status() == (status, text)
+    assert json.dumps(status) == f'"{status.value}"'                 # a str enum: records stay plain JSON
+    users = [p for p in SRC.rglob("*.py") if '"PASS"' in p.read_text() and p.name != "record.py"]
+    assert users == [], users
+
+
+def test_results_format_version(tmp_path):
+    """Issue 16.3: run.json says its format; a newer one is refused by name, exit 2."""
+    d = tmp_path / "20260101T000000"
+    d.mkdir()
+    (d / "results.jsonl").write_text(json.dumps({"test": "t", "case": "t", "iteration": 1, "status": "PASS",
+                                                 "figures": {"iops": {"value": 1.0, "unit": "IOPS"}}}) + "\n")
+    (d / "run.json").write_text(json.dumps({"format": FORMAT_VERSION + 1}))
+    res = zfsperf("report", str(d))
+    assert res.returncode == 2 and "run.json" in res.stderr and "format" in res.stderr
+    (d / "run.json").write_text(json.dumps({"format": FORMAT_VERSION}))
+    assert zfsperf("report", str(d), "--format", "junit").returncode == 0
+
+
+def test_one_exporter_interface(tmp_path):
+    """Issue 16.3: one exporter interface, one CSV writer (there were two)."""
+    from zfsperf.report.exporters import EXPORTERS
+    assert set(EXPORTERS) == {"md", "csv", "json", "results-csv", "junit", "html"}
+    writers = [p for p in SRC.rglob("*.py") if "csv.writer(" in p.read_text()]
+    assert [p.name for p in writers] == ["export.py"], writers
+
+
+def test_the_guest_has_its_own_word():
+    """Issue 16.5: `lab` is zfs-fuse; the OpenZFS guest is `guest` (`lab openzfs` still works, and says so)."""
+    res = zfsperf("guest", "status", env={**os.environ, "ZFSPERF_GUEST_DIR": "/nonexistent/zfsperf-guest"})
+    assert res.returncode == 0, res.stderr
+    old = zfsperf("lab", "openzfs", "status", env={**os.environ, "ZFSPERF_GUEST_DIR": "/nonexistent/zfsperf-guest"})
+    assert old.returncode == 0 and "zfsperf guest" in old.stderr and old.stdout == res.stdout
+    assert "guest" in zfsperf("run", "--help").stdout
+
+
+def test_workloads_own_their_facts():
+    """Issue 16.4: headline, summary figures and directions live on the workload (they were in
+    runner, tables and model), and no workload imports report/ (quantize is in metrics/)."""
+    from zfsperf.workloads import WORKLOADS, figure_direction
+    for name, wl in WORKLOADS.items():
+        assert wl.headline and wl.series_headline.startswith("workload_") and wl.headline in wl.summary_figures
+        assert wl.directions.get(wl.headline, figure_direction(name, wl.headline, "MiB/s")) != 0 or name == "mixed"
+    assert figure_direction("receive", "txgs", "TXGs/s") == 0 and figure_direction("receive", "throughput", "MiB/s") == 1
+    assert figure_direction("mixed", "read_p99_ratio", "x") == -1 and figure_direction("fio", "read_lat_p99", "us") == -1
+    assert figure_direction("fio", "sync_ops", "ops") == 0 and figure_direction("fio", "read_ops", "ops") == 1
+    for p in (SRC / "workloads").glob("*.py"):
+        assert "from ..report" not in p.read_text(), p
+    for p in SRC.rglob("*.py"):
+        text = p.read_text()
+        assert "SUMMARY = {" not in text and "HEADLINE = {\"" not in text, p
