@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
-# --test: also what the test suite needs (sshd for the ssh target, chromium for report.html)
+# --test: also what the test suite needs (sshd for the ssh target, chromium for report.html,
+# a PostgreSQL server for the history store)
 TEST=0
 [ "${1:-}" = "--test" ] && TEST=1
 
@@ -18,6 +19,7 @@ if [ "$TEST" = 1 ]; then
     [ -x /usr/sbin/sshd ] || need+=(openssh-server)
     command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
     command -v chromium >/dev/null 2>&1 || need+=(chromium)
+    ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)   # the history store's server
 fi
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then

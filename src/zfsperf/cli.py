@@ -29,6 +29,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    "drift during the run hits every case alike; for A/B sweeps")
     p.add_argument("--precision", metavar="PCT", help="adaptive: iterate until the 95%% CI half-width of each "
                    "case's headline figure is <= PCT %% of its mean (e.g. 2%%), up to max_iterations/budget")
+    p.add_argument("--store", help="add the run to this history store (a path or postgresql://...; default "
+                   "$ZFSPERF_STATE/history.sqlite)")
+    p.add_argument("--no-history", action="store_true", help="do not add the run to the history store")
     p.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf", help="directory for vdev files")
     p.add_argument("-s", "--vdev-size", help="size of each vdev file, e.g. 2G (overrides the runfile)")
     p.add_argument("-f", "--files", action="store_true",
@@ -115,6 +118,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report with pictures")
     p.add_argument("--no-histograms", action="store_true", help="terminal: leave out the quantize histograms")
 
+    p = sub.add_parser("history", help="every run in one store: import results, series over runs, change points",
+                       description="zfsperf history import DIR...  |  zfsperf history [--case C] [--figure F] "
+                                   "[--fail-on-change PCT]")
+    p.add_argument("action", nargs="?", choices=["import", "show"], default="show")
+    p.add_argument("dirs", nargs="*", help="import: results directories")
+    p.add_argument("--store", help="a path (SQLite, the default $ZFSPERF_STATE/history.sqlite) or postgresql://...")
+    p.add_argument("--case", help="only this case (as zfsperf names it, e.g. 'receive threads=4')")
+    p.add_argument("--figure", help="only this figure (e.g. throughput)")
+    p.add_argument("--min-change", type=float, default=0.0, metavar="PCT",
+                   help="report change points of at least PCT %% only (default 0)")
+    p.add_argument("--fail-on-change", type=float, metavar="PCT",
+                   help="exit 1 when a change point worse by >= PCT %% is at one of the last --recent runs")
+    p.add_argument("--recent", type=int, default=5, help="runs that count as recent for --fail-on-change (default 5)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--html", metavar="FILE", help="also write trend charts with change points to FILE")
+
     p = sub.add_parser("compare", help="A/B: the same cases in two results directories, with significance")
     p.add_argument("base")
     p.add_argument("new")
@@ -137,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                 args = build_parser().parse_args(["run", *argv])
             return cmd_run(args, argv)
         return {"list": cmd_list, "info": cmd_info, "lab": cmd_lab, "guest": cmd_guest, "corpus": cmd_corpus,
+                "history": cmd_history,
                 "report": cmd_report, "compare": cmd_compare, "steady": cmd_steady}[args.cmd](args)
     except InputError as e:
         print(f"zfsperf: {e}", file=sys.stderr)
@@ -174,7 +194,8 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
                       keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet, target=args.target,
                       params_dir=args.params_dir, resume=args.resume, cleanup=args.cleanup,
                       disks=disks, force=args.force, arc_max_mb=args.arc_max, argv=["zfsperf", *argv],
-                      precision=precision, interleave=args.interleave, keep_signal_handlers=True)
+                      precision=precision, interleave=args.interleave, keep_signal_handlers=True,
+                      store=None if args.no_history else (args.store or ""))
     return Runner(opts).run()
 
 
@@ -338,6 +359,53 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.html:
         out = exporters.EXPORTERS["html"].write(x, Path(args.html))
         print(f"HTML report: {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from .history import analysis
+    from .history.store import Store
+    if args.action == "import":
+        if not args.dirs:
+            raise InputError("history import takes one or more results directories", field="dirs")
+        from .report.model import load_run
+        runs = [load_run(d) for d in args.dirs]          # every directory read before anything is written
+        with Store.open(args.store) as store:
+            added = sum(store.add(r) is not None for r in runs)
+        print(f"{store.url}: {added} run(s) added, {len(runs) - added} already there")
+        return 0
+    if args.dirs:
+        raise InputError("history takes directories only with `import`", field="dirs")
+    if args.fail_on_change is not None and not args.fail_on_change >= 0:
+        raise InputError("--fail-on-change takes a percentage >= 0", field="--fail-on-change")
+    with Store.open(args.store) as store:
+        series = [analysis.analyse(s, min_change=args.min_change)
+                  for s in analysis.load_series(store, args.case, args.figure)]
+    if not series:
+        print(f"zfsperf: no runs in {store.url}" + (" for that case/figure" if args.case or args.figure else ""),
+              file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"store": store.url, "series": [s.as_dict() for s in series]}, indent=1))
+    else:
+        for s in series:
+            last = s.points[-1]
+            print(f"{s.case} / {s.figure}: {len(s.points)} runs, latest {last.value:.4g} {s.unit} "
+                  f"({last.run.name}), {len(s.change_points)} change point(s)")
+            for c in s.change_points:
+                print(f"  at run {c.index + 1} ({c.run}): {c.before:.4g} -> {c.after:.4g} {s.unit} "
+                      f"{c.change_pct:+.1f} %  p {c.p:.4f}  {c.verdict}"
+                      + (f"  [{'; '.join(c.what_changed)}]" if c.what_changed else ""))
+    if args.html:
+        from .report import html
+        out = Path(args.html)
+        out.write_text(html.history_document(series, store.url), encoding="utf-8")
+        print(f"HTML: {out}", file=sys.stderr)
+    if args.fail_on_change is not None:
+        bad = analysis.fail_on_change(series, args.fail_on_change, args.recent)
+        for s, c in bad:
+            print(f"change: {s.case} {s.figure} {c.change_pct:+.1f} % at {c.run} (p {c.p:.4f})", file=sys.stderr)
+        return 1 if bad else 0
     return 0
 
 

@@ -62,6 +62,7 @@ class RunOptions:
     # the CLI's process ends right after run(): keep recording signals to the end, so that one that
     # lands after the summary is moot instead of killing a run that had finished
     keep_signal_handlers: bool = False
+    store: str | None = None             # the history store the run is added to ("": the default; None: none)
 
 
 class Precision:
@@ -216,7 +217,10 @@ class Runner:
             for line in replay(journal):       # anything an interrupt cut short
                 self.ui.say(f"journal: {line}")
         try:                                   # a signal while summarising is still recorded, not raised
-            return self._summarise(rd, t_start, interrupted or self.control.interrupt is not None)
+            stored = None
+            if not (interrupted or self.control.interrupt is not None):    # a partial run is no point
+                stored = self._add_to_history(rd)
+            return self._summarise(rd, t_start, interrupted or self.control.interrupt is not None, stored)
         finally:
             if not self.opts.keep_signal_handlers:
                 self.control.restore(old_handlers)
@@ -323,7 +327,7 @@ class Runner:
             self.ui.say(f"warning: stopping the target: {e}")
 
     # ------------------------------------------------------------------ summary
-    def _summarise(self, rd: ResultsDir, t_start: float, interrupted: bool) -> int:
+    def _summarise(self, rd: ResultsDir, t_start: float, interrupted: bool, stored: str | None = None) -> int:
         self.ui.stop_progress()
         records = rd.results()
         counts = {s: sum(1 for r in records if r["status"] == s) for s in STATUSES}
@@ -337,6 +341,8 @@ class Runner:
         lines += ["", f"Running Time:\t{format_duration(elapsed)}", f"Percent passed:\t{pct:.1f}%"]
         if interrupted:
             lines.append("Interrupted:\tyes (resume with --resume " + str(rd.path) + ")")
+        if stored:
+            lines.append(f"History:\tadded to {stored}")
         lines.append(f"Log directory:\t{rd.path}")
         text_table = self.ui.render_table(table)
         summary = "\n".join(export.status_line(r, HEADLINE.get(r.get("workload", ""))) for r in records)
@@ -356,6 +362,21 @@ class Runner:
         if not ran:
             return 2
         return 1 if counts[Status.FAIL] or counts[Status.KILLED] else 0
+
+    def _add_to_history(self, rd: ResultsDir) -> str | None:
+        """Every run goes into the history store as it ends (a failure to do so is a warning).
+        Returns the store it went to."""
+        if self.opts.store is None:
+            return None
+        try:
+            from .history.store import Store
+            from .report.model import load_run
+            with Store.open(self.opts.store or None) as store:
+                store.add(load_run(rd.path))
+            return store.url
+        except Exception as e:  # noqa: BLE001 - the results directory is what counts
+            self.ui.summary_line(f"warning: could not add the run to the history store: {type(e).__name__}: {e}")
+            return None
 
     def _write_derived(self, rd: ResultsDir) -> Path | None:
         """junit.xml, results.csv and report.html (report/exporters.py); a failure here never

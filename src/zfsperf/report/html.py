@@ -104,3 +104,20 @@ def write(path: Path, runs: list[tuple[RunData, dict[str, Any]]], comparison: Co
     tmp.write_text(doc, encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def history_document(series: list[Any], store: str) -> str:
+    """The trend page of `zfsperf history --html`: a chart per case and figure, change points marked."""
+    out = [f"<h2>History: {html.escape(store)}</h2>"]
+    for s in series:
+        out.append(f"<h3>{html.escape(s.case)} — {html.escape(s.figure)} ({html.escape(s.unit)})</h3>")
+        out.append(_img(plots.trend_chart(s), f"trend {s.case} {s.figure}"))
+        if s.change_points:
+            rows = "".join(f"<tr><td>{html.escape(c.run)}</td><td>{c.before:.4g} → {c.after:.4g}</td>"
+                           f"<td>{c.change_pct:+.1f} %</td><td>{c.p:.4f}</td><td>{c.verdict}</td>"
+                           f"<td>{html.escape('; '.join(c.what_changed) or '-')}</td></tr>" for c in s.change_points)
+            out.append("<table><tr><th>run</th><th>mean before → after</th><th>change</th><th>p</th>"
+                       f"<th>verdict</th><th>what changed</th></tr>{rows}</table>")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>zfsperf history</title>"
+            f"<style>{CSS}</style></head><body><h1>zfsperf history</h1>{''.join(out)}"
+            f"<script>{SCRIPT}</script></body></html>")

@@ -190,3 +190,31 @@ def series_for(run: RunData) -> list[tuple[Path, dict[str, Any] | None]]:
                 out.append((run.path / r["series"], r.get("steady")))
                 break
     return out
+
+
+def trend_chart(series: Any) -> bytes | None:
+    """A figure over runs (history.analysis.Series): each run's median, the mean of each segment
+    between change points as a step, every change point marked with its size and what changed."""
+    pts = series.points
+    if len(pts) < 2:
+        return None
+    x = list(range(1, len(pts) + 1))
+    y = [p.value for p in pts]
+    fig, ax = plt.subplots(figsize=(11, 3.6))
+    ax.plot(x, y, "o-", ms=4, lw=1, color="#1f77b4", label="median of the run's iterations")
+    bounds = [0, *[c.index for c in series.change_points], len(pts)]
+    for lo, hi in zip(bounds, bounds[1:]):
+        m = sum(y[lo:hi]) / (hi - lo)
+        ax.hlines(m, lo + 0.6, hi + 0.4, colors="#ff7f0e", lw=2)
+    for c in series.change_points:
+        ax.axvline(c.index + 0.5, color="#d62728" if c.verdict == "worse" else "#2ca02c", ls="--", lw=1)
+        note = f"{c.change_pct:+.0f} % (p {c.p:.3f})"
+        if c.what_changed:
+            note += "\n" + "; ".join(c.what_changed)[:60]
+        ax.annotate(note, (c.index + 0.6, max(y)), fontsize=8, va="top")
+    ax.set_xlabel("run (oldest first)")
+    ax.set_ylabel(f"{series.figure} ({series.unit})")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.set_title(f"{series.case} — {series.figure}: {len(pts)} runs, {len(series.change_points)} change point(s)")
+    return _png(fig)

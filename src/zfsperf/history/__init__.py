@@ -1,0 +1,1 @@
+"""Performance history: every run in one store (store.py), change points across runs (analysis.py)."""

@@ -1,0 +1,178 @@
+"""Change points across runs: per case and figure, the series of each run's median over its PASS
+iterations, ordered by start time; change points by E-Divisive means (MongoDB's
+signal-processing-algorithms, the method MongoDB and Apache Otava use on performance histories),
+each with its size (% change of the mean from the segment before to the segment after), its
+significance (an energy-statistics permutation test between those two segments) and what changed
+at that run (ZFS version, kernel, host, runfile, -D defines, tunables).
+
+E-Divisive costs O(n²) in the length of the series: a history longer than `window` runs is first
+analysed as medians of blocks of runs, and each change found there is then placed exactly among
+the runs around it (see e_divisive)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+from signal_processing_algorithms.energy_statistics import energy_statistics as es
+
+from ..workloads import figure_direction
+from .store import RunRow, Store
+
+PVALUE = 0.01             # E-Divisive's own permutation test, while splitting; and each change point's
+PERMUTATIONS = 100
+SIZE_PERMUTATIONS = 499   # the reported significance of each change point
+WINDOW = 400              # longest series E-Divisive sees at once (block medians beyond)
+MIN_SEGMENT = 2           # runs on each side of a change point
+
+
+@dataclass
+class Point:
+    run: RunRow
+    value: float
+    n: int
+
+
+@dataclass
+class ChangePoint:
+    index: int                      # the first run of the new level (0-based in the series)
+    run: str                        # that run's name
+    before: float                   # mean of the segment before
+    after: float                    # mean of the segment after
+    change_pct: float
+    p: float
+    direction: int                  # +1 higher is better, -1 lower, 0 not judged
+    what_changed: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        if self.direction == 0:
+            return "changed"
+        return "better" if self.change_pct * self.direction > 0 else "worse"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "run": self.run, "before": self.before, "after": self.after,
+                "change_pct": round(self.change_pct, 3), "p": round(self.p, 5), "verdict": self.verdict,
+                "what_changed": self.what_changed}
+
+
+@dataclass
+class Series:
+    case: str
+    figure: str
+    unit: str
+    workload: str
+    points: list[Point]
+    change_points: list[ChangePoint] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"case": self.case, "figure": self.figure, "unit": self.unit,
+                "runs": [{"run": p.run.name, "value": p.value, "n": p.n} for p in self.points],
+                "change_points": [c.as_dict() for c in self.change_points]}
+
+
+@contextlib.contextmanager
+def _seeded(seed: int) -> Iterator[None]:
+    """The library's permutation tests draw from numpy's global generator: seed it (the same
+    history gives the same answer) and put the caller's state back."""
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+def e_divisive(values: np.ndarray, pvalue: float = PVALUE, window: int = WINDOW) -> list[int]:
+    """Change point indices. Up to `window` runs: E-Divisive on the series itself. A longer history
+    (E-Divisive is O(n²)) is cut into blocks of k runs so that at most `window` block medians remain;
+    E-Divisive finds the changes between blocks, and each is then placed exactly by E-Divisive on
+    the runs of the blocks on either side of it. A level held for fewer than k runs is not a
+    change point of such a history."""
+    n = len(values)
+    if n < 2 * MIN_SEGMENT or np.ptp(values) == 0:
+        return []
+    if n <= window:
+        return sorted(int(i) for i in es.e_divisive(values, pvalue=pvalue, permutations=PERMUTATIONS))
+    k = -(-n // window)
+    blocks = np.array([np.median(values[i:i + k]) for i in range(0, n, k)])
+    found: list[int] = []
+    for j in sorted(int(i) for i in es.e_divisive(blocks, pvalue=pvalue, permutations=PERMUTATIONS)):
+        lo, hi = max(0, (j - 1) * k), min(n, (j + 1) * k)
+        local = es.e_divisive(values[lo:hi], pvalue=pvalue, permutations=PERMUTATIONS)
+        g = lo + int(min(local, key=lambda i: abs(lo + i - j * k))) if local else j * k
+        if all(abs(g - f) > MIN_SEGMENT for f in found):
+            found.append(g)
+    return sorted(found)
+
+
+def what_changed(a: RunRow, b: RunRow) -> list[str]:
+    out = []
+    for label, x, y in (("ZFS", a.zfs_version, b.zfs_version), ("target", a.implementation, b.implementation),
+                        ("kernel", a.kernel, b.kernel), ("host", a.host, b.host), ("runfile", a.runfile, b.runfile)):
+        if x != y:
+            out.append(f"{label} {x or '?'} -> {y or '?'}")
+    if a.runfile_sha != b.runfile_sha and a.runfile == b.runfile:
+        out.append("runfile text changed")
+    for k in sorted(set(a.defines) | set(b.defines)):
+        if a.defines.get(k) != b.defines.get(k):
+            out.append(f"-D {k}: {a.defines.get(k, '-')} -> {b.defines.get(k, '-')}")
+    for k in sorted(set(a.tunables) | set(b.tunables)):
+        if a.tunables.get(k) != b.tunables.get(k):
+            out.append(f"{k}: {a.tunables.get(k, '-')} -> {b.tunables.get(k, '-')}")
+    return out
+
+
+def analyse(s: Series, pvalue: float = PVALUE, min_change: float = 0.0, window: int = WINDOW,
+            seed: int = 1) -> Series:
+    vals = np.array([p.value for p in s.points], dtype=float)
+    way = figure_direction(s.workload, s.figure, s.unit)
+    with _seeded(seed):
+        idx = [i for i in e_divisive(vals, pvalue, window) if MIN_SEGMENT <= i <= len(vals) - MIN_SEGMENT]
+        bounds = [0, *idx, len(vals)]
+        cps = []
+        for k, i in enumerate(idx):
+            before, after = vals[bounds[k]:i], vals[i:bounds[k + 2]]
+            b, a = float(before.mean()), float(after.mean())
+            half = window // 2              # the test needs the neighbourhood, not the whole history
+            st = es.get_energy_statistics_and_probabilities(before[-half:], after[:half],
+                                                            permutations=SIZE_PERMUTATIONS)
+            change = (a / b - 1) * 100 if b else math.nan
+            if st.e_pvalue > pvalue or not abs(change) >= min_change:
+                continue
+            p = max(float(st.e_pvalue), 1 / (SIZE_PERMUTATIONS + 1))     # a permutation test's floor
+            cps.append(ChangePoint(i, s.points[i].run.name, b, a, change, p, way,
+                                   what_changed(s.points[i - 1].run, s.points[i].run)))
+    s.change_points = cps
+    return s
+
+
+def load_series(store: Store, case: str | None = None, figure: str | None = None) -> list[Series]:
+    runs = store.runs()
+    groups: dict[tuple[str, str], Series] = {}
+    for run_id, case_id, fig, unit, n, median, workload in store.figure_rows(case, figure):
+        run = runs.get(int(run_id))
+        if run is None or median is None:
+            continue
+        key = (case_id, fig)
+        if key not in groups:
+            groups[key] = Series(case_id, fig, unit or "", workload or "", [])
+        groups[key].points.append(Point(run, float(median), int(n or 0)))
+    for s in groups.values():
+        s.points.sort(key=lambda p: (p.run.started, p.run.name))
+    return [groups[k] for k in sorted(groups)]
+
+
+def fail_on_change(series: list[Series], pct: float, recent: int) -> list[tuple[Series, ChangePoint]]:
+    """Change points that make a CI gate fail: worse by at least pct %, at one of the last
+    `recent` runs of their series (a regression that was there before is old news; a change of a
+    figure that is not judged never fails)."""
+    out = []
+    for s in series:
+        for c in s.change_points:
+            if c.verdict == "worse" and abs(c.change_pct) >= pct and c.index >= len(s.points) - recent:
+                out.append((s, c))
+    return out

@@ -1,0 +1,230 @@
+"""The results store: every run in one database, SQLite by default, PostgreSQL for a team.
+
+A store URL is a path (or sqlite:///PATH) for SQLite, or postgresql://… (psycopg 3). The same SQL
+runs on both (placeholders and the id column are the only dialect differences). Schema, version 1:
+
+  zfsperf_meta(key TEXT PRIMARY KEY, value TEXT)          -- "schema" = "1"
+  runs(id            integer primary key,                 -- one row per results directory
+       path          TEXT UNIQUE NOT NULL,                -- where it was imported from
+       name          TEXT,                                -- the directory's name (its start time)
+       started       DOUBLE PRECISION,                    -- epoch seconds (run.json start)
+       host, os, kernel, implementation, zfs_version, pool_version, zfsperf_version TEXT,
+       runfile       TEXT,                                -- the runfile's source name
+       runfile_sha   TEXT,                                -- sha256 of its text: "the runfile changed"
+       defines       TEXT,                                -- JSON: -D NAME=VALUE of the run
+       tunables      TEXT,                                -- JSON: every tunable before the run
+       format        INTEGER,                             -- results format (run.json "format")
+       imported      DOUBLE PRECISION)
+  figures(run_id     INTEGER REFERENCES runs(id) ON DELETE CASCADE,
+          test, workload, case_id, figure, unit TEXT,     -- case_id: the case as zfsperf names it
+          n          INTEGER,                             -- PASS iterations the figure came from
+          passed, total INTEGER,                          -- iterations that passed / ran
+          median, mean, stddev DOUBLE PRECISION,          -- over the PASS iterations
+          PRIMARY KEY (run_id, case_id, figure))
+A case that never passed in a run has its figures absent for that run (never a zero)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from ..errors import InputError, ZfsperfError
+from ..report.model import RunData, load_run
+from ..results.record import Status
+
+SCHEMA_VERSION = 1
+RUN_COLUMNS = ("path", "name", "started", "host", "os", "kernel", "implementation", "zfs_version", "pool_version",
+               "zfsperf_version", "runfile", "runfile_sha", "defines", "tunables", "format", "imported")
+FIGURE_COLUMNS = ("run_id", "test", "workload", "case_id", "figure", "unit", "n", "passed", "total", "median", "mean",
+                  "stddev")
+
+
+def default_url() -> str:
+    env = os.environ.get("ZFSPERF_STATE")
+    base = Path(env) if env else (Path("/var/lib/zfsperf") if os.geteuid() == 0
+                                  else Path.home() / ".local" / "state" / "zfsperf")
+    return str(base / "history.sqlite")
+
+
+def _ddl(serial: str) -> list[str]:
+    return [
+        "CREATE TABLE IF NOT EXISTS zfsperf_meta (key TEXT PRIMARY KEY, value TEXT)",
+        f"CREATE TABLE IF NOT EXISTS runs (id {serial} PRIMARY KEY, path TEXT NOT NULL UNIQUE, name TEXT, "
+        "started DOUBLE PRECISION, host TEXT, os TEXT, kernel TEXT, implementation TEXT, zfs_version TEXT, "
+        "pool_version TEXT, zfsperf_version TEXT, runfile TEXT, runfile_sha TEXT, defines TEXT, tunables TEXT, "
+        "format INTEGER, imported DOUBLE PRECISION)",
+        "CREATE TABLE IF NOT EXISTS figures (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, "
+        "test TEXT, workload TEXT, case_id TEXT NOT NULL, figure TEXT NOT NULL, unit TEXT, n INTEGER, passed INTEGER, "
+        "total INTEGER, median DOUBLE PRECISION, mean DOUBLE PRECISION, stddev DOUBLE PRECISION, "
+        "PRIMARY KEY (run_id, case_id, figure))",
+        "CREATE INDEX IF NOT EXISTS figures_series ON figures (case_id, figure)",
+    ]
+
+
+@dataclass
+class RunRow:
+    id: int
+    path: str
+    name: str
+    started: float
+    host: str
+    kernel: str
+    implementation: str
+    zfs_version: str
+    runfile: str
+    runfile_sha: str
+    defines: dict[str, Any]
+    tunables: dict[str, Any]
+
+
+class Store:
+    """One connection to a store; `with Store.open(url) as s:` commits and closes."""
+
+    def __init__(self, conn: Any, dialect: str, url: str) -> None:
+        self.conn, self.dialect, self.url = conn, dialect, url
+        self._init()
+
+    @classmethod
+    def open(cls, url: str | None = None) -> "Store":
+        url = url or default_url()
+        if url.startswith(("postgresql://", "postgres://")):
+            try:
+                import psycopg      # only a PostgreSQL store needs it
+            except ImportError as e:
+                raise InputError(f"a PostgreSQL store needs psycopg: {e}", field="--store") from None
+            try:
+                conn = psycopg.connect(url)
+            except psycopg.Error as e:
+                raise ZfsperfError(f"cannot connect to {url}: {str(e).strip()}") from None
+            return cls(conn, "postgresql", url)
+        path = url[len("sqlite:///") - 1:] if url.startswith("sqlite:///") else url
+        if "://" in path:
+            raise InputError(f"unknown store {url!r} (a path, sqlite:///PATH or postgresql://...)", field="--store")
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=30)
+        conn.execute("PRAGMA foreign_keys = ON")
+        return cls(conn, "sqlite", path)
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[0] is None:
+            self.conn.commit()
+        else:
+            self.conn.rollback()
+        self.conn.close()
+
+    # ------------------------------------------------------------------ SQL
+    def _sql(self, q: str) -> str:
+        return q.replace("?", "%s") if self.dialect == "postgresql" else q
+
+    def execute(self, q: str, args: Iterable[Any] = ()) -> Any:
+        cur = self.conn.cursor()
+        cur.execute(self._sql(q), tuple(args))
+        return cur
+
+    def _init(self) -> None:
+        serial = "INTEGER" if self.dialect == "sqlite" else "BIGINT GENERATED BY DEFAULT AS IDENTITY"
+        for q in _ddl(serial):
+            self.execute(q)
+        row = self.execute("SELECT value FROM zfsperf_meta WHERE key = ?", ("schema",)).fetchone()
+        if row is None:
+            self.execute("INSERT INTO zfsperf_meta (key, value) VALUES (?, ?)", ("schema", str(SCHEMA_VERSION)))
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise InputError(f"store schema {row[0]} is newer than this zfsperf knows ({SCHEMA_VERSION})",
+                             file=self.url)
+        self.conn.commit()
+
+    # ------------------------------------------------------------------ import
+    def has(self, path: str) -> bool:
+        return self.execute("SELECT 1 FROM runs WHERE path = ?", (path,)).fetchone() is not None
+
+    def add(self, run: RunData) -> int | None:
+        """Add one results directory (None when it is already in the store)."""
+        path = str(run.path)
+        if self.has(path):
+            return None
+        info = run.info or {}
+        target = info.get("target") or {}
+        text = (info.get("runfile") or {}).get("text") or ""
+        row = (path, run.path.name, info.get("start"), info.get("host"), info.get("os"), info.get("kernel"),
+               target.get("implementation"), target.get("zfs_version"), target.get("pool_version"),
+               info.get("zfsperf_version"), (info.get("runfile") or {}).get("source"),
+               hashlib.sha256(text.encode()).hexdigest()[:16] if text else None,
+               json.dumps((info.get("selection") or {}).get("defines") or {}, sort_keys=True),
+               json.dumps((info.get("tunables") or {}).get("before") or {}, sort_keys=True),
+               info.get("format", 1), time.time())
+        cols = ", ".join(RUN_COLUMNS)
+        marks = ", ".join("?" for _ in RUN_COLUMNS)
+        run_id = int(self.execute(f"INSERT INTO runs ({cols}) VALUES ({marks}) RETURNING id", row).fetchone()[0])
+        rows = list(figure_rows(run_id, run))
+        if rows:
+            cur = self.conn.cursor()
+            q = self._sql(f"INSERT INTO figures ({', '.join(FIGURE_COLUMNS)}) VALUES "
+                          f"({', '.join('?' for _ in FIGURE_COLUMNS)})")
+            cur.executemany(q, rows)
+        return run_id
+
+    def import_dirs(self, paths: Iterable[str | Path]) -> tuple[int, int]:
+        """(added, already there). Each directory is read fully before anything is written."""
+        added = skipped = 0
+        for p in paths:
+            rid = self.add(load_run(p))
+            added += rid is not None
+            skipped += rid is None
+        self.conn.commit()
+        return added, skipped
+
+    # ------------------------------------------------------------------ read
+    def runs(self) -> dict[int, RunRow]:
+        out = {}
+        for r in self.execute("SELECT id, path, name, started, host, kernel, implementation, zfs_version, runfile, "
+                              "runfile_sha, defines, tunables FROM runs"):
+            out[int(r[0])] = RunRow(int(r[0]), r[1], r[2] or "", float(r[3] or 0), r[4] or "", r[5] or "",
+                                    r[6] or "", r[7] or "", r[8] or "", r[9] or "", json.loads(r[10] or "{}"),
+                                    json.loads(r[11] or "{}"))
+        return out
+
+    def figure_rows(self, case: str | None = None, figure: str | None = None) -> Iterator[tuple[Any, ...]]:
+        q = "SELECT run_id, case_id, figure, unit, n, median, workload FROM figures"
+        where, args = [], []
+        if case:
+            where.append("case_id = ?")
+            args.append(case)
+        if figure:
+            where.append("figure = ?")
+            args.append(figure)
+        if where:
+            q += " WHERE " + " AND ".join(where)
+        yield from self.execute(q, args)
+
+
+def figure_rows(run_id: int, run: RunData) -> Iterator[tuple[Any, ...]]:
+    for cd in run.cases.values():
+        total = len(cd.records)
+        passed = sum(1 for r in cd.records if r["status"] == Status.PASS)
+        for name in cd.figure_names():
+            vals = cd.values(name)
+            if not vals:
+                continue
+            yield (run_id, cd.test, cd.workload, cd.case, name, cd.unit(name), len(vals), passed, total,
+                   *_median_mean_sd(vals))
+
+
+def _median_mean_sd(vals: list[float]) -> tuple[float, float, float]:
+    """Of a handful of iterations, in plain Python (numpy's per-call cost dominates at n = 3, and
+    an import of 10,000 runs makes 50,000 of these)."""
+    v = sorted(vals)
+    n = len(v)
+    med = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    mean = sum(v) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1)) if n > 1 else 0.0
+    return float(med), float(mean), sd
