@@ -107,7 +107,10 @@ def test_bad_input_touches_nothing(history, tmp_path):
     assert res.returncode == 2 and "nope" in res.stderr and not store.exists()
     res = zfsperf("history", "--store", "mysql://x/y")
     assert res.returncode == 2 and "--store" in res.stderr
-    res = zfsperf("history", "--store", str(tmp_path / "empty.sqlite"))
+    res = zfsperf("history", "--store", str(tmp_path / "missing.sqlite"))      # reading creates nothing
+    assert res.returncode == 2 and "no history store" in res.stderr and not (tmp_path / "missing.sqlite").exists()
+    zfsperf("history", "import", str(changed[0]), "--store", str(tmp_path / "one.sqlite"))
+    res = zfsperf("history", "--store", str(tmp_path / "one.sqlite"), "--case", "no such case")
     assert res.returncode == 2 and "no runs" in res.stderr
 
 

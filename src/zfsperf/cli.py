@@ -378,7 +378,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise InputError("history takes directories only with `import`", field="dirs")
     if args.fail_on_change is not None and not args.fail_on_change >= 0:
         raise InputError("--fail-on-change takes a percentage >= 0", field="--fail-on-change")
-    with Store.open(args.store) as store:
+    with Store.open(args.store, create=False) as store:
         series = [analysis.analyse(s, min_change=args.min_change)
                   for s in analysis.load_series(store, args.case, args.figure)]
     if not series:

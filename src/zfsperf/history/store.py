@@ -92,7 +92,8 @@ class Store:
         self._init()
 
     @classmethod
-    def open(cls, url: str | None = None) -> "Store":
+    def open(cls, url: str | None = None, *, create: bool = True) -> "Store":
+        """create=False (reading): a SQLite store that does not exist is an error, not a new file."""
         url = url or default_url()
         if url.startswith(("postgresql://", "postgres://")):
             try:
@@ -107,6 +108,9 @@ class Store:
         path = url[len("sqlite:///") - 1:] if url.startswith("sqlite:///") else url
         if "://" in path:
             raise InputError(f"unknown store {url!r} (a path, sqlite:///PATH or postgresql://...)", field="--store")
+        if not create and not Path(path).is_file():
+            raise InputError("no history store here (zfsperf run adds to it; zfsperf history import fills it)",
+                             file=path, field="--store")
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, timeout=30)
         conn.execute("PRAGMA foreign_keys = ON")
