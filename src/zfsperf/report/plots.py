@@ -69,10 +69,10 @@ def steady_chart(series_path: Path, verdict: dict[str, Any] | None, title: str |
     from the sample it counts as steady), change points as ticks, the verdict's steady point marked
     — the talk's chart, for either method."""
     try:
-        samples = read_series(str(series_path))
+        raw = read_series(str(series_path))
     except Exception:  # noqa: BLE001 - a missing or torn series has no picture
         return None
-    samples = [s for s in samples if not is_marker(s)]
+    samples = [s for s in raw if not is_marker(s)]        # drawn: every sample, the measurement too
     if len(samples) < 3:
         return None
     crit = Criteria()
@@ -82,7 +82,7 @@ def steady_chart(series_path: Path, verdict: dict[str, Any] | None, title: str |
                         slope=float(k.get("slope", crit.slope)), quorum=float(k.get("quorum", crit.quorum)),
                         method=str(k.get("method", "snia")), tolerance=float(k.get("tolerance", crit.tolerance)))
     headline = (verdict or {}).get("headline")
-    v = decide(samples, crit, headline=headline)
+    v = decide(raw, crit, headline=headline)              # decided: on what the runner decided on
     names = sorted({n for s in samples for n in s["metrics"]})
     t = [s["t"] for s in samples]
     fig, ax = plt.subplots(figsize=(11, 4.5))
