@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
-"""How much `zfsperf compare` can be trusted at the default iteration count, from real runs.
+"""What `zfsperf compare` can be trusted to see, design by design, from real runs on zfs-fuse.
 
-Runs the default suite's receive case (threads=1 unless --threads) for many iterations on the
-embedded zfs-fuse, in one real `zfsperf run`, then cuts the sequence into consecutive blocks of
-the default iteration count (5): blocks taken at different times carry the machine's real drift.
-- A/A false-alarm rate: every pair of blocks compared as BASE vs NEW with compare's own test;
-  the share called significant (an honest compare says ~5 % or less at alpha 0.05).
-- Power: NEW's values scaled by (1 + d); the smallest d for which compare calls at least 80 % of
-  the block pairs significant is the smallest change it reliably sees (goal <= 3 % here).
-- The same two figures for an interleaved A/B (`zfsperf run --interleave`): in every window of
-  2 x block consecutive iterations, the even ones are BASE and the odd ones NEW, so drift over the
-  run falls on both sides alike.
-Usage: bench/power.py [--iterations 40] [--threads 1] [--block 5] [--results DIR]
-  (--results re-analyses an earlier run's directory instead of running)
+The default suite's receive case (threads=1 unless --threads: a 256 MiB stream, rounds back to back
+for 4 s per iteration, pre-filled vdevs, primarycache=none) measured four ways, each a real
+`zfsperf run` on the embedded zfs-fuse:
+
+  consecutive runs  K runs of 5 iterations of identical settings, one after another: every pair of
+                    runs compared as `compare BASE NEW` does (one run a side, no history: the
+                    iterations design with its drift floor)
+  interleaved       one `--interleave` run of an A/A sweep (a user property ZFS ignores, arm=a|b),
+                    cut into windows of --block blocks: unpaired (Mann-Whitney on the two arms) and
+                    paired (compare's sign-flip test on the within-block ratios)
+  duet              one `duet = true` run of the same A/A sweep: both arms at once on one pool,
+                    windows of --block iterations, paired
+
+For each: the A/A false-alarm rate (a verdict of better/WORSE on identical settings; goal <= 5 %),
+the smallest change called significant with 80 % power when one arm's values are scaled by 1 + d
+(goal <= 2 %), and the machine time it took. Then a real change of known direction -- the
+receive into compression=lzjb against off on an incompressible stream (lzjb tries every block and
+gives up: a real, small CPU cost) -- interleaved and as a duet, with compare's own verdict.
+Usage: bench/power.py [--runs 6] [--blocks 24] [--block 6] [--threads 1] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -20,76 +27,151 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 
-from zfsperf.report.compare import ALPHA, compare_values
+from zfsperf.report import abstats
+from zfsperf.report.compare import ALPHA, DRIFT_FLOOR_PCT, compare_values, verdict_text
+from zfsperf.report.model import load_run
+from zfsperf.report.compare import ab_pairs, compare_within
 from zfsperf.runfile import resolve_path
 
+SCALES = [0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 25, 30, 40, 50]
 
-def measure(iterations: int, threads: int, out: Path) -> Path:
+
+def runfile(threads: int, iterations: int, sweep: str = "", duet: bool = False) -> str:
     text = resolve_path("quick")[1]
     text = text.replace("threads = [1, 2, 4]", f"threads = {threads}").replace("iterations = 5",
                                                                               f"iterations = {iterations}")
-    rf = out / "power.toml"
+    if sweep:
+        text = re.sub(r"(\[defaults\.dataset\]\n[^\n]*\n)", lambda m: m.group(1) + sweep + "\n", text)
+    if duet:
+        text = text.replace('duration = "4s"', 'duration = "4s"\nduet = true')
+    return text
+
+
+def run(out: Path, name: str, text: str, *flags: str) -> tuple[Path, float]:
+    rf = out / f"{name}.toml"
     rf.write_text(text)
-    res = subprocess.run([sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "-o", str(out / "res")],
-                         text=True)
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "zfsperf.cli", "run", "-q", "-r", str(rf), "-o", str(out / name),
+                          "--no-history", *flags], capture_output=True, text=True)
     if res.returncode != 0:
-        raise SystemExit("the measuring run failed")
-    return (out / "res" / "current").resolve()
+        raise SystemExit(f"the measuring run {name} failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
+    return (out / name / "current").resolve(), time.monotonic() - t0
 
 
-def values(d: Path) -> list[float]:
-    out = []
+def by_arm(d: Path, figure: str = "throughput") -> dict[str, dict[int, float]]:
+    out: dict[str, dict[int, float]] = {}
     for line in (d / "results.jsonl").read_text().splitlines():
         r = json.loads(line)
         if r["status"] == "PASS" and r["iteration"] >= 1:
-            out.append(r["figures"]["throughput"]["value"])
+            arm = "/".join(f"{k}={v}" for k, v in sorted(r["params"].items())) or "all"
+            out.setdefault(arm, {})[r["iteration"]] = r["figures"][figure]["value"]
     return out
 
 
-def significant(a: np.ndarray, b: np.ndarray) -> bool:
+def called(verdict: str) -> bool:
+    return verdict in ("better", "worse")
+
+
+def unpaired(a, b) -> str:
+    return compare_values("c", "throughput", "MiB/s", list(a), list(b)).verdict
+
+
+def separate(a, b) -> str:
+    """compare BASE NEW of two separate runs, no history: the drift floor applies."""
     ch = compare_values("c", "throughput", "MiB/s", list(a), list(b))
-    return ch.p is not None and ch.p < ALPHA
+    if ch.verdict in ("better", "worse") and abs(ch.change_pct) < DRIFT_FLOOR_PCT:
+        return "within unknown drift"
+    return ch.verdict
+
+
+def paired(a, b) -> str:
+    est = abstats.paired(list(a), list(b))
+    if est is None or est.p is None or est.p >= ALPHA:
+        return "not significant"
+    return "better" if est.ratio > 1 else "worse"
+
+
+def report(title: str, comps: list[tuple[np.ndarray, np.ndarray]], judge, seconds: float) -> dict:
+    fa = sum(called(judge(a, b)) for a, b in comps)
+    found = None
+    for pct in SCALES:
+        hits = sum(called(judge(a, b * (1 + pct / 100))) for a, b in comps)
+        hits += sum(called(judge(b, a * (1 + pct / 100))) for a, b in comps)
+        if hits / (2 * len(comps)) >= 0.8:
+            found = pct
+            break
+    line = (f"{title:<44} A/A false alarms {fa:>2} of {len(comps):>2} ({100 * fa / len(comps):3.0f} %)   "
+            f"80 %-power change: {('>50' if found is None else f'{found:g}'):>4} %   machine time {seconds / 60:5.1f} min")
+    print(line, flush=True)
+    return {"false_alarms": fa, "of": len(comps), "detect_pct": found, "minutes": round(seconds / 60, 1)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--iterations", type=int, default=40)
+    ap.add_argument("--runs", type=int, default=6, help="consecutive runs of 5 iterations")
+    ap.add_argument("--blocks", type=int, default=24, help="blocks of the interleaved and duet A/A runs")
+    ap.add_argument("--block", type=int, default=6, help="blocks (pairs) per comparison window")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--block", type=int, default=5)
-    ap.add_argument("--results")
+    ap.add_argument("--keep", help="keep the results here (default: a temporary directory)")
     args = ap.parse_args()
-    d = Path(args.results) if args.results else measure(args.iterations, args.threads,
-                                                        Path(tempfile.mkdtemp(prefix="zfsperf-power-")))
-    v = np.array(values(d))
-    blocks = [v[i:i + args.block] for i in range(0, len(v) - args.block + 1, args.block)]
-    pairs = list(itertools.combinations(range(len(blocks)), 2))
-    cv = 100 * v.std(ddof=1) / v.mean()
-    print(f"{len(v)} real iterations of receive threads={args.threads} on zfs-fuse ({d}): mean {v.mean():.1f} MiB/s, "
-          f"CV {cv:.1f} %; {len(blocks)} blocks of {args.block}, {len(pairs)} block pairs")
-    consecutive = [(blocks[i], blocks[j]) for i, j in pairs]
-    b2 = 2 * args.block
-    interleaved = [(v[s:s + b2:2], v[s + 1:s + b2:2]) for s in range(0, len(v) - b2 + 1)]
-    for title, comps in (("consecutive runs (A then B)", consecutive),
-                         (f"interleaved A/B ({len(interleaved)} overlapping windows of {b2})", interleaved)):
-        fa = sum(significant(a, b) for a, b in comps)
-        print(f"{title}: A/A false alarms {fa} of {len(comps)} ({100 * fa / len(comps):.0f} %) at alpha {ALPHA}")
-        found = None
-        for pct in [0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50]:
-            hits = sum(significant(a, b * (1 + pct / 100)) for a, b in comps)
-            hits += sum(significant(b, a * (1 + pct / 100)) for a, b in comps)
-            power = hits / (2 * len(comps))
-            print(f"  change +{pct:>4g} %: called significant in {100 * power:3.0f} %")
-            if power >= 0.8 and found is None:
-                found = pct
-        print(f"  smallest change called significant with >= 80 % power at {args.block} iterations a side: "
-              + (f"{found:g} %" if found is not None else "more than 50 %") + " (goal <= 3 %)")
+    out = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zfsperf-power-"))
+    out.mkdir(parents=True, exist_ok=True)
+    aa = '"zfsperf:arm" = ["a", "b"]'
+    print(f"receive threads={args.threads} (the default case) on zfs-fuse, results in {out}", flush=True)
+
+    # consecutive separate runs
+    runs, secs = [], 0.0
+    for i in range(args.runs):
+        d, s = run(out, f"run{i}", runfile(args.threads, 5))
+        runs.append(np.array(list(by_arm(d)["all"].values())))
+        secs += s
+    comps = [(runs[i], runs[j]) for i, j in itertools.combinations(range(len(runs)), 2)]
+    res = {"consecutive": report(f"consecutive runs, {args.runs} x 5 (compare A B)", comps, separate, secs)}
+    raw_fa = sum(called(unpaired(a, b)) for a, b in comps)
+    print(f"  (without the drift floor, the rank test alone: {raw_fa} of {len(comps)} false alarms)")
+
+    # interleaved A/A, unpaired and paired
+    d, s = run(out, "inter", runfile(args.threads, args.blocks, aa), "--interleave")
+    arms = list(by_arm(d).values())
+    blocks = sorted(set(arms[0]) & set(arms[1]))
+    a, b = np.array([arms[0][i] for i in blocks]), np.array([arms[1][i] for i in blocks])
+    w = args.block
+    windows = [(a[k:k + w], b[k:k + w]) for k in range(0, len(a) - w + 1, w // 2)]
+    res["interleaved_unpaired"] = report(f"interleaved, windows of {w} blocks, unpaired", windows, unpaired, s)
+    res["interleaved_paired"] = report(f"interleaved, windows of {w} blocks, paired", windows, paired, s)
+
+    # duet A/A
+    d, s = run(out, "duet", runfile(args.threads, args.blocks, aa, duet=True))
+    arms = list(by_arm(d).values())
+    its = sorted(set(arms[0]) & set(arms[1]))
+    a, b = np.array([arms[0][i] for i in its]), np.array([arms[1][i] for i in its])
+    windows = [(a[k:k + w], b[k:k + w]) for k in range(0, len(a) - w + 1, w // 2)]
+    res["duet_paired"] = report(f"duet, windows of {w} iterations, paired", windows, paired, s)
+
+    # a real change of known direction: lzjb on an incompressible stream costs CPU and saves nothing
+    real = 'compression = ["off", "lzjb"]'
+    print("\na real change of known direction: receive into compression=lzjb vs off, incompressible stream")
+    for name, text, flags in (("real-inter", runfile(args.threads, 12, real), ["--interleave"]),
+                              ("real-duet", runfile(args.threads, 12, real, duet=True), [])):
+        d, s = run(out, name, text, *flags)
+        run_data = load_run(d)
+        cmp = compare_within(run_data, ab_pairs(run_data))
+        ch = next(c for c in cmp.changes if c.figure == "throughput")
+        print(f"  {name:<11} {ch.change_pct:+6.1f} %  p {ch.p:.3f}  {verdict_text(ch)}  [{ch.design}, "
+              f"{s / 60:.1f} min]", flush=True)
+        res[name] = {"change_pct": ch.change_pct, "p": ch.p, "verdict": ch.verdict, "ci_pct": ch.ci_pct,
+                     "detectable_pct": ch.detectable_pct}
+    (out / "power.json").write_text(json.dumps(res, indent=1))
+
 
 if __name__ == "__main__":
     main()

@@ -18,6 +18,8 @@ fifth of it on cache levels and half of it on hit ratios. Classes and their grou
   step-down     load ×0.7 at 40 % of the run                                from the step
   slow-drift    load grows 50 % over the run, linearly (0.4 % a sample)       never steady
   spikes        flat, plus 3 % of samples ×3 or ×0.3 (heavy-tailed)          steady from sample 1
+  burst-return  load ×0.6 until 25 % of the run (a warm-up), then at its level,  from the warm-up's end
+                with a 4-sample dip to ×0.5 at 70 % (a stall) that comes back
 Scores, per class, noise and detector:
   false-steady  declared steady on a never-steady series, or with an onset more than W/2 samples
                 before the truth's (a measurement would include unsettled data)
@@ -53,7 +55,9 @@ L2 = {"l2_size_frac": 0.9, "l2_hit_ratio": 0.6}
 LOAD = ("workload_mibs", "pool_mibs", "pool_kops")
 LEVELS = ("arc_size_frac", "l2_size_frac")
 TRUTH_TOL = 0.05
-CLASSES = ("flat", "arc-fill", "l2-warmup", "l2-late", "txg-bursts", "step-up", "step-down", "slow-drift", "spikes")
+CLASSES = ("flat", "arc-fill", "l2-warmup", "l2-late", "txg-bursts", "step-up", "step-down", "slow-drift", "spikes",
+           "burst-return")
+LONG_CLASSES = ("flat", "arc-fill", "step-up", "burst-return")     # also run at --long samples
 NOT_IN_GOALS = ("l2-late",)
 
 
@@ -89,6 +93,11 @@ def make(kind: str, n: int, noise: float, rng: np.random.Generator) -> tuple[lis
         at = int(0.4 * n)
         for k in (*LOAD, "arc_hit_ratio"):
             shape[k] = np.where(t < at, 1.0, 1.4 if kind == "step-up" else 0.7)
+        truth = at + 1
+    elif kind == "burst-return":
+        at, dip = int(0.25 * n), int(0.7 * n)
+        for k in LOAD:
+            shape[k] = np.where(t < at, 0.6, np.where((t >= dip) & (t < dip + 4), 0.5, 1.0))
         truth = at + 1
     elif kind == "slow-drift":
         for k in LOAD:
@@ -153,6 +162,21 @@ def evaluate(kind: str, noise: float, seeds: int, n: int, window: int, dets: dic
     return out
 
 
+def early_fills(noise: float, seeds: int, n: int, window: int) -> tuple[int, int]:
+    """(declared steady, declared while the true level over the declared window was still more
+    than 5 % below the level the fill settles at) for the ARC fill, changepoint method."""
+    declared = early = 0
+    t = np.arange(n, dtype=float)
+    shape = 0.05 + 0.95 * (1 - np.exp(-t / (n / 8)))
+    for seed in range(seeds):
+        samples, _truth = make("arc-fill", n, noise, np.random.default_rng(1000 * seed + int(noise * 1000)))
+        onset = decide(samples, Criteria(window=window), headline="workload_mibs").onset
+        if onset:
+            declared += 1
+            early += shape[onset - 1:onset - 1 + window].mean() < (1 - TRUTH_TOL) * shape[-1]
+    return declared, early
+
+
 def record_real(seconds: int) -> list[Path]:
     """A gated zfsperf run whose window cannot be met: `seconds` of real series per case (a receive
     of 4 streams in rounds, and fio random writes), on the embedded zfs-fuse."""
@@ -196,6 +220,7 @@ def main() -> None:
     ap.add_argument("--window", type=int, default=10)
     ap.add_argument("--noise", default="0.02,0.05,0.10,0.15,0.30")
     ap.add_argument("--classes", default=",".join(CLASSES))
+    ap.add_argument("--long", type=int, default=360, help="also run LONG_CLASSES at this many samples (0: not)")
     ap.add_argument("--series", nargs="*", default=[])
     ap.add_argument("--no-real", action="store_true")
     ap.add_argument("--real-seconds", type=int, default=90)
@@ -207,9 +232,12 @@ def main() -> None:
     print(f"{'class':<12} {'noise':>5}  " + "  ".join(f"{name:>31}" for name in dets))
     print(f"{'':<12} {'':>5}  " + "  ".join(f"{'false':>9} {'missed':>9} {'onset±':>10}" for _ in dets))
     worst: dict[str, dict[str, float]] = {name: {"false": 0.0, "missed": 0.0, "err": 0.0} for name in dets}
-    for kind in args.classes.split(","):
+    runs = [(kind, args.n) for kind in args.classes.split(",")]
+    if args.long:
+        runs += [(kind, args.long) for kind in LONG_CLASSES if kind in args.classes.split(",")]
+    for kind, n in runs:
         for noise in noises:
-            res = evaluate(kind, noise, args.seeds, args.n, args.window, dets)
+            res = evaluate(kind, noise, args.seeds, n, args.window, dets)
             cells = []
             for name, r in res.items():
                 f, m = r["false"] / r["cases"], r["missed"] / r["cases"]
@@ -219,13 +247,20 @@ def main() -> None:
                     w = worst[name]
                     w["false"], w["missed"] = max(w["false"], f), max(w["missed"], m)
                     w["err"] = max(w["err"], err or 0.0)
-            print(f"{kind:<12} {noise:>5.0%}  " + "  ".join(cells), flush=True)
+            label = kind if n == args.n else f"{kind} n={n}"
+            print(f"{label:<12} {noise:>5.0%}  " + "  ".join(cells), flush=True)
     print(f"\nworst case up to 15 % noise, l2-late left out (goals: false-steady <= 5 %, missed <= 10 %, onset error <= "
           f"{args.window / 2:g} samples):")
     for name, w in worst.items():
         met = w["false"] <= 0.05 and w["missed"] <= 0.10 and w["err"] <= args.window / 2
         print(f"  {name:<24} false-steady {w['false']:>4.0%}  missed {w['missed']:>4.0%}  "
               f"onset error {w['err']:>4.1f}  -> {'goals met' if met else 'goals MISSED'}")
+    if "arc-fill" in args.classes.split(","):
+        print("\nARC fills declared steady while the true level over the window was > 5 % below its final level:")
+        for n in [args.n] + ([args.long] if args.long else []):
+            for noise in noises:
+                declared, early = early_fills(noise, args.seeds, n, args.window)
+                print(f"  n={n:<4} noise {noise:>4.0%}: {early} of {declared} declared")
     paths = [Path(p) for p in args.series]
     if not args.no_real and not paths:
         print(f"\nrecording real series on zfs-fuse ({args.real_seconds} s per case) ...", flush=True)

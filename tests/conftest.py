@@ -6,10 +6,17 @@ The CLI runs the tests start find it through ZFSPERF_LAB, corpora go to a sessio
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -101,3 +108,67 @@ def children(pid: int) -> list[tuple[int, str]]:
         except (OSError, ValueError, IndexError):
             continue
     return out
+
+
+def _pg_bin(name: str) -> str:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    assert found, f"no PostgreSQL {name}: make test installs the postgresql package"
+    return found[-1]
+
+
+@dataclass
+class PgCluster:
+    """A throwaway PostgreSQL server on a private socket (no TCP listener)."""
+    base: Path
+    sock: Path
+    port: int
+    as_pg: list[str]
+
+    def url(self, user: str, db: str, password: str | None = None) -> str:
+        cred = user + (f":{password}" if password is not None else "")
+        return f"postgresql://{cred}@/{db}?host={self.sock}&port={self.port}"
+
+    def sql(self, statement: str, db: str = "postgres") -> None:
+        subprocess.run([*self.as_pg, _pg_bin("psql"), "-h", str(self.sock), "-p", str(self.port), "-U", "postgres",
+                        "-d", db, "-v", "ON_ERROR_STOP=1", "-c", statement], check=True, capture_output=True,
+                       env={**os.environ, "PGPASSWORD": self.superpass})
+
+    superpass: str = "superpass-not-under-test"
+
+    def stop(self) -> None:
+        subprocess.run([*self.as_pg, _pg_bin("pg_ctl"), "-D", str(self.base / "data"), "-m", "fast", "-w", "stop"],
+                       capture_output=True)
+
+
+@contextlib.contextmanager
+def pg_cluster(auth: str = "trust") -> Iterator[PgCluster]:
+    """initdb + pg_ctl, as the postgres user when root (the server refuses to run as root),
+    outside pytest's root-only temporary folders; auth "scram-sha-256" makes every role need its
+    password. A database "zfsperf" exists."""
+    base = Path(tempfile.mkdtemp(prefix="zfsperf-pg-"))
+    data, sock = base / "data", base / "sock"
+    sock.mkdir()
+    as_pg: list[str] = []
+    if os.geteuid() == 0:
+        as_pg = ["runuser", "-u", "postgres", "--"]
+        for d in (base, sock):
+            shutil.chown(d, "postgres", "postgres")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    c = PgCluster(base, sock, port, as_pg)
+    pwfile = base / "pw"
+    pwfile.write_text(c.superpass + "\n")
+    if as_pg:
+        shutil.chown(pwfile, "postgres", "postgres")
+    subprocess.run([*as_pg, _pg_bin("initdb"), "-D", str(data), "-A", auth, "-U", "postgres",
+                    f"--pwfile={pwfile}"], check=True, capture_output=True)
+    subprocess.run([*as_pg, _pg_bin("pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-w", "-o",
+                    f"-k {sock} -p {port} -c listen_addresses=''", "start"], check=True, capture_output=True)
+    try:
+        subprocess.run([*as_pg, _pg_bin("createdb"), "-h", str(sock), "-p", str(port), "-U", "postgres", "zfsperf"],
+                       check=True, capture_output=True, env={**os.environ, "PGPASSWORD": c.superpass})
+        yield c
+    finally:
+        c.stop()
+        shutil.rmtree(base, ignore_errors=True)

@@ -1,18 +1,13 @@
 """Issue 15: every run in one store; change points across runs, on real zfs-fuse runs; the same
 code against a real PostgreSQL server started here (Debian's postgresql), never a mock."""
 
-import glob
 import json
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import zfsperf
+from conftest import pg_cluster, zfsperf
 from test_runner import last_dir, write_runfile
 
 RUNFILE = """
@@ -115,38 +110,10 @@ def test_bad_input_touches_nothing(history, tmp_path):
 
 
 # ------------------------------------------------------------------ PostgreSQL, a real server
-def _pg_bin(name: str) -> str:
-    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    assert found, f"no PostgreSQL {name}: make test installs the postgresql package"
-    return found[-1]
-
-
 @pytest.fixture(scope="module")
 def pg_url():
-    """A throwaway PostgreSQL cluster (initdb + pg_ctl, as the postgres user when root: the server
-    refuses to run as root) on a private socket, outside pytest's root-only temporary folders."""
-    base = Path(tempfile.mkdtemp(prefix="zfsperf-pg-"))
-    data, sock = base / "data", base / "sock"
-    sock.mkdir()
-    as_pg = []
-    if os.geteuid() == 0:
-        as_pg = ["runuser", "-u", "postgres", "--"]
-        for d in (base, sock):
-            shutil.chown(d, "postgres", "postgres")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    subprocess.run([*as_pg, _pg_bin("initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"],
-                   check=True, capture_output=True)
-    subprocess.run([*as_pg, _pg_bin("pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-w", "-o",
-                    f"-k {sock} -p {port} -c listen_addresses=''", "start"], check=True, capture_output=True)
-    try:
-        subprocess.run([*as_pg, _pg_bin("createdb"), "-h", str(sock), "-p", str(port), "-U", "postgres", "zfsperf"],
-                       check=True, capture_output=True)
-        yield f"postgresql://postgres@/zfsperf?host={sock}&port={port}"
-    finally:
-        subprocess.run([*as_pg, _pg_bin("pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"], capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
+    with pg_cluster() as c:
+        yield c.url("postgres", "zfsperf")
 
 
 def test_the_same_history_on_postgresql(history, pg_url):

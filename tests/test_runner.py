@@ -226,16 +226,34 @@ def test_precision_on_the_command_line_is_checked(tmp_path):
     assert res.returncode == 2 and ":4: " in res.stderr and "precision" in res.stderr
 
 
-def test_interleave_runs_iterations_round_robin(tmp_path, lab):
-    """--interleave: iteration 1 of every case, then iteration 2 of every case, so drift over a run
-    (bench/power.py measured it on zfs-fuse) hits both sides of an A/B alike."""
+def test_interleave_runs_iterations_in_seeded_random_blocks(tmp_path, lab):
+    """--interleave: blocks of one iteration of every case (so drift over a run, which bench/power.py
+    measured on zfs-fuse, hits both sides of an A/B alike), each block in a random order drawn from
+    a recorded seed (no fixed order effect), reproducible from that seed, and at least 6 blocks (the
+    paired test cannot reach p < 0.05 with fewer)."""
+    import random
     rf = write_runfile(tmp_path, PRECISE.format(precision="50%", maximum=3, budget="30m")
                        .replace('precision = "50%"\n', "").replace('rw = "randread"', 'rw = ["randread", "randwrite"]')
                        .replace("iterations = 3", "iterations = 2"))
     order = {}
-    for flag in ([], ["--interleave"]):
-        res = zfsperf("run", "-r", str(rf), *flag, "-o", str(tmp_path / f"o{len(flag)}"), "-d", str(tmp_path / "vd"))
+    for name, flag in (("plain", []), ("seed7", ["--interleave", "--seed", "7"]), ("again", ["--interleave", "--seed", "7"])):
+        res = zfsperf("run", "-r", str(rf), *flag, "-o", str(tmp_path / name), "-d", str(tmp_path / "vd"),
+                      "--no-history")
         assert res.returncode == 0, res.stdout + res.stderr
-        order[bool(flag)] = [(r["params"]["rw"], r["iteration"]) for r in records(last_dir(res.stdout))]
-    assert order[False] == [("randread", 1), ("randread", 2), ("randwrite", 1), ("randwrite", 2)]
-    assert order[True] == [("randread", 1), ("randwrite", 1), ("randread", 2), ("randwrite", 2)]
+        d = last_dir(res.stdout)
+        order[name] = [(r["params"]["rw"], r["iteration"]) for r in records(d)]
+        if flag:
+            assert json.loads((d / "run.json").read_text())["selection"]["seed"] == 7
+    assert order["plain"] == [("randread", 1), ("randread", 2), ("randwrite", 1), ("randwrite", 2)]
+    blocks = [order["seed7"][i:i + 2] for i in range(0, len(order["seed7"]), 2)]
+    assert len(blocks) == 6
+    for i, b in enumerate(blocks, 1):
+        assert sorted(b) == [("randread", i), ("randwrite", i)]        # one of each, the block's number
+    assert order["again"] == order["seed7"]                             # the same seed, the same order
+    rng, expect = random.Random(7), []
+    for i in range(1, 7):                                               # the order the seed draws
+        pts = ["randread", "randwrite"]
+        rng.shuffle(pts)
+        expect += [(p, i) for p in pts]
+    assert order["seed7"] == expect
+    assert len({tuple(p for p, _ in b) for b in blocks}) == 2           # not one fixed order

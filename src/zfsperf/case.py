@@ -28,8 +28,22 @@ from .workloads.base import CaseContext, CaseTimeout, WorkloadFailed
 
 def daemon_gone(target: Target) -> bool:
     """zfs-fuse's daemon died (a kernel OpenZFS has none to die)."""
-    lab = getattr(target, "lab", None)
+    lab = target.daemon()
     return lab is not None and not lab.daemon_alive()
+
+
+def judge_steady(samples: list[dict[str, Any]], spec: steady.SteadySpec, wl: Any, ctx: CaseContext,
+                 figures: dict[str, Any]) -> dict[str, Any]:
+    """A recorded case's verdict at its workload's time scale (steady/timescale.py): the series in
+    bins of whole cycles, decided, and the time scale said in the record."""
+    cycle, what = wl.cycle(ctx, figures)
+    width = steady.timescale.span(spec.interval, cycle)
+    raw = steady.timescale.running(steady.decision_samples(samples), wl.series_headline)
+    judged = steady.timescale.bin_means(raw, width) if width > 1.5 * spec.interval else raw
+    out = steady.summary(steady.decide(judged, spec.criteria, headline=wl.series_headline), judged, spec)
+    out["timescale"] = {"span_s": round(width, 3), "cycle": what, "raw_samples": len(raw),
+                        "samples": len(judged)}
+    return out
 
 
 class CaseRunner:
@@ -100,10 +114,7 @@ class CaseRunner:
                 sampler.mark("workload end")
                 sampler.stop()
                 if t.steady.mode == "record":
-                    samples = sampler.snapshot()
-                    record["steady"] = steady.summary(steady.decide(samples, t.steady.criteria,
-                                                                    headline=wl.series_headline), samples,
-                                                      t.steady)
+                    record["steady"] = judge_steady(sampler.snapshot(), t.steady, wl, ctx, figures)
                 record["sampler"] = sampler.overhead()
                 dead = sampler.unreadable()
                 if dead:                     # said out loud: a null source must not pass for a quiet one
@@ -137,6 +148,134 @@ class CaseRunner:
         outcome.teardown_error = self._teardown(ctx, session, pools, pool, failed=failed, log=log)
         self.control.active = None
         return finish(outcome)
+
+    def run_duet(self, a: Case, b: Case, it: int, prepared: Any,
+                 prep_error: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """One iteration of a duet: the two cases (one dataset property, two values) at the same
+        time on one pool, a dataset each, so that whatever the machine does hits both alike. They
+        swap places every iteration: on odd ones A's dataset is created and started first, on even
+        ones B's. Each side gets its own record with its own figures; the series (of the pool) and
+        the steady verdict are shared. Returns (A's record, B's record)."""
+        rd, target, pools, journal = self.rd, self.target, self.pools, self.journal
+        t = a.test
+        log = rd.case_log(a.slug, it)
+        target.log = log
+        first = [a, b] if it % 2 else [b, a]
+        records = {c.id: {"test": t.name, "case": c.id, "params": c.sweep, "iteration": it,
+                          "workload": t.workload, "status": Status.FAIL, "figures": {}, "error": None,
+                          "start": time.time()} for c in (a, b)}
+        outcomes = {c.id: CaseOutcome() for c in (a, b)}
+        t0 = time.monotonic()
+        self.ui.case_start(f"{a.id} + {b.id}", it)
+
+        def finish() -> tuple[dict[str, Any], dict[str, Any]]:
+            for cid, rec in records.items():
+                status, error = outcomes[cid].decide_status()
+                rec["status"], rec["error"] = status.value, error
+                rec["duration"] = round(time.monotonic() - t0, 3)
+                if target.accelerator:
+                    rec["accelerator"] = target.accelerator
+            return records[a.id], records[b.id]
+
+        if prep_error:
+            for o in outcomes.values():
+                o.failure = prep_error
+            return finish()
+        pool = sampler = None
+        procs = proc.ProcessSet()
+        ctxs: dict[str, CaseContext] = {}
+        session = target.tunable_session(journal, log) if a.tunables else None
+        try:
+            pool = pools.create(t.pool)
+            sides = {}
+            for c in first:
+                tag = "A" if c is a else "B"
+                fs = pool.dataset(f"duet{tag}", c.dataset)
+                sides[c.id] = pool.side(fs, f"{pool.mountpoint}/duet{tag}")
+                records[c.id]["pool"] = {"name": pool.name, "layout": t.pool.describe(), "dataset": c.dataset}
+            if session is not None:
+                applied = session.apply(a.tunables)
+                for rec in records.values():
+                    rec["tunables"] = applied
+            deadline = time.monotonic() + t.timeout
+            for c in first:                       # one process set: a signal stops both sides
+                ctxs[c.id] = CaseContext(target=target, pool=sides[c.id], params=c.params, log=log,
+                                         deadline=deadline, prepared=prepared, workdir=rd.path,
+                                         case_id=c.slug, iteration=it, procs=procs, sharers=2)
+            self.control.active = procs
+            self.control.check()
+            wl = WORKLOADS[t.workload]
+            if t.steady.mode != "off":
+                def both() -> dict[str, float] | None:
+                    parts = [p for p in (x.current_progress() for x in ctxs.values()) if p]
+                    return {k: sum(p.get(k, 0.0) for p in parts) for k in parts[0]} if parts else None
+                sampler = Sampler(target, pool.name, series_path(rd.path, a.slug, it), interval=t.steady.interval,
+                                  progress=both, l2_capacity=pool.l2_capacity)
+                sampler.start()
+            results: dict[str, Any] = {}
+
+            def side(c: Case) -> None:
+                try:
+                    results[c.id] = wl.run(ctxs[c.id])
+                except BaseException as e:  # noqa: BLE001 - handed to this thread's caller
+                    results[c.id] = e
+            threads = [threading.Thread(target=side, args=(c,), name=f"duet {c.id}") for c in first]
+            for th in threads:                    # the side that starts first alternates
+                th.start()
+            for th in threads:
+                th.join()
+            self.control.check()
+            if sampler is not None:
+                sampler.mark("workload end")
+                sampler.stop()
+                verdict = None
+                if t.steady.mode == "record":
+                    both = {k: v for c in (a, b) if isinstance(results.get(c.id), dict)
+                            for k, v in results[c.id].items()}
+                    verdict = judge_steady(sampler.snapshot(), t.steady, wl, ctxs[a.id], both)
+                for rec in records.values():
+                    rec["series"] = str(sampler.path.relative_to(rd.path))
+                    if verdict is not None:
+                        rec["steady"] = verdict
+            for c in (a, b):
+                res, o = results.get(c.id), outcomes[c.id]
+                if isinstance(res, CaseTimeout):
+                    o.killed = f"timeout of {t.timeout:g} s: {res}"
+                elif isinstance(res, (WorkloadFailed, TargetError, InputError, OSError)):
+                    o.failure = str(res)
+                elif isinstance(res, BaseException):
+                    log.write("".join(traceback.format_exception(res)))
+                    o.failure = f"internal error: {type(res).__name__}: {res}"
+                elif res is not None:
+                    records[c.id]["figures"] = res
+                    records[c.id].update(ctxs[c.id].extra)
+                    o.figures = res
+                    o.unmet = [m for m in (e.check(res) for e in t.expect) if m]
+        except (TargetError, InputError, OSError) as e:
+            for o in outcomes.values():
+                o.failure = o.failure or str(e)
+        except Interrupted:
+            pass
+        if sampler is not None:
+            sampler.stop()
+        stopped = procs.stop_all()
+        if stopped:
+            log.write(f"# stopped processes by pid: {stopped}")
+        if self.control.interrupt is not None:
+            log.write(f"# interrupted by {self.control.signal_name()}: duet abandoned")
+            self._teardown(None, session, pools, pool, failed=True, log=log)
+            self.control.active = None
+            self.control.check()
+        died = daemon_gone(target)
+        failed = False
+        for o in outcomes.values():
+            o.daemon_died = died
+            failed = failed or o.decide_status()[0] is not Status.PASS
+        err = self._teardown(None, session, pools, pool, failed=failed, log=log)
+        for o in outcomes.values():
+            o.teardown_error = err
+        self.control.active = None
+        return finish()
 
     def _precondition(self, ctx: CaseContext, wl: Any, sampler: Sampler, spec: steady.SteadySpec,
                       active: int | None) -> dict[str, Any]:
@@ -208,7 +347,7 @@ class CaseRunner:
         target = pools.target
         if daemon_gone(target):
             try:
-                target.lab.recover()            # type: ignore[attr-defined]
+                target.daemon().recover()
                 log.write("# zfs-fuse daemon restarted after it died")
             except ZfsperfError as e:
                 errors.append(f"could not restart zfs-fuse: {e}")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError, ZfsperfError
+from .redact import redact, redact_argv
 from .units import parse_size
 
 
@@ -25,12 +26,19 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-I", "--iterations", type=int, help="iterations per case (overrides the runfile; with "
                    "--precision, the least)")
     p.add_argument("--interleave", action="store_true",
-                   help="run iterations round-robin over the cases (1 of each, then 2 of each, ...) so that "
-                   "drift during the run hits every case alike; for A/B sweeps")
+                   help="an A/B design: blocks of one iteration of every case, in a random order per block "
+                   "(from --seed), at least 6 blocks, so drift hits every case alike and `zfsperf compare DIR` "
+                   "can pair them")
+    p.add_argument("--detect", metavar="PCT", help="an interleaved A/B run in blocks until every A/B pair's "
+                   "headline could see a change of PCT %% (80%% power, paired test), up to max_iterations blocks "
+                   "or the budget; implies --interleave")
+    p.add_argument("--seed", type=int, help="--interleave: the seed of the order inside the blocks (default: "
+                   "drawn, and recorded in run.json)")
     p.add_argument("--precision", metavar="PCT", help="adaptive: iterate until the 95%% CI half-width of each "
                    "case's headline figure is <= PCT %% of its mean (e.g. 2%%), up to max_iterations/budget")
     p.add_argument("--store", help="add the run to this history store (a path or postgresql://...; default "
-                   "$ZFSPERF_STATE/history.sqlite)")
+                   "$ZFSPERF_STORE, else $ZFSPERF_STATE/history.sqlite); checked before the first case. Give "
+                   "a PostgreSQL password by PGPASSWORD, ~/.pgpass or PGSERVICE, never in the URL")
     p.add_argument("--no-history", action="store_true", help="do not add the run to the history store")
     p.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf", help="directory for vdev files")
     p.add_argument("-s", "--vdev-size", help="size of each vdev file, e.g. 2G (overrides the runfile)")
@@ -134,9 +142,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--html", metavar="FILE", help="also write trend charts with change points to FILE")
 
-    p = sub.add_parser("compare", help="A/B: the same cases in two results directories, with significance")
-    p.add_argument("base")
-    p.add_argument("new")
+    p = sub.add_parser("compare", help="A/B with significance: two runs, several runs a side, or the points of "
+                                          "one interleaved run",
+                       description="zfsperf compare BASE NEW  |  compare BASE... --vs NEW...  |  compare RUN "
+                                   "[--cases A B]")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="BASE NEW; or the BASE runs with --vs; or one run")
+    p.add_argument("--vs", nargs="+", metavar="NEW", help="the NEW runs (the DIRs are then all BASE runs): the run "
+                   "is the unit, so run-to-run variance is measured, not assumed")
+    p.add_argument("--cases", nargs="+", metavar="CASE", help="one run: compare these cases (the first is A)")
+    p.add_argument("--store", help="history store whose identical-settings runs give the run-to-run noise "
+                   "(default: the default store, when it exists)")
+    p.add_argument("--no-history", action="store_true", help="do not read run-to-run noise from a history store")
+    p.add_argument("--format", choices=["terminal", "md", "json"], default="terminal",
+                   help="terminal, md (a pull request comment or CI step summary) or json (= --json)")
+    p.add_argument("--drift-floor", type=float, default=None, metavar="PCT",
+                   help="one run a side, no history: changes below PCT %% are 'within unknown drift' "
+                        "(default 20)")
     p.add_argument("--fail-on-regression", type=float, metavar="PCT",
                    help="exit 1 when a significant change is worse by PCT %% or more (a CI gate)")
     p.add_argument("--figures", help="comma-separated figures to show (default all)")
@@ -159,10 +180,10 @@ def main(argv: list[str] | None = None) -> int:
                 "history": cmd_history,
                 "report": cmd_report, "compare": cmd_compare, "steady": cmd_steady}[args.cmd](args)
     except InputError as e:
-        print(f"zfsperf: {e}", file=sys.stderr)
+        print(f"zfsperf: {redact(str(e))}", file=sys.stderr)
         return 2
     except ZfsperfError as e:
-        print(f"zfsperf: {e}", file=sys.stderr)
+        print(f"zfsperf: {redact(str(e))}", file=sys.stderr)
         return e.exit_status
     except KeyboardInterrupt:
         print("zfsperf: interrupted", file=sys.stderr)
@@ -187,14 +208,16 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     from .pool import disks_from_env
     from .runfile import parse_precision
     precision = parse_precision(args.precision, {"field": "--precision"}) if args.precision else None
+    detect = parse_precision(args.detect, {"field": "--detect"}) if args.detect else None
     disks = [] if args.files else disks_from_env()
     opts = RunOptions(runfile=args.runfile, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
                       defines=_defines(args.define),
                       vdev_dir=args.vdev_dir, vdev_size=vdev_size, prefill=args.prefill, outdir=args.outdir,
                       keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet, target=args.target,
                       params_dir=args.params_dir, resume=args.resume, cleanup=args.cleanup,
-                      disks=disks, force=args.force, arc_max_mb=args.arc_max, argv=["zfsperf", *argv],
-                      precision=precision, interleave=args.interleave, keep_signal_handlers=True,
+                      disks=disks, force=args.force, arc_max_mb=args.arc_max, argv=redact_argv(["zfsperf", *argv]),
+                      precision=precision, interleave=args.interleave or detect is not None, seed=args.seed,
+                      detect=detect, keep_signal_handlers=True,
                       store=None if args.no_history else (args.store or ""))
     return Runner(opts).run()
 
@@ -280,6 +303,11 @@ def cmd_lab(args: argparse.Namespace) -> int:
         print(f"zfs-fuse lab started at {root}: daemon pid {st['daemon_pid']} in a private mount namespace "
               f"(holder pid {st['holder_pid']})")
         return 0
+    if args.action == "status":
+        from .zfsfuse.orphans import describe, find_orphans
+        orphans = find_orphans()
+        for o in orphans:
+            print(f"{describe(o)} (`zfsperf run -x` stops it)")
     lab = Lab.find(root)
     if lab is None:
         print(f"no zfsperf lab is running at {root}")
@@ -414,19 +442,38 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .report.model import load_run
     if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
         raise InputError("--fail-on-regression takes a percentage >= 0", field="--fail-on-regression")
-    base, new = load_run(args.base), load_run(args.new)
-    cmp = compare.compare(base, new, args.noise)
+    floor = compare.DRIFT_FLOOR_PCT if args.drift_floor is None else args.drift_floor
+    if args.vs:
+        bases, news = [load_run(d) for d in args.dirs], [load_run(d) for d in args.vs]
+    elif len(args.dirs) == 2:
+        bases, news = [load_run(args.dirs[0])], [load_run(args.dirs[1])]
+    elif len(args.dirs) == 1:
+        bases = news = [load_run(args.dirs[0])]
+    else:
+        raise InputError("give BASE NEW, or BASE... --vs NEW..., or one run", field="dirs")
+    if args.cases and (len(args.dirs) != 1 or args.vs):
+        raise InputError("--cases compares the cases of one run", field="--cases")
+    if bases is news:
+        cmp = compare.compare_within(bases[0], compare.ab_pairs(bases[0], args.cases), args.noise)
+    else:
+        cmp = compare.compare_runs(bases, news, args.noise, history=_noise_history(args, bases + news),
+                                   drift_floor_pct=floor)
+    base, new = cmp.base, cmp.new
     figures = [f.strip() for f in args.figures.split(",")] if args.figures else None
-    if args.json:
-        print(json.dumps({"base": str(base.path), "new": str(new.path),
+    if args.format == "md":
+        print(compare.markdown(cmp, figures), end="")
+    elif args.json or args.format == "json":
+        print(json.dumps({"base": [str(r.path) for r in cmp.bases], "new": [str(r.path) for r in cmp.news],
+                          "designs": {d: compare.DESIGNS[d] for d in sorted({c.design for c in cmp.changes})},
                           "changes": [c.as_dict() for c in cmp.changes], "geomeans": cmp.geomeans,
-                          "failures": [f.as_dict() for f in cmp.failures], "unmatched": cmp.unmatched}, indent=1))
+                          "failures": [f.as_dict() for f in cmp.failures], "unmatched": cmp.unmatched,
+                          "warnings": cmp.warnings}, indent=1))
     else:
         from .ui import Console
         compare.render(cmp, Console().rich, figures)
     if args.html:
         from .report import exporters, summary
-        runs = [base, new]
+        runs = [base, new] if base is not new else [base]
         exporters.EXPORTERS["html"].write(exporters.Exported.of(runs, [summary.build(r) for r in runs], cmp),
                                           Path(args.html))
     if not cmp.changes and not cmp.failures:
@@ -443,9 +490,35 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if unjudged:
             print(f"warning: too few iterations to judge {', '.join(unjudged)}: the gate cannot see a "
                   "regression there", file=sys.stderr)
+        drift = sorted({c.case for c in cmp.changes if c.verdict == "within unknown drift"
+                        and abs(c.change_pct) >= args.fail_on_regression})
+        if drift:
+            print(f"warning: {', '.join(drift)}: a change within unknown run-to-run drift does not fail the "
+                  "gate; compare several runs a side (--vs) or keep a history to judge it", file=sys.stderr)
         if worse or cmp.failures:
             return 1
     return 0
+
+
+def _noise_history(args: argparse.Namespace, runs: list):
+    """(run, case, figure) -> earlier medians of identical settings, from the history store (the
+    compared runs themselves left out), or None when there is no store to read."""
+    if args.no_history:
+        return None
+    from .history.store import Store, default_url
+    url = args.store or default_url()
+    if not args.store and not url.startswith("postgres") and not Path(url).is_file():
+        return None
+    store = Store.open(args.store, create=False)
+    paths = {str(r.path) for r in runs}
+    cache: dict = {}
+
+    def earlier(run, case: str, figure: str) -> list[float]:
+        key = (str(run.path), case, figure)
+        if key not in cache:
+            cache[key] = store.same_settings_medians(run, case, figure, exclude=paths)
+        return cache[key]
+    return earlier
 
 
 if __name__ == "__main__":

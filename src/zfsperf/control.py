@@ -1,11 +1,19 @@
-"""Signals during a run: the handler only records the first SIGINT/SIGTERM and asks the running
-case's processes to end; the runner and the case raise Interrupted at their own safe points and
-tear down from plain code (an exception from a handler could land anywhere)."""
+"""Signals during a run: the handler only records the first SIGINT/SIGTERM/SIGHUP/SIGQUIT and asks
+the running case's processes to end; the runner and the case raise Interrupted at their own safe
+points and tear down from plain code (an exception from a handler could land anywhere).
+
+A hangup (a closed terminal, a lost ssh session) is an interrupt like Ctrl-C, and the terminal is
+gone with it: the handler points stdout and stderr at /dev/null, so that the teardown and the
+summary (which still goes to summary.txt) never fail on a write to a dead terminal."""
 
 from __future__ import annotations
 
+import os
 import signal
+import stat
 from typing import Any
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 from . import proc
 
@@ -36,12 +44,31 @@ class Control:
             # no exception, no lock, no output here
             if self.interrupt is None:
                 self.interrupt = signum
+            if signum == signal.SIGHUP:
+                detach_output()
             active = self.active
             if active is not None:
                 active.cancel()
-        return {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        return {s: signal.signal(s, handler) for s in SIGNALS}
 
     @staticmethod
     def restore(old: dict[int, Any]) -> None:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def detach_output() -> None:
+    """Point fds 1 and 2 at /dev/null where they are a terminal or a pipe (after a hangup both are
+    gone); a regular file (a log the user redirected to) keeps its output. A dup2, no output: safe
+    in a handler."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    for fd in (1, 2):
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.dup2(null, fd)
+        except OSError:
+            pass
+    os.close(null)

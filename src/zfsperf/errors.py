@@ -33,3 +33,10 @@ class TargetError(ZfsperfError):
 
 class Unavailable(ZfsperfError):
     """The target lacks a source or a tunable. Reported as unavailable, never faked."""
+
+
+class Refused(ZfsperfError):
+    """zfsperf will not measure in this state of the machine (e.g. beside an orphaned daemon of an
+    earlier run): nothing was started or touched. Exit status 2, like bad input."""
+
+    exit_status = 2

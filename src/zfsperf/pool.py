@@ -8,6 +8,7 @@ with a `.zfsperf-vdevs` manifest, and only files named in a manifest are ever re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from typing import Callable
 
 from . import proc
 from .errors import InputError, TargetError, ZfsperfError
+from .fileops import LOCAL
 from .targets.base import Target
 from .units import MIB, format_size
 
@@ -111,6 +113,10 @@ class VdevDir:
         except (OSError, ValueError):
             return {"files": {}}
 
+    def listed(self) -> list[str]:
+        """The file names the manifest lists."""
+        return list(self._manifest()["files"])
+
     def _save(self, data: dict) -> None:
         self.fs.makedirs(str(self.path))
         self.fs.write_text(str(self.path / MANIFEST), json.dumps(data, indent=1))
@@ -159,19 +165,33 @@ class VdevDir:
             out.append(res.stdout.strip())
         return out
 
-    def remove_all(self) -> list[str]:
-        """Remove the files this directory's manifest lists (and nothing else)."""
+    def remove_all(self, *, skip_open: bool = False) -> list[str]:
+        """Remove the files this directory's manifest lists (and nothing else). With skip_open
+        (leftovers of other runs), a file that a process on this machine still has open — the
+        vdev of a live pool — is kept and stays listed."""
         data = self._manifest()
         removed = []
+        in_use = proc.open_files() if skip_open and self.fs is LOCAL else {}
         for name in list(data["files"]):
             p = self.path / name
+            if str(p) in in_use:
+                continue
             for loop in loops_of(self.target, str(p)):      # cache vdevs sit on loop devices
                 self.target.run(["losetup", "-d", loop])
             if self.fs.remove(str(p)):
                 removed.append(str(p))
             del data["files"][name]
+        if data["files"]:                      # some are in use: the manifest keeps naming them
+            self._save(data)
+            return removed
         self.fs.remove(str(self.path / MANIFEST))
-        self.fs.rmdir(str(self.path / "mnt"))
+        mnt = self.path / "mnt"
+        try:
+            for name in self.fs.listdir(str(mnt)):     # empty mountpoints of destroyed pools
+                self.fs.rmdir(str(mnt / name))
+        except OSError:
+            pass
+        self.fs.rmdir(str(mnt))
         self.fs.rmdir(str(self.path))
         return removed
 
@@ -265,10 +285,17 @@ class Pool:
     vdevs: list[str]
     mountpoint: str
     owner: str
+    fs: str = ""                  # the dataset a workload works under (a duet side's), else the pool's root
 
     @property
     def root(self) -> str:
-        return self.name
+        """The dataset workloads create theirs under: the pool's root dataset, or a duet side's."""
+        return self.fs or self.name
+
+    def side(self, fs: str, mountpoint: str) -> "Pool":
+        """The same pool seen from one of its datasets (a duet side): pool-level reads (txgs, free
+        space, iostat) still name the pool, datasets are made under fs."""
+        return dataclasses.replace(self, fs=fs, mountpoint=mountpoint)
 
     @property
     def l2_capacity(self) -> int | None:
@@ -276,7 +303,7 @@ class Pool:
         return self.spec.cache_vdevs * self.spec.cache_size if self.spec.cache_vdevs else None
 
     def dataset(self, name: str, properties: dict[str, str] | None = None) -> str:
-        full = f"{self.name}/{check_dataset_component(name)}"
+        full = f"{self.root}/{check_dataset_component(name)}"
         argv = ["zfs", "create"]
         for k, v in (properties or {}).items():
             argv += ["-o", f"{check_property_name(k)}={check_property_value(str(v))}"]
@@ -422,9 +449,13 @@ def cleanup_leftovers(target: Target, vdev_root: Path, say: Callable[[str], None
     if only_owner is not None:
         return
     for d in leftover_vdev_dirs(target, vdev_root):
-        removed = VdevDir(target, d).remove_all()
+        vd = VdevDir(target, d)
+        removed = vd.remove_all(skip_open=True)
         if removed:
             say(f"-x: removed {len(removed)} leftover vdev files in {d}")
+        kept = vd.listed()
+        if kept:
+            say(f"-x: kept {len(kept)} vdev files in {d}: still open (a live pool's vdevs)")
 
 
 def describe_leftovers(target: Target, vdev_root: Path) -> list[str]:

@@ -64,6 +64,15 @@ def c_locale_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return {**(os.environ if env is None else env), "LC_ALL": "C"}
 
 
+def python_env() -> dict[str, str]:
+    """Environment for zfsperf's own helper processes (`python -m zfsperf.…`): they must import
+    this very package, wherever it was run from."""
+    env = dict(os.environ)
+    pkg_parent = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = pkg_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
 def run(argv: Sequence[str], *, log: CommandLog = NULL_LOG, stdin: IO[bytes] | int | None = None,
         input: str | None = None, timeout: float | None = None, env: dict[str, str] | None = None,
         note: str = "", stdout: IO[bytes] | None = None, cwd: str | None = None) -> Completed:
@@ -115,6 +124,35 @@ def cpu_seconds(pid: int) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def rss_bytes(pid: int) -> int | None:
+    """Resident memory of a live process (/proc/<pid>/statm), or None."""
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def open_files() -> dict[str, list[int]]:
+    """Every regular file some process on this machine has open: path -> pids (/proc/*/fd)."""
+    out: dict[str, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{d}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                path = os.readlink(f"/proc/{d}/fd/{fd}")
+            except OSError:
+                continue
+            if path.startswith("/"):
+                out.setdefault(path, []).append(int(d))
+    return out
 
 
 def pid_cmdline(pid: int) -> list[str]:

@@ -40,7 +40,8 @@ TUNABLE_RE = re.compile(r"^[a-z][a-z0-9_]{1,80}$")
 EXPECT_RE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*(\S.*)?$")
 PRECISION_KEYS = {"precision", "max_iterations", "budget"}
 COMMON_TEST_KEYS = {"name", "tags", "workload", "description", "iterations", "warmup", "timeout", "pool",
-                    "dataset", "tunables", "expect", "steady"} | PRECISION_KEYS
+                    "dataset", "tunables", "expect", "steady", "duet"} | PRECISION_KEYS
+DUET_WORKLOADS = ("receive", "fio")
 DEFAULT_KEYS = {"iterations", "warmup", "timeout", "pool", "dataset", "tunables", "steady"} | PRECISION_KEYS
 DEFAULT_MAX_ITERATIONS = 30
 DEFAULT_BUDGET = 1800.0                    # seconds one case may spend reaching its precision
@@ -149,6 +150,9 @@ class TestSpec:
     precision: float | None = None         # percent
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     budget: float = DEFAULT_BUDGET
+    # duet: the two values of one swept dataset property run at the same time on one pool (a dataset
+    # each), so the machine's noise hits both alike; the figure of merit is the within-iteration ratio
+    duet: bool = False
 
 
 @dataclass
@@ -446,9 +450,35 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         budget = parse_duration(budget_raw)
     except ValueError as e:
         raise InputError(str(e), **bw) from None
+    duet = raw.get("duet", False)
+    if not isinstance(duet, bool):
+        raise InputError(f"expected true or false, got {duet!r}", **where("duet"))
+    if duet:
+        _check_duet(workload, dataset, tunables, {k: v for k, v in fields.items()
+                                                  if isinstance(v, list) and wl.fields[k][1]}, steady, where)
     return TestSpec(name, workload, list(tags), iterations, timeout, pool, dataset, tunables, fields, expect,
                     steady, str(raw.get("description", "")), warmup=warmup, precision=precision,
-                    max_iterations=max_it, budget=budget)
+                    max_iterations=max_it, budget=budget, duet=duet)
+
+
+def _check_duet(workload: str, dataset: dict[str, Any], tunables: dict[str, Any], swept_fields: dict[str, Any],
+                steady: SteadySpec, where) -> None:
+    """Only what two datasets of one pool can hold side by side can duet."""
+    swept_tunables = [k for k, v in tunables.items() if isinstance(v, list)]
+    if swept_tunables:
+        raise InputError(f"{swept_tunables[0]} is a module tunable: it is global to the machine, so its two values "
+                         "cannot run side by side (sweep it without duet, with --interleave)", **where("duet"))
+    if swept_fields:
+        raise InputError(f"{next(iter(swept_fields))} is a workload field: only a dataset property sweep can "
+                         "duet", **where("duet"))
+    swept = [k for k, v in dataset.items() if isinstance(v, list)]
+    if len(swept) != 1 or len(dataset[swept[0]]) != 2:
+        raise InputError("duet needs exactly one dataset property swept over two values", **where("duet"))
+    if workload not in DUET_WORKLOADS:
+        raise InputError(f"a {workload} test cannot duet (only {' and '.join(DUET_WORKLOADS)})", **where("duet"))
+    if steady.mode == "gate":
+        raise InputError("a duet is measured as it runs: steady mode \"gate\" cannot precondition two "
+                         "sides at once (use \"record\")", **where("duet"))
 
 
 def parse_precision(value: Any, where: dict) -> float:

@@ -8,13 +8,15 @@ The runner owns that order; workloads, targets and the store are plain component
 from __future__ import annotations
 
 import os
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import proc
-from .errors import InputError, ZfsperfError
+from .errors import InputError, Refused, ZfsperfError
+from .redact import redact
 from .pool import PoolManager, check_disks, cleanup_leftovers, describe_leftovers, finish_pools
 from .results import export, runinfo
 from .report import exporters
@@ -31,6 +33,7 @@ from .case import CaseRunner
 from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .results.record import STATUSES, Status
+from .report.abstats import MIN_BLOCKS
 
 HEADLINE = {name: wl.headline for name, wl in WORKLOADS.items()}     # the workloads say which figure
 
@@ -58,7 +61,9 @@ class RunOptions:
     defines: dict[str, str] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
     precision: float | None = None       # --precision PCT: adaptive iterations for every test
-    interleave: bool = False             # --interleave: iterations round-robin over the cases
+    interleave: bool = False             # --interleave: blocks of one iteration of every case
+    seed: int | None = None              # the order of the cases inside each block (drawn when None)
+    detect: float | None = None          # --detect PCT: blocks until every A/B pair could see PCT %
     # the CLI's process ends right after run(): keep recording signals to the end, so that one that
     # lands after the summary is moot instead of killing a run that had finished
     keep_signal_handlers: bool = False
@@ -121,6 +126,7 @@ class _CaseState:
     adaptive: Precision
     it: int = 0                          # the last iteration started
     finished: bool = False
+    partner: Case | None = None          # a duet: the other side, run at the same time
 
 
 class Runner:
@@ -129,6 +135,7 @@ class Runner:
         self.ui = console or Console(quiet=opts.quiet, verbose=opts.verbose)
         self.control = Control()                     # signals: recorded, acted on at safe points
         self.cases: CaseRunner | None = None
+        self.detected: dict[str, Any] | None = None  # --detect: what the blocks reached, and what stopped them
 
     # ------------------------------------------------------------------ entry
     def run(self) -> int:
@@ -144,6 +151,8 @@ class Runner:
             opts.iterations = sel.get("iterations", opts.iterations)
             opts.precision = sel.get("precision", opts.precision)
             opts.interleave = sel.get("interleave", opts.interleave)
+            opts.seed = sel.get("seed", opts.seed)
+            opts.detect = sel.get("detect", opts.detect)
             done = {(r["case"], r["iteration"]) for r in rd.results()}
         else:
             rf = load(opts.runfile, opts.defines)
@@ -158,11 +167,16 @@ class Runner:
                 c.test.pool.prefill = True
             c.test.pool.validate()
         check_disks(opts.disks, opts.force)
-        # 2. A zfsperf that died left tunables changed: put them back first, and say so.
+        store_url = self._check_store()
+        # 2. Nothing of an earlier zfsperf may run beside this one's measurements.
+        self._orphans(opts.cleanup)
+        # 3. A zfsperf that died left tunables changed: put them back first, and say so.
         journal = Journal()
         for line in replay(journal):
             self.ui.say(f"journal: {line}")
 
+        if opts.interleave and opts.seed is None:
+            opts.seed = random.SystemRandom().randrange(2 ** 31)
         rd = ResultsDir.open(Path(opts.resume)) if opts.resume else ResultsDir.create(Path(opts.outdir))
         target_log = proc.CommandLog(rd.path / "logs" / "target.log")
         old_handlers = self.control.install()
@@ -185,6 +199,8 @@ class Runner:
                 for line in describe_leftovers(target, Path(opts.vdev_dir)):
                     self.ui.say(line)
             vdev_dir = Path(opts.vdev_dir) / f"run-{os.getpid()}"
+            if target.owns_daemon:
+                target.daemon().note_vdev_dir(vdev_dir)     # so a teardown without us removes them too
             pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.disks)
             self.cases = CaseRunner(target, pools, journal, rd, self.ui, self.control,
                                     keep_failed=opts.keep_failed, verbose=opts.verbose)
@@ -193,7 +209,10 @@ class Runner:
             run_info = runinfo.run_info(
                 rf, target, cases, t_start, tun_names, argv=opts.argv, vdev_dir=opts.vdev_dir,
                 selection={"tags": opts.tags, "test": opts.test, "iterations": opts.iterations,
-                           "precision": opts.precision, "interleave": opts.interleave, "defines": opts.defines})
+                           "precision": opts.precision, "interleave": opts.interleave, "seed": opts.seed,
+                           "detect": opts.detect, "defines": opts.defines})
+            run_info["history_store"] = store_url
+            run_info["duets"] = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides
             if not opts.resume:
                 rd.write_json("run.json", run_info)
             try:
@@ -205,6 +224,8 @@ class Runner:
             if opts.resume:
                 run_info = rd.run_info()
                 run_info.setdefault("resumed", []).append({"time": t_start, "argv": opts.argv})
+            if self.detected is not None:
+                run_info["detect"] = self.detected
             run_info["tunables"]["after"] = runinfo.read_tunables(target, tun_names)
             run_info["end"] = time.time()
             run_info["interrupted"] = interrupted or self.control.interrupt is not None
@@ -217,7 +238,7 @@ class Runner:
             for line in replay(journal):       # anything an interrupt cut short
                 self.ui.say(f"journal: {line}")
         try:                                   # a signal while summarising is still recorded, not raised
-            stored = None
+            stored: tuple[str, str | None] | None = None
             if not (interrupted or self.control.interrupt is not None):    # a partial run is no point
                 stored = self._add_to_history(rd)
             return self._summarise(rd, t_start, interrupted or self.control.interrupt is not None, stored)
@@ -237,20 +258,37 @@ class Runner:
         total = sum(self._iterations(c) for c in cases)
         self.ui.start_progress(total - len(done))
         states = []
+        partners = {id(c): next(x for x in cases if x.test is c.test and x is not c) for c in cases
+                    if c.test.duet}
         for case in cases:
-            adaptive = Precision(self._precision(case), self._iterations(case), case.test.max_iterations,
+            partner = partners.get(id(case))
+            if partner is not None and cases.index(partner) < cases.index(case):
+                continue                     # the duet's other side: run with its first case
+            # --detect: the blocks go on until _detected() says so (or max_iterations)
+            least = case.test.max_iterations if self.opts.detect is not None else self._iterations(case)
+            adaptive = Precision(self._precision(case), least, case.test.max_iterations,
                                  case.test.budget, HEADLINE.get(case.test.workload, ""))
             if done:                         # --resume: what the interrupted run measured counts
                 for r in rd.results():
                     if r.get("case") == case.id and int(r.get("iteration", 0)) >= 1:
                         adaptive.add(r)
-            states.append(_CaseState(case, adaptive))
+            states.append(_CaseState(case, adaptive, partner=partner))
         try:
             if self.opts.interleave:
+                # blocks: one iteration of every case each, in an order drawn from the recorded seed
+                # (no case always first, so no fixed order effect; the same seed, the same order)
+                rng = random.Random(self.opts.seed)
+                t0, blocks = time.monotonic(), 0
                 while any(not st.finished for st in states):
-                    for st in states:
+                    order = list(states)
+                    rng.shuffle(order)
+                    for st in order:
                         if not st.finished:
                             self._step(st, done, rd, target, pools, journal)
+                    blocks += 1
+                    if self.opts.detect is not None and self._detected(rd, states, blocks, time.monotonic() - t0):
+                        for st in states:
+                            st.finished = True
             else:
                 for st in states:
                     while not st.finished:
@@ -281,42 +319,97 @@ class Runner:
         prepared, prep_error = self._prepared.get(t.name), self._prep_error.get(t.name)
         if case.id not in self._warmed:
             self._warmed.add(case.id)
-            self._warmup(case, rd, target, pools, journal, prepared, prep_error)
-        record = self.cases.run(case, st.it, prepared, prep_error)
+            self._warmup(st, rd, target, pools, journal, prepared, prep_error)
+        if st.partner is not None:
+            record, other = self.cases.run_duet(case, st.partner, st.it, prepared, prep_error)
+        else:
+            record, other = self.cases.run(case, st.it, prepared, prep_error), None
         adaptive.add(record)
         verdict = adaptive.decided(st.it)
         if verdict is not None:
             st.finished = True
             if adaptive.target_pct is not None:
                 record["precision"] = verdict        # why this was the case's last iteration
-        rd.append_result(record)
-        self.ui.case_done(record, HEADLINE.get(t.workload))
+        for rec in (record, other) if other is not None else (record,):
+            rd.append_result(rec)
+            self.ui.case_done(rec, HEADLINE.get(t.workload))
         if self.opts.verbose and record.get("histograms"):
             self.ui.say(render_histograms(record))
 
-    def _warmup(self, case: Case, rd: ResultsDir, target: Target, pools: PoolManager, journal: Journal,
+    def _warmup(self, st: "_CaseState", rd: ResultsDir, target: Target, pools: PoolManager, journal: Journal,
                 prepared: Any, prep_error: str | None) -> None:
         """The case's warm-up iterations, before its first counted one: logged, never recorded
         (hyperfine's --warmup; zfs-fuse's first write into fresh vdev extents is much slower)."""
+        case = st.case
         if prep_error:
             return
         for w in range(1, case.test.warmup + 1):
-            rec = self.cases.run(case, -w, prepared, None)
+            rec = (self.cases.run_duet(case, st.partner, -w, prepared, None)[0] if st.partner is not None
+                   else self.cases.run(case, -w, prepared, None))
             if self.opts.verbose:
                 self.ui.say(f"Warmup: {case.id} {w}/{case.test.warmup} [{rec['status']}]"
                             + (f" {rec['error']}" if rec.get("error") else ""))
             if rec["status"] != Status.PASS:
                 return
 
+    def _detected(self, rd: ResultsDir, states: list["_CaseState"], blocks: int, elapsed: float) -> bool:
+        """--detect: after a block, the detectable change of every A/B pair's headline (paired test
+        over the blocks so far); True when the run should stop, and why is kept for run.json."""
+        from .report.compare import ab_pairs, compare_within
+        from .report.model import load_run
+        target = self.opts.detect
+        run = load_run(rd.path)
+        pairs = ab_pairs(run)
+        changes = {(c.case, c.figure): c for c in compare_within(run, pairs).changes}
+        achieved: dict[str, float | None] = {}
+        for a, b in pairs:
+            head = HEADLINE.get(a.workload, "")
+            ch = changes.get((f"{a.case} → {b.case}", head))
+            achieved[f"{a.case} → {b.case} {head}"] = None if ch is None else ch.detectable_pct
+        worst = max((v for v in achieved.values() if v is not None), default=None)
+        why = None
+        if blocks >= MIN_BLOCKS and achieved and all(v is not None and v <= target for v in achieved.values()):
+            why = "detectable change reached"
+        elif all(st.it >= st.case.test.max_iterations for st in states):
+            why = "max_iterations"
+        elif elapsed >= min(st.case.test.budget for st in states):
+            why = "time budget"
+        elif not achieved and blocks >= MIN_BLOCKS:
+            why = "no A/B pair in this run"
+        self.detected = {"target_pct": target, "blocks": blocks, "stopped_by": why,
+                         "worst_pct": None if worst is None else round(worst, 3),
+                         "achieved_pct": {k: None if v is None else round(v, 3) for k, v in achieved.items()}}
+        return why is not None
+
     def _iterations(self, case: Case) -> int:
-        return self.opts.iterations or case.test.iterations
+        n = self.opts.iterations or case.test.iterations
+        # an interleaved run is an A/B: its paired test cannot reach p < 0.05 with fewer blocks
+        return max(n, MIN_BLOCKS) if self.opts.interleave else n
 
     def _precision(self, case: Case) -> float | None:
         return self.opts.precision if self.opts.precision is not None else case.test.precision
 
+    def _orphans(self, cleanup: bool) -> None:
+        """Daemons of earlier runs whose zfsperf is gone perturb every number this run would take:
+        refuse to start beside one, or with -x take each down first (pools, then daemon, then
+        vdev files: never a file under a live pool)."""
+        from .zfsfuse.orphans import describe, find_orphans, guard_notes, teardown
+        for note in guard_notes():
+            self.ui.say(f"an earlier zfsperf ended without its teardown; its guard did it: {note}")
+        orphans = find_orphans()
+        if not orphans:
+            return
+        lines = [describe(lab) for lab in orphans]
+        if not cleanup:
+            raise Refused("refusing to measure beside daemons an earlier zfsperf left running:\n  "
+                          + "\n  ".join(lines) + "\n(run again with -x to stop them first)")
+        for lab, line in zip(orphans, lines):
+            self.ui.say(f"-x: {line}")
+            teardown(lab, lambda text: self.ui.say(f"-x: {text}"))
+
     # ------------------------------------------------------------------ target lifecycle
     def _close_target(self, target: Target, rd: ResultsDir) -> None:
-        lab = getattr(target, "lab", None)
+        lab = target.daemon()
         if lab is not None:
             text, _ = lab.syslog_since(0)
             with open(rd.path / "logs" / "daemon.log", "a") as f:
@@ -327,7 +420,11 @@ class Runner:
             self.ui.say(f"warning: stopping the target: {e}")
 
     # ------------------------------------------------------------------ summary
-    def _summarise(self, rd: ResultsDir, t_start: float, interrupted: bool, stored: str | None = None) -> int:
+    def _summarise(self, rd: ResultsDir, t_start: float, interrupted: bool,
+                   stored: tuple[str, str | None] | None = None) -> int:
+        """The summary on the terminal and in summary.txt, and the exit status: 0 all PASS, 1 a case
+        did not PASS, 2 nothing ran, 3 interrupted, 4 every case passed but the run could not be
+        added to its history store (so the regression gate would not see it)."""
         self.ui.stop_progress()
         records = rd.results()
         counts = {s: sum(1 for r in records if r["status"] == s) for s in STATUSES}
@@ -341,8 +438,16 @@ class Runner:
         lines += ["", f"Running Time:\t{format_duration(elapsed)}", f"Percent passed:\t{pct:.1f}%"]
         if interrupted:
             lines.append("Interrupted:\tyes (resume with --resume " + str(rd.path) + ")")
-        if stored:
-            lines.append(f"History:\tadded to {stored}")
+        if self.detected is not None:
+            d = self.detected
+            worst = "-" if d["worst_pct"] is None else f"{d['worst_pct']:.2f} %"
+            lines.append(f"Detect:\t\t{d['target_pct']:g} % wanted, {worst} reached after {d['blocks']} blocks "
+                         f"(stopped by {d['stopped_by'] or 'the end of the run'})")
+        history_failed = stored is not None and stored[1] is not None
+        if stored is not None:
+            lines.append(f"History:\tadded to {stored[0]}" if not history_failed else
+                         f"History:\tNOT added to {stored[0]}: {stored[1]} -- this run is not in the history "
+                         f"(add it later with `zfsperf history import {rd.path}`)")
         lines.append(f"Log directory:\t{rd.path}")
         text_table = self.ui.render_table(table)
         summary = "\n".join(export.status_line(r, HEADLINE.get(r.get("workload", ""))) for r in records)
@@ -361,22 +466,39 @@ class Runner:
             return 3
         if not ran:
             return 2
-        return 1 if counts[Status.FAIL] or counts[Status.KILLED] else 0
+        if counts[Status.FAIL] or counts[Status.KILLED]:
+            return 1
+        return 4 if history_failed else 0
 
-    def _add_to_history(self, rd: ResultsDir) -> str | None:
-        """Every run goes into the history store as it ends (a failure to do so is a warning).
-        Returns the store it went to."""
+    def _check_store(self) -> str | None:
+        """The history store the run will be added to, opened, its schema checked or created and a
+        write tried before anything else is touched: a store that cannot take the run is bad input
+        (exit 2), not a warning after an hour of measuring. Returns its URL without secrets."""
         if self.opts.store is None:
             return None
+        from .history.store import Store
         try:
-            from .history.store import Store
-            from .report.model import load_run
+            with Store.open(self.opts.store or None) as store:
+                store.check_writable()
+                return store.url
+        except Exception as e:  # noqa: BLE001 - whatever the driver says, said without secrets
+            raise InputError(f"the history store cannot take this run: {redact(str(e))} (--no-history runs "
+                             "without one)", field="--store") from None
+
+    def _add_to_history(self, rd: ResultsDir) -> tuple[str, str | None] | None:
+        """Every run goes into the history store as it ends: (the store, None) or (the store, why
+        not) -- the summary says it and the exit status is 4."""
+        if self.opts.store is None:
+            return None
+        from .history.store import Store, default_url
+        from .report.model import load_run
+        url = redact(self.opts.store or default_url())
+        try:
             with Store.open(self.opts.store or None) as store:
                 store.add(load_run(rd.path))
-            return store.url
+            return store.url, None
         except Exception as e:  # noqa: BLE001 - the results directory is what counts
-            self.ui.summary_line(f"warning: could not add the run to the history store: {type(e).__name__}: {e}")
-            return None
+            return url, redact(f"{type(e).__name__}: {e}")
 
     def _write_derived(self, rd: ResultsDir) -> Path | None:
         """junit.xml, results.csv and report.html (report/exporters.py); a failure here never

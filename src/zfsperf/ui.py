@@ -3,15 +3,17 @@ live figure on a terminal, plain lines otherwise (CI logs, pipes)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import sys
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 from rich.console import Console as RichConsole
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
+from .control import detach_output
 from .results.export import status_line
 from .results.tables import Table
 from .results.record import Status
@@ -30,7 +32,7 @@ class Console:
         self._lock = threading.Lock()
 
     def _print(self, text: str) -> None:
-        with self._lock:
+        with self._lock, _output_may_be_gone():
             if self._progress is not None:
                 self._progress.console.print(text, markup=False, highlight=False)
             else:
@@ -50,8 +52,9 @@ class Console:
 
     def stop_progress(self) -> None:
         if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+            progress, self._progress = self._progress, None
+            with _output_may_be_gone():
+                progress.stop()
 
     def case_start(self, case_id: str, iteration: int) -> None:
         if self._progress is not None:
@@ -90,7 +93,19 @@ class Console:
 
     def print_table(self, t: Table) -> None:
         if t.rows:
-            self.rich.print(self._rich_table(t))
+            with _output_may_be_gone():
+                self.rich.print(self._rich_table(t))
 
     def summary_line(self, line: str) -> None:
-        print(line, file=self.file, flush=True)
+        with _output_may_be_gone():
+            print(line, file=self.file, flush=True)
+
+
+@contextlib.contextmanager
+def _output_may_be_gone() -> Iterator[None]:
+    """A write to a terminal that was closed (EIO) or a pipe whose reader left (EPIPE) must never
+    fail a run's teardown: from then on output goes to /dev/null (summary.txt has it all)."""
+    try:
+        yield
+    except OSError:
+        detach_output()

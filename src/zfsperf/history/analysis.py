@@ -2,8 +2,9 @@
 iterations, ordered by start time; change points by E-Divisive means (MongoDB's
 signal-processing-algorithms, the method MongoDB and Apache Otava use on performance histories),
 each with its size (% change of the mean from the segment before to the segment after), its
-significance (an energy-statistics permutation test between those two segments) and what changed
-at that run (ZFS version, kernel, host, runfile, -D defines, tunables).
+significance (an energy-statistics permutation test between those two segments, and Welch's t with
+the runs of each segment as the units -- the run-to-run noise compare judges separate runs by: a
+shift the runs' own spread explains is not reported) and what changed at that run (ZFS version, kernel, host, runfile, -D defines, tunables).
 
 E-Divisive costs O(n²) in the length of the series: a history longer than `window` runs is first
 analysed as medians of blocks of runs, and each change found there is then placed exactly among
@@ -19,6 +20,7 @@ from typing import Any, Iterator
 import numpy as np
 from signal_processing_algorithms.energy_statistics import energy_statistics as es
 
+from ..report import abstats
 from ..workloads import figure_direction
 from .store import RunRow, Store
 
@@ -27,6 +29,7 @@ PERMUTATIONS = 100
 SIZE_PERMUTATIONS = 499   # the reported significance of each change point
 WINDOW = 400              # longest series E-Divisive sees at once (block medians beyond)
 MIN_SEGMENT = 2           # runs on each side of a change point
+RUNS_ALPHA = 0.05         # a change point must also stand out of its segments' run-to-run noise
 
 
 @dataclass
@@ -46,6 +49,7 @@ class ChangePoint:
     p: float
     direction: int                  # +1 higher is better, -1 lower, 0 not judged
     what_changed: list[str] = field(default_factory=list)
+    runs_p: float | None = None     # Welch's t of the segments' runs (run-to-run noise), as compare --vs
 
     @property
     def verdict(self) -> str:
@@ -56,6 +60,7 @@ class ChangePoint:
     def as_dict(self) -> dict[str, Any]:
         return {"index": self.index, "run": self.run, "before": self.before, "after": self.after,
                 "change_pct": round(self.change_pct, 3), "p": round(self.p, 5), "verdict": self.verdict,
+                "runs_p": None if self.runs_p is None else round(self.runs_p, 5),
                 "what_changed": self.what_changed}
 
 
@@ -143,9 +148,15 @@ def analyse(s: Series, pvalue: float = PVALUE, min_change: float = 0.0, window: 
             change = (a / b - 1) * 100 if b else math.nan
             if st.e_pvalue > pvalue or not abs(change) >= min_change:
                 continue
+            # the same run-level noise compare uses: the runs of the two segments as the units
+            # (Welch's t on log values); a shift their own run-to-run spread explains is drift
+            runs = abstats.runs(list(before[-half:]), list(after[:half])) if np.all(vals > 0) else None
+            if runs is not None and runs.p is not None and runs.p >= RUNS_ALPHA:
+                continue
             p = max(float(st.e_pvalue), 1 / (SIZE_PERMUTATIONS + 1))     # a permutation test's floor
             cps.append(ChangePoint(i, s.points[i].run.name, b, a, change, p, way,
-                                   what_changed(s.points[i - 1].run, s.points[i].run)))
+                                   what_changed(s.points[i - 1].run, s.points[i].run),
+                                   None if runs is None else runs.p))
     s.change_points = cps
     return s
 

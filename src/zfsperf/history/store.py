@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..errors import InputError, ZfsperfError
+from ..redact import redact, scrub
 from ..report.model import RunData, load_run
 from ..results.record import Status
 
@@ -47,6 +48,9 @@ FIGURE_COLUMNS = ("run_id", "test", "workload", "case_id", "figure", "unit", "n"
 
 
 def default_url() -> str:
+    """ZFSPERF_STORE when set (a path or postgresql://...), else $ZFSPERF_STATE/history.sqlite."""
+    if os.environ.get("ZFSPERF_STORE"):
+        return os.environ["ZFSPERF_STORE"]
     env = os.environ.get("ZFSPERF_STATE")
     base = Path(env) if env else (Path("/var/lib/zfsperf") if os.geteuid() == 0
                                   else Path.home() / ".local" / "state" / "zfsperf")
@@ -88,7 +92,8 @@ class Store:
     """One connection to a store; `with Store.open(url) as s:` commits and closes."""
 
     def __init__(self, conn: Any, dialect: str, url: str) -> None:
-        self.conn, self.dialect, self.url = conn, dialect, url
+        # url is what zfsperf shows and records: the connection's secrets never leave the driver
+        self.conn, self.dialect, self.url = conn, dialect, redact(url)
         self._init()
 
     @classmethod
@@ -101,10 +106,16 @@ class Store:
             except ImportError as e:
                 raise InputError(f"a PostgreSQL store needs psycopg: {e}", field="--store") from None
             try:
-                conn = psycopg.connect(url)
+                conn = psycopg.connect(url, connect_timeout=10)
             except psycopg.Error as e:
-                raise ZfsperfError(f"cannot connect to {url}: {str(e).strip()}") from None
-            return cls(conn, "postgresql", url)
+                raise ZfsperfError(f"cannot connect to {redact(url)}: {scrub(str(e).strip(), url)}") from None
+            except ValueError as e:       # libpq could not parse the URL
+                raise InputError(f"{redact(url)}: {scrub(str(e), url)}", field="--store") from None
+            try:
+                return cls(conn, "postgresql", url)
+            except psycopg.Error as e:
+                conn.close()
+                raise ZfsperfError(f"{redact(url)}: {scrub(str(e).strip(), url)}") from None
         path = url[len("sqlite:///") - 1:] if url.startswith("sqlite:///") else url
         if "://" in path:
             raise InputError(f"unknown store {url!r} (a path, sqlite:///PATH or postgresql://...)", field="--store")
@@ -147,6 +158,15 @@ class Store:
                              file=self.url)
         self.conn.commit()
 
+    def check_writable(self) -> None:
+        """Write a row and take it back: a store that can be read but not written (a read-only
+        role, a full disk) fails here, before a run, not after it."""
+        try:
+            self.execute("DELETE FROM zfsperf_meta WHERE key = ?", ("write_check",))
+            self.execute("INSERT INTO zfsperf_meta (key, value) VALUES (?, ?)", ("write_check", str(time.time())))
+        finally:
+            self.conn.rollback()
+
     # ------------------------------------------------------------------ import
     def has(self, path: str) -> bool:
         return self.execute("SELECT 1 FROM runs WHERE path = ?", (path,)).fetchone() is not None
@@ -158,12 +178,11 @@ class Store:
             return None
         info = run.info or {}
         target = info.get("target") or {}
-        text = (info.get("runfile") or {}).get("text") or ""
-        row = (path, run.path.name, info.get("start"), info.get("host"), info.get("os"), info.get("kernel"),
-               target.get("implementation"), target.get("zfs_version"), target.get("pool_version"),
+        same = settings(run)
+        row = (path, run.path.name, info.get("start"), same["host"], info.get("os"), info.get("kernel"),
+               same["implementation"], same["zfs_version"], target.get("pool_version"),
                info.get("zfsperf_version"), (info.get("runfile") or {}).get("source"),
-               hashlib.sha256(text.encode()).hexdigest()[:16] if text else None,
-               json.dumps((info.get("selection") or {}).get("defines") or {}, sort_keys=True),
+               same["runfile_sha"], same["defines"],
                json.dumps((info.get("tunables") or {}).get("before") or {}, sort_keys=True),
                info.get("format", 1), time.time())
         cols = ", ".join(RUN_COLUMNS)
@@ -188,6 +207,21 @@ class Store:
         return added, skipped
 
     # ------------------------------------------------------------------ read
+    def same_settings_medians(self, run: RunData, case_id: str, figure: str,
+                              exclude: Iterable[str] = ()) -> list[float]:
+        """The medians of this case and figure in the store's runs with run's settings (host, ZFS
+        implementation and version, runfile text, -D defines), oldest first: the run-to-run
+        noise of identical settings on this machine."""
+        same = settings(run)
+        skip = {str(p) for p in exclude}
+        rows = self.execute(
+            "SELECT r.path, f.median FROM figures f JOIN runs r ON r.id = f.run_id WHERE f.case_id = ? "
+            "AND f.figure = ? AND r.host = ? AND r.implementation = ? AND r.zfs_version = ? AND r.runfile_sha = ? "
+            "AND r.defines = ? ORDER BY r.started",
+            (case_id, figure, same["host"], same["implementation"], same["zfs_version"], same["runfile_sha"],
+             same["defines"])).fetchall()
+        return [float(m) for path, m in rows if path not in skip and m is not None]
+
     def runs(self) -> dict[int, RunRow]:
         out = {}
         for r in self.execute("SELECT id, path, name, started, host, kernel, implementation, zfs_version, runfile, "
@@ -209,6 +243,17 @@ class Store:
         if where:
             q += " WHERE " + " AND ".join(where)
         yield from self.execute(q, args)
+
+
+def settings(run: RunData) -> dict[str, Any]:
+    """What makes two runs "the same settings" for the store: host, ZFS, runfile text, defines."""
+    info = run.info or {}
+    target = info.get("target") or {}
+    text = (info.get("runfile") or {}).get("text") or ""
+    return {"host": info.get("host"), "implementation": target.get("implementation"),
+            "zfs_version": target.get("zfs_version"),
+            "runfile_sha": hashlib.sha256(text.encode()).hexdigest()[:16] if text else None,
+            "defines": json.dumps((info.get("selection") or {}).get("defines") or {}, sort_keys=True)}
 
 
 def figure_rows(run_id: int, run: RunData) -> Iterator[tuple[Any, ...]]:

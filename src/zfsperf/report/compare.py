@@ -18,14 +18,17 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from scipy import stats as sps
 
-from ..workloads import figure_direction
+from ..errors import InputError
+from ..steady.rounds import case_verdict
+from ..workloads import figure_direction, headline
 from ..workloads.base import unit_direction
-from .model import RunData
+from . import abstats
+from .model import CaseData, RunData
 from ..results.record import Status
 
 ALPHA = 0.05
@@ -45,12 +48,30 @@ class FigureChange:
     change_pct: float
     ci_pct: tuple[float, float] | None
     p: float | None
-    verdict: str    # "better" | "worse" | "not significant" | "within noise" | "too few iterations" | "no verdict"
+    # "better" | "worse" | "not significant" | "within noise" | "within unknown drift" | "too few iterations"
+    # | "no verdict"
+    verdict: str
     note: str = ""
+    design: str = "iterations"            # a key of DESIGNS: what was compared with what
+    test: str = "Mann-Whitney U"          # the test behind p
+    detectable_pct: float | None = None   # the smallest change this data sees with 80 % power
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("case", "figure", "unit", "old", "new", "old_median", "new_median",
-                                                "change_pct", "ci_pct", "p", "verdict", "note")}
+                                                "change_pct", "ci_pct", "p", "verdict", "note", "design", "test",
+                                                "detectable_pct")}
+
+
+DESIGNS = {
+    "iterations": "one run a side, iterations compared; run-to-run drift unknown (changes below the drift "
+                  "floor are not called)",
+    "history": "one run a side, judged against the run-to-run noise of identical settings in the history store",
+    "runs": "several runs a side, the run as the unit (between-run variance)",
+    "paired": "one run, interleaved blocks: within-block ratios (drift cancels)",
+    "duet": "one run, both sides at once on one pool (duet): within-iteration ratios (noise hits both alike)",
+    "unpaired": "one run, not interleaved: iterations compared (consecutive cases carry drift)",
+}
+DRIFT_FLOOR_PCT = 20.0    # run-to-run drift of one setting on zfs-fuse here reaches ~20 % (docs/benchmarks.md)
 
 
 @dataclass
@@ -74,9 +95,12 @@ class Comparison:
     base: RunData
     new: RunData
     changes: list[FigureChange] = field(default_factory=list)
+    bases: list[RunData] = field(default_factory=list)          # every BASE run (several: --vs)
+    news: list[RunData] = field(default_factory=list)
     geomeans: dict[str, float] = field(default_factory=dict)     # figure -> geometric mean of new/old ratios
     unmatched: list[str] = field(default_factory=list)
     failures: list[StatusChange] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)     # e.g. a side that was not in a steady state
 
     def regressions(self, pct: float) -> list[FigureChange]:
         return [c for c in self.changes if c.verdict == "worse" and abs(c.change_pct) >= pct]
@@ -163,45 +187,79 @@ def compare_values(case: str, figure: str, unit: str, old: list[float], new: lis
     change = (nm / om - 1) * 100 if om else math.nan
     way = unit_direction(unit) if way is None else way
     ci = ratio_ci(a, b)
+    detectable = abstats.unpaired_detectable(old, new)
     if min_p(len(a), len(b)) >= ALPHA:
         need = needed_per_side()
         return FigureChange(case, figure, unit, old, new, om, nm, change, ci, None, "too few iterations",
                             f"{len(a)} vs {len(b)} iterations: no test can reach p < {ALPHA} and no 95 % "
-                            f"interval exists (need ≥ {need} per side)")
+                            f"interval exists (need ≥ {need} per side)", detectable_pct=detectable)
     if np.all(a == a[0]) and np.all(b == b[0]) and a[0] == b[0]:
         p = 1.0
     else:
         p = mann_whitney_p(a, b)
+    return FigureChange(case, figure, unit, old, new, om, nm, change, ci, p, _verdict(change, p, way, noise_pct),
+                        detectable_pct=detectable)
+
+
+def _verdict(change_pct: float, p: float | None, way: int, noise_pct: float) -> str:
     if way == 0:
-        verdict = "no verdict"
-    elif p >= ALPHA:
-        verdict = "not significant"
-    elif abs(change) < noise_pct:
-        verdict = "within noise"
-    else:
-        verdict = "better" if (nm - om) * way > 0 else "worse"
-    return FigureChange(case, figure, unit, old, new, om, nm, change, ci, p, verdict)
+        return "no verdict"
+    if p is None:
+        return "too few iterations"
+    if p >= ALPHA:
+        return "not significant"
+    if abs(change_pct) < noise_pct:
+        return "within noise"
+    return "better" if change_pct * way > 0 else "worse"
 
 
-def compare(base: RunData, new: RunData, noise_pct: float = NOISE_PCT) -> Comparison:
-    cmp = Comparison(base, new)
+def from_estimate(case: str, figure: str, unit: str, old: list[float], new: list[float],
+                  est: abstats.Estimate, way: int, noise_pct: float, design: str, test: str) -> FigureChange:
+    """A FigureChange whose change, p and interval come from a design's estimate (abstats)."""
+    change = (est.ratio - 1) * 100
+    ci = None if est.ci is None else ((est.ci[0] - 1) * 100, (est.ci[1] - 1) * 100)
+    return FigureChange(case, figure, unit, old, new, float(np.median(old)), float(np.median(new)), change, ci,
+                        est.p, _verdict(change, est.p, way, noise_pct), "", design, f"{test}, {est.n}",
+                        est.detectable_pct)
+
+
+History = Callable[[RunData, str, str], list[float]]     # (run, case, figure) -> earlier run medians
+
+
+def compare(base: RunData, new: RunData, noise_pct: float = NOISE_PCT, *,
+            history: History | None = None, drift_floor_pct: float = DRIFT_FLOOR_PCT) -> Comparison:
+    """Two separate runs, one a side."""
+    return compare_runs([base], [new], noise_pct, history=history, drift_floor_pct=drift_floor_pct)
+
+
+def compare_runs(bases: list[RunData], news: list[RunData], noise_pct: float = NOISE_PCT, *,
+                 history: History | None = None, drift_floor_pct: float = DRIFT_FLOOR_PCT) -> Comparison:
+    """Separate runs: whole runs differ from each other by more than one run's iterations show, so
+    the verdict is judged against run-to-run variance -- between the runs given (several a side),
+    else from the history store's identical-settings runs, else a change below the drift floor is
+    "within unknown drift" (and never fails a gate)."""
+    base, new = bases[0], news[0]
+    cmp = Comparison(base, new, bases=bases, news=news)
     ratios: dict[str, list[float]] = {}
     for key, bc in base.cases.items():
-        nc = new.cases.get(key)
-        if nc is None:
+        bcs = [r.cases.get(key) for r in bases]
+        ncs = [r.cases.get(key) for r in news]
+        if any(c is None for c in ncs):
             cmp.unmatched.append(f"{bc.case} (only in {base.label})")
             continue
-        bad = {s: n for s, n in nc.statuses().items() if s in (Status.FAIL, Status.KILLED)}
-        if bad and bc.passed:
-            err = next((r.get("error") for r in nc.records if r["status"] in bad and r.get("error")), "") or ""
-            cmp.failures.append(StatusChange(bc.case, bc.statuses(), nc.statuses(), err.splitlines()[0][:200]
-                                             if err else ""))
+        for nc in ncs:
+            bad = {s: n for s, n in nc.statuses().items() if s in (Status.FAIL, Status.KILLED)}
+            if bad and bc.passed:
+                err = next((r.get("error") for r in nc.records if r["status"] in bad and r.get("error")), "") or ""
+                cmp.failures.append(StatusChange(bc.case, bc.statuses(), nc.statuses(),
+                                                 err.splitlines()[0][:200] if err else ""))
+        _warn_unsteady(cmp, [(r.label, c) for r, c in zip(bases, bcs)] + [(r.label, c) for r, c in zip(news, ncs)])
         for name in bc.figure_names():
-            old, newv = bc.values(name), nc.values(name)
-            if not old or not newv:
+            way = figure_direction(bc.workload, name, bc.unit(name))
+            ch = _one_figure(bc, [c for c in bcs if c is not None], ncs, new, name, way, noise_pct, history,
+                             drift_floor_pct)
+            if ch is None:
                 continue
-            ch = compare_values(bc.case, name, bc.unit(name), old, newv, noise_pct,
-                                figure_direction(bc.workload, name, bc.unit(name)))
             cmp.changes.append(ch)
             if ch.old_median > 0 and ch.new_median > 0:
                 ratios.setdefault(name, []).append(ch.new_median / ch.old_median)
@@ -213,37 +271,195 @@ def compare(base: RunData, new: RunData, noise_pct: float = NOISE_PCT) -> Compar
     return cmp
 
 
+def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run: RunData, name: str, way: int,
+                noise_pct: float, history: History | None, floor: float) -> FigureChange | None:
+    old = [v for c in bcs for v in c.values(name)]
+    newv = [v for c in ncs for v in c.values(name)]
+    if not old or not newv:
+        return None
+    unit = bc.unit(name)
+    if len(bcs) + len(ncs) >= 3:
+        meds = ([float(np.median(c.values(name))) for c in bcs if c.values(name)],
+                [float(np.median(c.values(name))) for c in ncs if c.values(name)])
+        est = abstats.runs(*meds)
+        if est is not None:
+            return from_estimate(bc.case, name, unit, old, newv, est, way, noise_pct, "runs",
+                                 "Welch's t on log run medians")
+    ch = compare_values(bc.case, name, unit, old, newv, noise_pct, way)
+    earlier = history(new_run, bc.case, name) if history is not None else []
+    sd = abstats.between_run_sd(earlier)
+    if sd is not None and ch.verdict != "too few iterations":
+        est = abstats.known_noise([float(np.median(old))], [float(np.median(newv))], sd, len(earlier))
+        if est is not None:
+            return from_estimate(bc.case, name, unit, old, newv, est, way, noise_pct, "history",
+                                 "Student's t on log medians, between-run sd from history")
+    if ch.verdict in ("better", "worse") and abs(ch.change_pct) < floor:
+        ch.verdict = "within unknown drift"
+        ch.note = (f"one run a side and no history of these settings: a change below {floor:g} % may be "
+                   "run-to-run drift (give several runs a side with --vs, or keep a history)")
+    if ch.detectable_pct is not None:
+        ch.detectable_pct = max(ch.detectable_pct, floor)
+    return ch
+
+
+def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
+                   noise_pct: float = NOISE_PCT) -> Comparison:
+    """Points of one run (an A/B sweep): paired by block when the run was interleaved, by iteration
+    when they ran as a duet; else compared as independent samples (and said so)."""
+    cmp = Comparison(run, run, bases=[run], news=[run])
+    interleaved = bool((run.info.get("selection") or {}).get("interleave"))
+    duets = set(run.info.get("duets") or [])
+    for a, b in pairs:
+        _warn_unsteady(cmp, [(run.label, a), (run.label, b)])
+        duet = a.test == b.test and a.test in duets
+        for name in a.figure_names():
+            way = figure_direction(a.workload, name, a.unit(name))
+            by_a = _by_iteration(a, name)
+            by_b = _by_iteration(b, name)
+            if interleaved or duet:
+                blocks = sorted(set(by_a) & set(by_b))
+                old, newv = [by_a[i] for i in blocks], [by_b[i] for i in blocks]
+                est = abstats.paired(old, newv) if old else None
+                if est is None:
+                    continue
+                ch = from_estimate(f"{a.case} → {b.case}", name, a.unit(name), old, newv, est, way, noise_pct,
+                                   "duet" if duet else "paired", "sign-flip permutation on log ratios (exact)")
+                if len(blocks) < abstats.MIN_BLOCKS:
+                    ch.note = f"{len(blocks)} blocks: p < {ALPHA} needs ≥ {abstats.MIN_BLOCKS}"
+                    ch.verdict = "too few iterations" if ch.verdict != "no verdict" else ch.verdict
+            else:
+                old, newv = list(by_a.values()), list(by_b.values())
+                if not old or not newv:
+                    continue
+                ch = compare_values(f"{a.case} → {b.case}", name, a.unit(name), old, newv, noise_pct, way)
+                ch.design = "unpaired"
+            cmp.changes.append(ch)
+    return cmp
+
+
+def _warn_unsteady(cmp: Comparison, sides: list[tuple[str, CaseData | None]]) -> None:
+    """A figure measured outside a steady state compares transients: say so next to the verdict."""
+    for label, c in sides:
+        if c is None:
+            continue
+        v = case_verdict(c.records, headline(c.workload))
+        if v is not None and v.steady is False:
+            text = f"{label}: {c.case} was not in a steady state ({v.why}): its figures may hold a transient"
+            if text not in cmp.warnings:
+                cmp.warnings.append(text)
+
+
+def _by_iteration(c: CaseData, name: str) -> dict[int, float]:
+    return {int(r["iteration"]): float(r["figures"][name]["value"]) for r in c.passed
+            if name in (r.get("figures") or {})}
+
+
+def ab_pairs(run: RunData, names: list[str] | None = None) -> list[tuple[CaseData, CaseData]]:
+    """The comparisons inside one run: the two (or more) named cases against the first, else each
+    test's sweep points against its first point."""
+    cases = list(run.cases.values())
+    if names:
+        found = []
+        for n in names:
+            c = next((c for c in cases if c.case == n), None)
+            if c is None:
+                raise InputError(f"no case {n!r} in this run (it has: {', '.join(c.case for c in cases)})",
+                                 file=str(run.path), field="--cases")
+            found.append(c)
+        return [(found[0], c) for c in found[1:]]
+    by_test: dict[str, list[CaseData]] = {}
+    for c in cases:
+        by_test.setdefault(c.test, []).append(c)
+    return [(group[0], c) for group in by_test.values() for c in group[1:]]
+
+
 SYMBOL = {"better": "better", "worse": "WORSE", "not significant": "~ (not significant)",
-          "within noise": "~ (within noise)",
+          "within noise": "~ (within noise)", "within unknown drift": "~ (within unknown run-to-run drift)",
           "too few iterations": "? too few iterations", "no verdict": "(not judged)"}
 
 
-def render(cmp: Comparison, console: Any, figures: list[str] | None = None) -> None:
-    from rich.table import Table
+def verdict_text(ch: FigureChange) -> str:
+    """The verdict as people read it: a significant change with its interval, anything else with
+    the change this data could have seen."""
+    text = SYMBOL[ch.verdict]
+    if ch.verdict in ("better", "worse") and ch.ci_pct is not None:
+        return f"{text} ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %)"
+    if ch.detectable_pct is not None and ch.verdict not in ("no verdict",):
+        return f"{text} (could see ≥ {ch.detectable_pct:.1f} %)"
+    return text
+
+
+COLUMNS = ("case", "figure", "old", "new", "change", "95% CI", "p", "verdict")
+
+
+def design_lines(cmp: Comparison) -> list[str]:
+    """What was compared with what, and by which test: said above every comparison table."""
+    out = []
+    for d in sorted({ch.design for ch in cmp.changes}, key=list(DESIGNS).index):
+        tests = sorted({ch.test for ch in cmp.changes if ch.design == d})
+        out.append(f"design: {DESIGNS[d]}; test: {', '.join(tests)}; α = {ALPHA}")
+    return out
+
+
+def title(cmp: Comparison) -> str:
+    if len(cmp.bases) > 1 or len(cmp.news) > 1:
+        return f"{len(cmp.bases)} run(s) → {len(cmp.news)} run(s) (medians)"
+    if cmp.base is cmp.new:
+        return f"inside {cmp.base.label} (medians)"
+    return f"{cmp.base.label} → {cmp.new.label} (medians)"
+
+
+def table_rows(cmp: Comparison, figures: list[str] | None = None) -> list[list[str]]:
+    """The comparison's rows as text, the same in every output format (terminal, Markdown, HTML)."""
     from ..units import format_figure
-    console.print(f"base: {cmp.base.describe()}", highlight=False)
-    console.print(f"new:  {cmp.new.describe()}", highlight=False)
-    t = Table(title=f"{cmp.base.label} → {cmp.new.label} (medians; Mann-Whitney U, α = {ALPHA})",
-              title_justify="left")
-    for c in ("case", "figure", "old", "new", "change", "95% CI", "p", "verdict"):
-        t.add_column(c, justify="left" if c in ("case", "figure", "verdict") else "right")
+    rows = []
     for ch in cmp.changes:
         if figures and ch.figure not in figures:
             continue
         ci = "-" if ch.ci_pct is None else f"{ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %"
-        t.add_row(ch.case, ch.figure, format_figure(ch.old_median, ch.unit), format_figure(ch.new_median, ch.unit),
-                  f"{ch.change_pct:+.1f} %", ci, "-" if ch.p is None else f"{ch.p:.3f}",
-                  SYMBOL[ch.verdict] + (f" (n={len(ch.old)}+{len(ch.new)})" if ch.p is not None else ""))
+        rows.append([ch.case, ch.figure, format_figure(ch.old_median, ch.unit), format_figure(ch.new_median, ch.unit),
+                     f"{ch.change_pct:+.1f} %", ci, "-" if ch.p is None else f"{ch.p:.3f}", verdict_text(ch)])
     for name, g in cmp.geomeans.items():
-        if figures and name not in figures:
-            continue
-        t.add_row("(geomean)", name, "", "", f"{(g - 1) * 100:+.1f} %", "", "", "")
+        if not figures or name in figures:
+            rows.append(["(geomean)", name, "", "", f"{(g - 1) * 100:+.1f} %", "", "", ""])
     for f in cmp.failures:
-        t.add_row(f.case, "(status)", StatusChange.text(f.old), StatusChange.text(f.new), "", "", "",
-                  "FAILED" + (f": {f.error}" if f.error else ""))
+        rows.append([f.case, "(status)", StatusChange.text(f.old), StatusChange.text(f.new), "", "", "",
+                     "FAILED" + (f": {f.error}" if f.error else "")])
+    return rows
+
+
+def notes(cmp: Comparison) -> list[str]:
+    return ([f"Note: {n}" for n in sorted({ch.note for ch in cmp.changes if ch.note})]
+            + [f"Warning: {w}" for w in cmp.warnings] + [f"Unmatched: {u}" for u in cmp.unmatched])
+
+
+def render(cmp: Comparison, console: Any, figures: list[str] | None = None) -> None:
+    from rich.table import Table
+    for r in cmp.bases or [cmp.base]:
+        console.print(f"base: {r.describe()}", highlight=False)
+    if cmp.new is not cmp.base:
+        for r in cmp.news or [cmp.new]:
+            console.print(f"new:  {r.describe()}", highlight=False)
+    for line in design_lines(cmp):
+        console.print(line, highlight=False)
+    t = Table(title=title(cmp), title_justify="left")
+    for c in COLUMNS:
+        t.add_column(c, justify="left" if c in ("case", "figure", "verdict") else "right")
+    for row in table_rows(cmp, figures):
+        t.add_row(*row)
     console.print(t)
-    notes = sorted({ch.note for ch in cmp.changes if ch.note})
-    for n in notes:
-        console.print(f"Note: {n}", highlight=False)
-    for u in cmp.unmatched:
-        console.print(f"Unmatched: {u}", highlight=False)
+    for line in notes(cmp):
+        console.print(line, highlight=False)
+
+
+def markdown(cmp: Comparison, figures: list[str] | None = None) -> str:
+    """For a pull request comment or a CI step summary."""
+    def cell(x: str) -> str:
+        return x.replace("|", "\\|")
+    out = [f"### zfsperf compare: {title(cmp)}", ""]
+    out += [f"- {line}" for line in design_lines(cmp)] + [""]
+    out.append("| " + " | ".join(COLUMNS) + " |")
+    out.append("|" + "|".join("---" if c in ("case", "figure", "verdict") else "---:" for c in COLUMNS) + "|")
+    out += ["| " + " | ".join(cell(x) for x in row) + " |" for row in table_rows(cmp, figures)]
+    extra = notes(cmp)
+    return "\n".join(out + ([""] + extra if extra else [])) + "\n"

@@ -35,7 +35,12 @@ def _status(case: dict[str, Any]) -> str:
 def _steady_line(st: dict[str, Any] | None) -> str | None:
     if not st:
         return None
-    text = f"steady state ({st['mode']}): steady in {st['steady']} of {st['of']}"
+    text = f"steady state ({st['mode']}): "
+    if st.get("verdict"):
+        text += f"{st['verdict']['text']}; "
+    text += f"within iterations steady in {st['steady']} of {st['of']}"
+    if st.get("timescales"):
+        text += f" (judged on samples spanning {', '.join(st['timescales'])})"
     if st["mean_time_to_steady_s"] is not None:
         text += f", mean time to steady {st['mean_time_to_steady_s']:.1f} s"
     if st["failed_metrics"]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plots
-from .compare import Comparison
+from .compare import COLUMNS, Comparison, design_lines, notes, table_rows
 from .formats import STAT_COLUMNS, _stat_cells, _status, _steady_line, class_rows, header_line
 from .model import RunData
 from ..metrics.quantize import render
@@ -69,13 +69,11 @@ def run_section(run: RunData, rep: dict[str, Any]) -> str:
 
 
 def comparison_section(cmp: Comparison) -> str:
-    rows = [[c.case, c.figure, f"{c.old_median:.4g} {c.unit}", f"{c.new_median:.4g} {c.unit}", f"{c.change_pct:+.1f} %",
-             "-" if c.ci_pct is None else f"{c.ci_pct[0]:+.1f} … {c.ci_pct[1]:+.1f} %",
-             "-" if c.p is None else f"{c.p:.3f}", c.verdict] for c in cmp.changes]
-    rows += [["(geomean)", k, "", "", f"{(g - 1) * 100:+.1f} %", "", "", ""] for k, g in cmp.geomeans.items()]
-    out = [f"<h2>A/B: {html.escape(cmp.base.label)} → {html.escape(cmp.new.label)}</h2>",
-           _table(["case", "figure", "base", "new", "change", "95% CI", "p", "verdict"], rows),
-           _img(plots.ab_bars(cmp.changes), "A/B changes")]
+    head = (f"A/B: {html.escape(cmp.base.label)} → {html.escape(cmp.new.label)}" if cmp.base is not cmp.new
+            else f"A/B inside {html.escape(cmp.base.label)}")
+    out = [f"<h2>{head}</h2>"] + [f"<p>{html.escape(line)}</p>" for line in design_lines(cmp)]
+    out += [_table(list(COLUMNS), table_rows(cmp)), _img(plots.ab_bars(cmp.changes), "A/B changes")]
+    out += [f"<p>{html.escape(line)}</p>" for line in notes(cmp)]
     pairs = []
     for key, bc in cmp.base.cases.items():
         nc = cmp.new.cases.get(key)

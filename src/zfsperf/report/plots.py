@@ -14,8 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..results.stats import summarise  # noqa: E402
-from ..steady import Criteria, decide, matrix, read_series, window_checks  # noqa: E402
-from ..steady.series import is_marker  # noqa: E402
+from ..steady import Criteria, decide, read_series, timescale  # noqa: E402
+from ..steady.series import decision_samples, is_marker  # noqa: E402
 from .model import CaseData, RunData  # noqa: E402
 
 DPI = 100
@@ -64,10 +64,17 @@ def thread_scaling(run: RunData) -> bytes | None:
     return _png(fig)
 
 
+METRIC_UNITS = {"workload_mibs": "MiB/s", "pool_mibs": "MiB/s", "l2_read_mibs": "MiB/s", "workload_iops": "IOPS",
+                "pool_kops": "k ops/s", "arc_size_frac": "share of c_max", "arc_hit_ratio": "hits / accesses",
+                "l2_size_frac": "share of the cache devices", "l2_hit_ratio": "hits / accesses",
+                "pool_lat_ms": "ms", "txgs_per_s": "TXGs/s"}
+
+
 def steady_chart(series_path: Path, verdict: dict[str, Any] | None, title: str | None = None) -> bytes | None:
-    """Every metric normalised to its own mean (as a line) and whether it is steady (dotted: high
-    from the sample it counts as steady), change points as ticks, the verdict's steady point marked
-    — the talk's chart, for either method."""
+    """Small multiples: one panel per metric in its own units, the workload's headline first and full
+    width; every sample drawn thin, the samples the verdict judged (at its time scale) as the bold
+    line; each metric's steady stretch shaded, its change points as dotted lines, the judged window
+    as a grey band, and the verdict in the title."""
     try:
         raw = read_series(str(series_path))
     except Exception:  # noqa: BLE001 - a missing or torn series has no picture
@@ -82,48 +89,55 @@ def steady_chart(series_path: Path, verdict: dict[str, Any] | None, title: str |
                         slope=float(k.get("slope", crit.slope)), quorum=float(k.get("quorum", crit.quorum)),
                         method=str(k.get("method", "snia")), tolerance=float(k.get("tolerance", crit.tolerance)))
     headline = (verdict or {}).get("headline")
-    v = decide(raw, crit, headline=headline)              # decided: on what the runner decided on
-    names = sorted({n for s in samples for n in s["metrics"]})
-    t = [s["t"] for s in samples]
-    fig, ax = plt.subplots(figsize=(11, 4.5))
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    tt, nn, yy = matrix(samples)
-    for i, n in enumerate(names):
-        ys = [s["metrics"].get(n) for s in samples]
-        vals = [y for y in ys if isinstance(y, (int, float))]
-        if not vals:
-            continue
-        mean = sum(vals) / len(vals) or 1.0
-        col = colours[i % len(colours)]
-        m = v.metrics.get(n)
-        label = n + (f" ({m.kind})" if m is not None and m.kind else "") + (" ★" if n == v.headline else "")
-        ax.plot(t, [y / mean if isinstance(y, (int, float)) else float("nan") for y in ys], color=col, lw=1.2,
-                label=label)
-        high, low = 1.6 + 0.04 * i, 0.1 + 0.04 * i
-        ok = [float("nan")] * len(samples)
-        if crit.method == "snia":
-            j = nn.index(n)
-            for end in range(crit.window, len(samples) + 1):
-                ok[end - 1] = high if window_checks(tt, [n], yy[:, [j]], end, crit)[n].steady else low
-        elif m is not None:
-            for j in range(len(samples)):
-                ok[j] = high if m.steady and m.onset is not None and j >= m.onset else low
-            for cp in m.changepoints:
-                ax.plot([t[cp]], [high + 0.15], marker="v", color=col, ms=5)
-        ax.plot(t, ok, color=col, ls=":", lw=1.2)
-    first = (verdict or {}).get("first_steady_index") or v.first_steady_index
-    if first:
-        ax.axvline(samples[first - 1]["t"], color="black", ls="--", lw=1)
-        ax.annotate("steady", (samples[first - 1]["t"], 1.9), fontsize=9)
-    if verdict and verdict.get("measure_start") is not None:
-        ax.axvspan(verdict["measure_start"], t[-1], color="grey", alpha=0.12, label="measured")
-    ax.set_xlabel("time since the case started (s)")
-    ax.set_ylabel("metric / its mean   (dotted: steady? high = yes)")
-    ax.set_ylim(0, 2.1)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=3, loc="lower right")
-    ax.set_title(title or f"steady state ({crit.method}) — {series_path.name}: "
-                          f"{'steady from sample ' + str(v.onset) if v.steady else 'not steady'}")
+    width = ((verdict or {}).get("timescale") or {}).get("span_s")
+    judged = timescale.running(decision_samples(raw), headline)
+    if width:
+        judged = timescale.bin_means(judged, float(width))
+    v = decide(judged, crit, headline=headline)              # decided: on what the runner decided on
+    names = sorted({n for s in samples for n in s["metrics"]
+                    if any(isinstance(x["metrics"].get(n), (int, float)) for x in samples)})
+    if headline in names:
+        names.remove(headline)
+        names.insert(0, headline)
+    if not names:
+        return None
+    rest = names[1:] if headline else names
+    rows = (1 if headline else 0) + (len(rest) + 1) // 2
+    fig = plt.figure(figsize=(11, 2.3 * rows + 0.6))
+    grid = fig.add_gridspec(rows, 2, hspace=0.55, wspace=0.22)
+    places = ([grid[0, :]] if headline else []) + [grid[(1 if headline else 0) + i // 2, i % 2]
+                                                      for i in range(len(rest))]
+    tj = [s["t"] for s in judged]
+    for name, place in zip(names, places):
+        ax = fig.add_subplot(place)
+        xs = [s["t"] for s in samples if isinstance(s["metrics"].get(name), (int, float))]
+        ys = [s["metrics"][name] for s in samples if isinstance(s["metrics"].get(name), (int, float))]
+        ax.plot(xs, ys, color="0.6", lw=0.8, marker=".", ms=3)
+        jx = [s["t"] for s in judged if isinstance(s["metrics"].get(name), (int, float))]
+        jy = [s["metrics"][name] for s in judged if isinstance(s["metrics"].get(name), (int, float))]
+        ax.plot(jx, jy, color="tab:blue", lw=2)
+        if tj:
+            ax.axvspan(tj[0], tj[-1], color="0.85", alpha=0.5, zorder=0)
+        m = v.metrics.get(name)
+        if m is not None and m.steady and m.onset is not None and m.onset < len(tj):
+            ax.axvspan(tj[m.onset], tj[-1], color="tab:green", alpha=0.18, zorder=0)
+        for cp in (m.changepoints if m is not None else []):
+            if 0 <= cp < len(tj):
+                ax.axvline(tj[cp], color="tab:red", ls=":", lw=1.2)
+        state = "—" if m is None else (m.kind or ("steady" if m.steady else "not steady"))
+        star = " ★ headline (veto)" if name == headline else ""
+        ax.set_title(f"{name}{star}: {state}", fontsize=9, loc="left")
+        ax.set_ylabel(METRIC_UNITS.get(name, ""), fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        if ys and min(ys) >= 0:
+            ax.set_ylim(bottom=0)
+    scale = f", judged on {width:g} s bins" if width else ""
+    verdict_text = (f"steady from {v.onset and tj[v.onset - 1]:.1f} s" if v.steady and v.onset
+                    else f"not steady ({v.note})" if v.note else "not steady")
+    fig.suptitle(title or f"{series_path.name} — {verdict_text}{scale}  "
+                          f"[grey band: judged; green: steady stretch; red dotted: change points]", fontsize=10)
+    fig.supxlabel("time since the case started (s)", fontsize=9)
     return _png(fig)
 
 

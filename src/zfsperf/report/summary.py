@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..steady.rounds import case_verdict
+from ..workloads import headline
 from .model import CaseData, RunData
 from ..metrics.quantize import quantize
 
@@ -83,9 +85,12 @@ def steady_summary(case: CaseData) -> dict[str, Any] | None:
     for v in vs:
         for m in v.get("failed") or []:
             failed[m] = failed.get(m, 0) + 1
+    v = case_verdict(case.records, headline(case.workload))
+    scales = sorted({f"{(x.get('timescale') or {}).get('cycle')}" for x in vs if x.get("timescale")})
     return {"mode": vs[0].get("mode"), "steady": len(steady), "of": len(vs),
             "mean_time_to_steady_s": sum(tts) / len(tts) if tts else None,
-            "failed_metrics": failed, "notes": sorted({v["note"] for v in vs if v.get("note")})}
+            "failed_metrics": failed, "notes": sorted({v["note"] for v in vs if v.get("note")}),
+            "verdict": None if v is None else v.as_dict() | {"text": v.short()}, "timescales": scales}
 
 
 def build(run: RunData) -> dict[str, Any]:

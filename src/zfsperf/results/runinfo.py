@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import __version__, proc
 from ..errors import ZfsperfError
+from ..redact import redact_argv
 from ..runfile import Case, Runfile
 from ..targets.base import Target
 from .record import FORMAT_VERSION
@@ -34,7 +35,7 @@ def run_info(rf: Runfile, target: Target, cases: list[Case], t_start: float, tun
     return {
         "format": FORMAT_VERSION,
         "zfsperf_version": __version__,
-        "command_line": argv,
+        "command_line": redact_argv(argv),
         "host": platform.node(),
         "os": platform.platform(),
         "kernel": platform.release(),

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..steady.rounds import case_verdict
+from ..workloads import headline
 from .stats import summarise
 from .record import Status
 
@@ -46,12 +48,15 @@ def case_table(records: list[dict[str, Any]], summary: dict[str, list[str]] | No
                     figs.setdefault(k, f["unit"])
     order = ORDER + [n for w in summary.values() for n in w if n not in ORDER]
     names = [n for n in order if n in figs] + sorted(n for n in figs if n not in order and n != "bytes")
-    t = Table(columns=["case", "status", "n"] + [f"{n} ({figs[n]})" for n in names],
-              title="mean over iterations (CV %)")
+    sampled = any(isinstance(r.get("steady"), dict) for r in records)
+    t = Table(columns=["case", "status", "n"] + (["steady"] if sampled else [])
+              + [f"{n} ({figs[n]})" for n in names], title="mean over iterations (CV %)")
     for case, recs in cases.items():
         passed = [r for r in recs if r["status"] == Status.PASS]
         statuses = sorted({r["status"] for r in recs})
         row = [case, "/".join(statuses), str(len(passed))]
+        if sampled:
+            row.append(steady_cell(recs))
         for n in names:
             vals = [r["figures"][n]["value"] for r in passed if n in (r.get("figures") or {})]
             if not vals:
@@ -61,3 +66,14 @@ def case_table(records: list[dict[str, Any]], summary: dict[str, list[str]] | No
             row.append(_fmt(s.mean) + (f" ({s.cv:.1f}%)" if s.n > 1 and s.cv == s.cv else ""))
         t.rows.append(row)
     return t
+
+
+def steady_cell(recs: list[dict[str, Any]]) -> str:
+    """The case's steady-state verdict in a few words, with its time to steady when it had one."""
+    v = case_verdict(recs, headline(recs[0].get("workload", "")))
+    if v is None:
+        return "-"
+    text = v.short()
+    if v.steady and v.time_to_steady_s is not None:
+        text += f" (after {v.time_to_steady_s:.1f} s)"
+    return text

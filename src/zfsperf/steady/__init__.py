@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from . import changepoint, snia
+from . import changepoint, rounds, snia, timescale
 from .cache import CACHE_FULL, CACHE_SHARE, cache_ok
 from .series import decision_samples, matrix, read_series, resample
 from .snia import check_metric, vote, window_checks
 from .verdict import METHODS, STEADY_KINDS, Criteria, MetricCheck, Verdict
 
-__all__ = ["CACHE_FULL", "CACHE_SHARE", "METHODS", "MODES", "STEADY_KINDS", "Criteria", "MetricCheck",
+__all__ = ["rounds", "timescale", "CACHE_FULL", "CACHE_SHARE", "METHODS", "MODES", "STEADY_KINDS", "Criteria", "MetricCheck",
            "SteadySpec", "Verdict", "cache_ok", "check_metric", "decide", "matrix", "read_series", "resample",
            "summary", "vote", "window_checks", "decision_samples"]
 
@@ -110,6 +110,10 @@ def summary(v: Verdict, samples: list[dict[str, Any]], spec: SteadySpec) -> dict
         "zero": sorted(k for k, m in v.metrics.items() if m.zero),
         "criteria": spec.as_dict(),
     }
+    if samples:
+        out["span_s"] = round(samples[-1]["t"] - samples[0]["t"], 3)           # what was judged
+        if v.onset:
+            out["onset_time"] = round(samples[v.onset - 1]["t"] - samples[0]["t"], 3)
     kinds = {k: m.kind for k, m in v.metrics.items() if m.kind is not None}
     if kinds:
         out["classes"] = kinds

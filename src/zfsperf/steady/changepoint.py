@@ -121,7 +121,9 @@ def _slope_se(seg: np.ndarray) -> tuple[float, float]:
 
 def steady_stretch(y: np.ndarray, starts: list[int], c: Criteria) -> tuple[int | None, float, float]:
     """(first index of the steady stretch or None, its level, the excursion of its line).
-    1. Trailing segments whose levels are within `tolerance` of the final one are one segment.
+    1. Trailing segments whose levels are within `tolerance` of the final one are one segment;
+       segments of fewer than W samples in all away from the level, between two at it, are a burst
+       inside the stretch (a txg stall, a neighbour's spike), not the stretch's start.
     2. That segment must not trend. If it does, and only if the segment before it was
        significantly steeper (the series is levelling off: a fill), its start moves on W/2
        samples at a time to a tail that does not trend and still covers at least half of it. A
@@ -132,11 +134,25 @@ def steady_stretch(y: np.ndarray, starts: list[int], c: Criteria) -> tuple[int |
        the noise: at 15 % noise a 5-sample mean strays 7 %."""
     n = len(y)
     k = len(starts) - 1
-    while k > 0 and abs(float(y[starts[k - 1]:starts[k]].mean()) - float(y[starts[k]:].mean())) <= \
-            c.tolerance * abs(float(y[starts[k]:].mean())):
-        k -= 1
-    s0 = starts[k]
     step = max(MIN_SEGMENT, c.window // 2)
+
+    def near(a: np.ndarray, b: np.ndarray) -> bool:
+        return abs(float(a.mean()) - float(b.mean())) <= c.tolerance * abs(float(b.mean()))
+    while k > 0:
+        if near(y[starts[k - 1]:starts[k]], y[starts[k]:]):
+            k -= 1
+            continue
+        # a short burst away from the level and back (one or more segments shorter than a window in
+        # all -- too short to be a regime of their own -- at the level again before them): inside
+        # the stretch, not its start
+        j = k - 1
+        while j > 0 and starts[k] - starts[j - 1] < c.window and not near(y[starts[j - 1]:starts[j]], y[starts[k]:]):
+            j -= 1
+        if j > 0 and starts[k] - starts[j] < c.window and near(y[starts[j - 1]:starts[j]], y[starts[k]:]):
+            k = j - 1
+        else:
+            break
+    s0 = starts[k]
     s: int | None = s0
     if n - s0 < c.window:
         s = None

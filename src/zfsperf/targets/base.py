@@ -12,7 +12,7 @@ import subprocess
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
-from .. import proc
+from .. import guard, proc
 from ..errors import Unavailable
 from ..fileops import LOCAL, FileOps
 from ..params import Journal, ParamsBackend, TunableSession
@@ -22,8 +22,11 @@ from .kstat import Txg
 class Target(ABC):
     impl: str = "?"                 # "zfs-fuse", "openzfs-linux", "openzfs-freebsd"
 
+    # declared capabilities: the core reads these, it never probes a target for attributes
     files: FileOps = LOCAL          # files on the target's machine (ssh targets replace this)
     accelerator: str | None = None  # "tcg" / "kvm" for a QEMU guest: under TCG timings are not speeds
+    remote: bool = False            # commands run on another machine, through a transport (ssh)
+    owns_daemon: bool = False       # this target started its embedded daemon and stops it at close()
 
     def __init__(self, log: proc.CommandLog = proc.NULL_LOG) -> None:
         self.log = log
@@ -58,8 +61,10 @@ class Target(ABC):
         stdin: Any = subprocess.DEVNULL
         f = open(stdin_file, "rb") if stdin_file else None
         try:
-            return subprocess.Popen(self.wrap(argv), stdin=f or stdin, stdout=stdout, stderr=stderr,
-                                    start_new_session=True, env=proc.c_locale_env())
+            p = subprocess.Popen(self.wrap(argv), stdin=f or stdin, stdout=stdout, stderr=stderr,
+                                 start_new_session=True, env=proc.c_locale_env())
+            guard.watch(p)                   # stopped even if zfsperf is killed with -9
+            return p
         finally:
             if f:
                 f.close()
@@ -96,6 +101,11 @@ class Target(ABC):
         """Only these fields of a global kstat (what is published of them), or None."""
         data = self.kstat(name)
         return None if data is None else {k: data[k] for k in fields if k in data}
+
+    def daemon(self) -> Any:
+        """The embedded ZFS daemon this target runs on (zfs-fuse's lab: it can die and be
+        restarted, it logs to its own syslog, it is torn down with its run), or None (kernel ZFS)."""
+        return None
 
     def has_txgs(self) -> bool:
         return False

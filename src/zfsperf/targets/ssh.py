@@ -27,6 +27,7 @@ class _SshMixin:
     """Runs a target's commands and file operations on the remote host."""
 
     ssh: Ssh
+    remote = True
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return self.ssh.wrap(argv)

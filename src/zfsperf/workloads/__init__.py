@@ -23,3 +23,9 @@ def figure_direction(workload: str, name: str, unit: str) -> int:
 
 
 SUMMARY_FIGURES = {name: list(wl.summary_figures) for name, wl in WORKLOADS.items()}
+
+
+def headline(workload: str) -> str:
+    """The figure a case of this workload is summarised and judged by ("" for an unknown one)."""
+    wl = WORKLOADS.get(workload)
+    return wl.headline if wl is not None else ""

@@ -59,6 +59,7 @@ class CaseContext:
     measure_seconds: float | None = None  # gate: length of the measurement for time-based workloads
     progress: Callable[[], dict[str, float] | None] | None = None   # set by the workload while it runs
     extra: dict[str, Any] = field(default_factory=dict)   # stored with the result (histograms, hosts, …)
+    sharers: int = 1                     # workloads filling this pool at once (a duet: 2)
     _progress_base: dict[str, float] = field(default_factory=dict)
     _progress_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -113,3 +114,7 @@ class Workload(Protocol):
 
     def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
         """The active data set of a case, for the steady-state cache gate."""
+
+    def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:
+        """The workload's own cycle in seconds and what it is, in words: the shortest span over
+        which its sampled figure is a level rather than a phase (steady/timescale.py)."""

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import proc
+from .. import guard, proc
 from ..errors import InputError
 from ..metrics import fiojson
 from ..metrics.iostat import PoolLatency
@@ -38,7 +38,7 @@ FIO_FIELDS: dict[str, tuple[Any, bool]] = {
     "size": ((str, int), True), "runtime": ((str, int, float), True), "time_based": (bool, False),
     "ramp_time": ((str, int, float), True), "randseed": (int, False), "compress_percentage": (int, True),
     "compress_chunk": ((str, int), True), "sync": (bool, True), "fsync": (int, True),
-    "nrfiles": (int, True), "clients": (list, False),
+    "nrfiles": (int, True), "clients": (list, False), "random_distribution": (str, True),
 }
 
 
@@ -72,6 +72,10 @@ def validate_job(test: dict[str, Any], where: Callable[[str], dict], prefix: str
     for v in each("ioengine"):
         if v not in ENGINES:
             raise InputError(f"expected one of {', '.join(ENGINES)}, got {v!r}", **where(prefix + "ioengine"))
+    for v in each("random_distribution"):
+        kind, _, arg = str(v).partition(":")
+        if kind not in ("random", "zipf", "pareto", "normal", "zoned", "zoned_abs") or any(c in v for c in "\n\r=[]"):
+            raise InputError(f"not a fio random_distribution: {v!r}", **where(prefix + "random_distribution"))
     for v in each("bssplit"):
         if not v or any(c in v for c in "\n\r=[]"):
             raise InputError(f"not a fio bssplit: {v!r}", **where(prefix + "bssplit"))
@@ -105,6 +109,8 @@ def job_lines(p: dict[str, Any], runtime: float | None) -> list[str]:
         out.append(f"runtime={max(1, int(round(runtime)))}")
     if "ramp_time" in p:
         out.append(f"ramp_time={int(parse_duration(p['ramp_time']))}")
+    if "random_distribution" in p:
+        out.append(f"random_distribution={p['random_distribution']}")
     out.append(f"randseed={p.get('randseed', 1)}")
     out.append("randrepeat=1")
     if "compress_percentage" in p:
@@ -229,7 +235,7 @@ class FioRun:
             t0 = time.monotonic()
             out, err, rc = self._run_once()
             quick_ssh_failure = (rc == 255 and not out.strip() and time.monotonic() - t0 < 5
-                                 and hasattr(self.ctx.target, "ssh") and not self.clients)
+                                 and self.ctx.target.remote and not self.clients)
             if not quick_ssh_failure or delay is None or self.ctx.procs.cancelled:
                 return out, err, rc
             self.ctx.log.write(f"# ssh failed to start fio (exit 255): retried in {delay} s")
@@ -240,10 +246,13 @@ class FioRun:
     def _run_once(self) -> tuple[str, str, int]:
         ctx = self.ctx
         runner = ctx.target if not self.clients else None
-        p = ctx.procs.add(runner.popen(self.argv) if runner is not None else
-                          subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                           env=proc.c_locale_env(),
-                                           stderr=subprocess.PIPE, start_new_session=True))
+        if runner is not None:
+            p = ctx.procs.add(runner.popen(self.argv))
+        else:
+            p = ctx.procs.add(subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                               env=proc.c_locale_env(),
+                                               stderr=subprocess.PIPE, start_new_session=True))
+            guard.watch(p)
         reader = threading.Thread(target=self._reader, args=(p.stdout,), daemon=True)
         reader.start()
         err_chunks: list[bytes] = []
@@ -279,6 +288,10 @@ class FioWorkload:
     def prepare(self, test: dict[str, Any], target: Target, vdev_dir: Path,
                 progress: Callable[[str], None] | None) -> None:
         return None
+
+    def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:
+        """fio reports its counts once per status interval: finer samples see its steps."""
+        return float(STATUS_INTERVAL), f"fio's status interval ({STATUS_INTERVAL} s)"
 
     def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
         return parse_size(params.get("size", "128M")) * int(params.get("numjobs", 1))

@@ -63,6 +63,9 @@ class MixedWorkload:
                 progress: Callable[[str], None] | None) -> None:
         return None
 
+    def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:
+        return 1.0, "fio's status interval (1 s)"
+
     def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
         return sum(parse_size(params[r].get("size", "128M")) * int(params[r].get("numjobs", 1))
                    for r in ("reader", "writer"))
@@ -74,7 +77,7 @@ class MixedWorkload:
             runtime = max(1.0, ctx.remaining() - 5)
         dirs = {}
         for role in ("reader", "writer"):
-            ds = f"{ctx.pool.name}/{role}"
+            ds = f"{ctx.pool.root}/{role}"
             if ctx.target.run(["zfs", "list", "-H", "-o", "name", ds]).returncode != 0:
                 ctx.pool.dataset(role, {k: str(v) for k, v in (p.get(f"{role}_dataset") or {}).items()})
             dirs[role] = f"{ctx.pool.mountpoint}/{role}"

@@ -118,7 +118,7 @@ class ReceiveWorkload:
         corpus: corpus_mod.Corpus = ctx.prepared[corpus_mod.describe_spec(ctx.params["corpus"])]
         threads = int(ctx.params.get("threads", 1))
         target, pool = ctx.target, ctx.pool
-        parent = f"{pool.name}/rcv" + (str(ctx.round) if ctx.round else "")   # a fresh parent per round
+        parent = f"{pool.root}/rcv" + (str(ctx.round) if ctx.round else "")   # a fresh parent per round
         res = target.run(["zfs", "create", "-p", "-o", "mountpoint=none", parent])
         if not res.ok:
             raise WorkloadFailed(f"zfs create {parent}: {res.error_text()}")
@@ -218,7 +218,7 @@ class ReceiveWorkload:
             txg0, t0 = ctx.target.txg(ctx.pool.name), time.monotonic()
             until = t0 + duration
             while not rounds or (time.monotonic() < until and ctx.remaining() > 0 and not ctx.procs.cancelled):
-                if rounds and self._available(ctx) < 1.25 * rounds[-1].nbytes:
+                if rounds and self._available(ctx) < 1.25 * rounds[-1].nbytes * ctx.sharers:
                     ctx.extra["duration_note"] = (f"rounds ended after {len(rounds)}: the pool would not hold "
                                                   "another (make vdev_size larger for the full duration)")
                     break
@@ -250,6 +250,14 @@ class ReceiveWorkload:
             return float(res.stdout.strip()) if res.ok else 0.0
         except ValueError:
             return 0.0
+
+    def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:
+        """A round: every stream started together, waited for to the last."""
+        rounds = int(ctx.extra.get("rounds") or 1)
+        wall = (figures.get("wall_time") or {}).get("value")
+        if not wall:
+            return None, "receive rounds (length unknown)"
+        return wall / rounds, f"a receive round ({wall / rounds:.2f} s, {rounds} rounds)"
 
     def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
         corpus: corpus_mod.Corpus = prepared[corpus_mod.describe_spec(params["corpus"])]

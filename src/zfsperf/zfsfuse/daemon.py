@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .. import proc
+from .. import guard, proc
 from ..errors import TargetError
 
 ZFS_FUSE = "/sbin/zfs-fuse"
@@ -49,6 +49,8 @@ class LabState:
     started: float
     daemon_argv: list[str] = field(default_factory=list)
     created_kstat_dir: bool = False
+    owner_pid: int = 0               # the zfsperf process a "run" lab belongs to (0: none, a `lab start`)
+    vdev_dirs: list[str] = field(default_factory=list)   # where the run keeps its vdev files
 
 
 class Lab:
@@ -107,9 +109,31 @@ class Lab:
         return self.daemon_alive() and self.run(["zpool", "list"], log=proc.NULL_LOG).ok
 
     # ---------------------------------------------------------------- start
+    def orphaned(self) -> bool:
+        """A run's lab whose zfsperf is gone (killed with -9 by an older zfsperf, or its holder
+        could not tear it down): it perturbs every later measurement on this machine."""
+        if self.state is None or self.state.owner != "run":
+            return False
+        pid = self.owner_pid()
+        return pid <= 0 or not proc.pid_alive(pid) or "zfsperf" not in " ".join(proc.pid_cmdline(pid))
+
+    def owner_pid(self) -> int:
+        """The zfsperf process a run's lab belongs to (0: unknown, or a `zfsperf lab start` lab)."""
+        return (self.state.owner_pid if self.state else 0) or _pid_from_root(self.root)
+
+    def note_vdev_dir(self, path: Path | str) -> None:
+        """Record where this lab's run keeps its vdev files, for a teardown after zfsperf is gone."""
+        assert self.state is not None
+        if str(path) not in self.state.vdev_dirs:
+            self.state.vdev_dirs.append(str(path))
+            self._save()
+
     @classmethod
     def start(cls, root: Path, *, owner: str = "lab", arc_max_mb: int | None = None,
               log: proc.CommandLog = proc.NULL_LOG, timeout: float = 30.0) -> "Lab":
+        """Start a private zfs-fuse at root. A "run" lab is tied to this process's lifetime by
+        the guard (guard.py: torn down however this process ends, kill -9 included); a "lab"
+        lab (`zfsperf lab start`) is meant to outlive it."""
         if not zfs_fuse_available():
             raise TargetError("zfs-fuse is not installed (Debian package zfs-fuse) or nsenter/unshare "
                               "are missing; run `make run` or `apt-get install zfs-fuse` as root")
@@ -128,14 +152,25 @@ class Lab:
             os.mkdir(KSTAT_DIR)          # zfs-fuse mounts its kstats here; it does not create it
             created_kstat = True
         py = sys.executable
+        # long-lived helpers never hold the caller's terminal or pipes (`zfsperf lab start | tee`)
+        helper_log = open(root / "helpers.log", "ab")
         syslogd = subprocess.Popen([py, "-m", "zfsperf.zfsfuse.syslogd", str(root / "log.sock"),
                                     str(root / "daemon.log")], start_new_session=True,
-                                   stdin=subprocess.DEVNULL, env=_pyenv())
+                                   stdin=subprocess.DEVNULL, stdout=helper_log, stderr=helper_log,
+                                   env=proc.python_env())
         holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--",
                                    py, "-m", "zfsperf.zfsfuse.nsholder", str(root)],
-                                  start_new_session=True, stdin=subprocess.DEVNULL, env=_pyenv())
+                                  start_new_session=True, stdin=subprocess.DEVNULL,
+                                  stdout=helper_log, stderr=helper_log, env=proc.python_env())
+        helper_log.close()
         lab = cls(root, LabState(str(root), holder.pid, syslogd.pid, 0, owner, time.time(),
-                                 created_kstat_dir=created_kstat), log)
+                                 created_kstat_dir=created_kstat,
+                                 owner_pid=os.getpid() if owner == "run" else 0), log)
+        if owner == "run":
+            guard.watch(syslogd)
+            guard.watch(holder)
+            lab._save()
+            guard.watch_lab(root)
         deadline = time.monotonic() + timeout
         while not (root / "holder.ready").exists() or not (root / "log.sock").exists():
             if holder.poll() is not None or syslogd.poll() is not None or time.monotonic() > deadline:
@@ -160,6 +195,8 @@ class Lab:
         out.close()
         self.state.daemon_pid = self._daemon.pid
         self._save()
+        if self.state.owner == "run":
+            guard.watch(self._daemon)
         self.log.write(f"# zfs-fuse started, pid {self._daemon.pid}: {' '.join(self.state.daemon_argv)}")
         deadline = time.monotonic() + max(timeout, 5.0)
         while time.monotonic() < deadline:
@@ -237,6 +274,7 @@ class Lab:
         self._lazy_unmount_all()
         self._stop_helpers()
         self._cleanup_dead()
+        guard.forget_lab(self.root)
 
     def _stop_helpers(self) -> None:
         assert self.state is not None
@@ -309,12 +347,24 @@ class Lab:
         }
 
 
-def _pyenv() -> dict[str, str]:
-    """Environment for our helper processes: they must import this very package."""
-    env = dict(os.environ)
-    pkg_parent = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = pkg_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
+def _pid_from_root(root: Path) -> int:
+    """The zfsperf pid in a run lab's directory name (`<lab>-run<PID>`), for state files that
+    predate owner_pid."""
+    name = Path(root).name
+    tail = name.rsplit("-run", 1)[-1] if "-run" in name else ""
+    return int(tail) if tail.isdigit() else 0
+
+
+def lab_roots() -> list[Path]:
+    """Every zfsperf lab directory on this machine: under /run/zfsperf and beside ZFSPERF_LAB."""
+    parents = {DEFAULT_LAB.parent, lab_dir_from_env().parent}
+    roots: set[Path] = set()
+    for parent in parents:
+        try:
+            roots |= {p.parent for p in parent.glob("*/state.json")}
+        except OSError:
+            continue
+    return sorted(roots)
 
 
 def stop_signal_safe(lab: Lab) -> None:

@@ -23,7 +23,7 @@ class ZfsFuseTarget(Target):
     def __init__(self, lab: Lab, *, owns_lab: bool = False, log: proc.CommandLog = proc.NULL_LOG) -> None:
         super().__init__(log)
         self.lab = lab
-        self.owns_lab = owns_lab
+        self.owns_daemon = owns_lab
         self._version: str | None = None
         self._missing: dict[str, set[str]] = {}      # kstat fields this zfs-fuse does not have
 
@@ -110,6 +110,9 @@ class ZfsFuseTarget(Target):
         out["daemon"] = self.lab.status()
         return out
 
+    def daemon(self) -> Lab:
+        return self.lab
+
     def close(self) -> None:
-        if self.owns_lab:
+        if self.owns_daemon:
             stop_signal_safe(self.lab)

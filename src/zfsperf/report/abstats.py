@@ -1,0 +1,146 @@
+"""The statistics behind compare's verdicts, one function per design.
+
+All work on log values (a ratio new/old is what a performance change is; logs make it additive
+and symmetric). Each returns the change as a ratio, a two-sided p-value, a 95 % interval for the
+ratio when one exists, and the *detectable change*: the smallest change this data could have
+called significant with 80 % power at alpha 0.05, from its own observed variance and n (a
+t-based approximation: (t_{1-α/2} + t_{0.8}) · SE). A verdict of "not significant" says nothing
+without that figure: "~ (could see >= 2.4 %)" does.
+
+Designs:
+- paired(): one run, interleaved blocks; each block holds one iteration of A and of B, so drift
+  over the run falls on both alike and the block-to-block level cancels out of the within-block
+  log-ratio. The test is an exact sign-flip permutation test on the mean log-ratio (Fisher's
+  randomization test: under "no effect" each pair's sign is a coin toss). Chosen over Wilcoxon's
+  signed-rank test because it uses the ratios' sizes, not only their ranks (more power on the
+  near-normal log-ratios zfsperf sees), while its smallest p is the same, 2 / 2^n: at least 6
+  blocks are needed for p < 0.05. The interval is Student's t on the mean log-ratio.
+- runs(): runs as the unit (Kalibera & Jones, "Rigorous benchmarking in reasonable time", ISMM
+  2013): each run's median is one observation, so the variance *between* runs -- which a run's
+  own iterations never show -- is what the test is judged against. Welch's t on log run medians;
+  when one side has a single run, the other side's between-run variance stands for both.
+- known_noise(): one run a side, with the between-run spread known from the history store's
+  earlier runs of the same case on the same host and target (a robust estimate from successive
+  differences, so one real step in the history does not inflate it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+ALPHA = 0.05
+POWER = 0.80
+EXACT_SIGN_FLIPS = 16          # up to 2^16 sign vectors enumerated; beyond, a seeded Monte Carlo
+MIN_BLOCKS = 6                 # 2 / 2^6 = 0.031: the fewest pairs with which p < 0.05 is possible
+
+
+@dataclass
+class Estimate:
+    ratio: float                          # new / old
+    p: float | None                       # two-sided; None when no test could be made
+    ci: tuple[float, float] | None        # 95 % interval of the ratio
+    detectable_pct: float | None          # smallest change seen with 80 % power, in %
+    n: str                                # what the test counted, e.g. "8 pairs", "3 vs 2 runs"
+
+
+def _mde(se: float, df: float) -> float | None:
+    if se == 0:
+        return 0.0
+    if not (se > 0 and df >= 1):
+        return None
+    k = sps.t.ppf(1 - ALPHA / 2, df) + sps.t.ppf(POWER, df)
+    return float(np.expm1(k * se) * 100)
+
+
+def _t_ci(mean: float, se: float, df: float) -> tuple[float, float] | None:
+    if not (se >= 0 and df >= 1):
+        return None
+    h = sps.t.ppf(1 - ALPHA / 2, df) * se
+    return (float(math.exp(mean - h)), float(math.exp(mean + h)))
+
+
+def sign_flip_p(d: np.ndarray) -> float:
+    """Exact two-sided sign-flip permutation p of mean(d) (seeded Monte Carlo beyond 2^16)."""
+    n = len(d)
+    obs = abs(d.mean())
+    if n <= EXACT_SIGN_FLIPS:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))
+    else:
+        signs = np.random.default_rng(20261123).choice((1.0, -1.0), size=(65536, n))
+        signs[0] = 1.0
+    means = np.abs(signs @ d) / n
+    return float(np.mean(means >= obs - 1e-12 * max(1.0, obs)))
+
+
+def paired(a: list[float], b: list[float]) -> Estimate | None:
+    """a[i], b[i]: the same block's iterations of A and B (positive values)."""
+    x, y = np.asarray(a, float), np.asarray(b, float)
+    if len(x) != len(y) or len(x) < 2 or np.any(x <= 0) or np.any(y <= 0):
+        return None
+    d = np.log(y) - np.log(x)
+    n = len(d)
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    se = sd / math.sqrt(n)
+    p = 1.0 if np.all(d == 0) else sign_flip_p(d)
+    return Estimate(math.exp(mean), p, _t_ci(mean, se, n - 1), _mde(se, n - 1), f"{n} pairs")
+
+
+def runs(base: list[float], new: list[float]) -> Estimate | None:
+    """base, new: one median per run (positive values); at least 3 runs in all, one side >= 2."""
+    x, y = np.log(np.asarray(base, float)), np.log(np.asarray(new, float))
+    k1, k2 = len(x), len(y)
+    if k1 + k2 < 3 or min(k1, k2) < 1 or max(k1, k2) < 2:
+        return None
+    diff = float(y.mean() - x.mean())
+    if k1 >= 2 and k2 >= 2:
+        v1, v2 = x.var(ddof=1) / k1, y.var(ddof=1) / k2
+        se = math.sqrt(v1 + v2)
+        df = (v1 + v2) ** 2 / ((v1 ** 2 / (k1 - 1)) + (v2 ** 2 / (k2 - 1))) if v1 + v2 > 0 else k1 + k2 - 2
+    else:
+        many = x if k1 >= 2 else y
+        s2 = float(many.var(ddof=1))
+        se = math.sqrt(s2 * (1 / k1 + 1 / k2))
+        df = len(many) - 1
+    return _t_estimate(diff, se, df, f"{k1} vs {k2} runs")
+
+
+def between_run_sd(history: list[float]) -> float | None:
+    """The spread of one run's log median around the level, from successive differences of a
+    history of run medians (robust: MAD of the differences / sqrt 2), or None under 5 runs."""
+    h = np.log(np.asarray([v for v in history if v > 0], float))
+    if len(h) < 5:
+        return None
+    dd = np.diff(h)
+    return float(1.4826 * np.median(np.abs(dd - np.median(dd))) / math.sqrt(2))
+
+
+def known_noise(base: list[float], new: list[float], sd: float, history_n: int) -> Estimate | None:
+    """One (or a few) runs a side, judged against a between-run sd known from history_n runs."""
+    if not base or not new or any(v <= 0 for v in base + new):
+        return None
+    diff = float(np.mean(np.log(new)) - np.mean(np.log(base)))
+    se = sd * math.sqrt(1 / len(base) + 1 / len(new))
+    return _t_estimate(diff, se, history_n - 1, f"{len(base)} vs {len(new)} runs, noise from {history_n} earlier")
+
+
+def _t_estimate(diff: float, se: float, df: float, n: str) -> Estimate:
+    if se <= 0:
+        p = 1.0 if diff == 0 else 0.0
+    else:
+        p = float(2 * sps.t.sf(abs(diff) / se, df))
+    return Estimate(math.exp(diff), p, _t_ci(diff, se, df), _mde(se, df), n)
+
+
+def unpaired_detectable(a: list[float], b: list[float]) -> float | None:
+    """The detectable change of two independent samples (logs, pooled variance)."""
+    x, y = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
+    if len(x) < 2 or len(y) < 2 or np.any(~np.isfinite(x)) or np.any(~np.isfinite(y)):
+        return None
+    df = len(x) + len(y) - 2
+    s2 = ((len(x) - 1) * x.var(ddof=1) + (len(y) - 1) * y.var(ddof=1)) / df
+    return _mde(math.sqrt(s2 * (1 / len(x) + 1 / len(y))), df)

@@ -1,0 +1,149 @@
+"""Steady state on real runs: the verdict at the workload's time scale and across iterations, where
+people look (the summary table, summary.txt, report, compare), on real zfs-fuse."""
+
+import json
+
+from conftest import zfsperf
+from test_runner import last_dir, records, write_runfile
+from zfsperf import steady
+from zfsperf.steady import rounds, timescale
+
+STEADY = """
+[defaults]
+iterations = 5
+warmup = 1
+[defaults.pool]
+vdevs = 1
+vdev_size = "2G"
+prefill = true
+[defaults.dataset]
+primarycache = "none"
+[defaults.steady]
+mode = "record"
+interval = 0.4
+[[test]]
+name = "receive"
+workload = "receive"
+corpus = { kind = "random", size = "32M", seed = 21 }
+threads = 2
+duration = "3s"
+"""
+
+# buffered 4k random reads with a zipf hot set, cached as they are read (on zfs-fuse the FUSE page
+# cache and the ARC; on OpenZFS the ARC): the rate climbs for the whole run -- a warm-up that never
+# ends inside it
+WARMING = """
+[defaults]
+iterations = 1
+[defaults.pool]
+vdevs = 1
+vdev_size = "1G"
+[defaults.dataset]
+primarycache = "all"
+[defaults.steady]
+mode = "record"
+interval = 0.5
+[[test]]
+name = "cachefill"
+workload = "fio"
+rw = "randread"
+bs = "4k"
+size = "384M"
+random_distribution = "zipf:1.1"
+runtime = 15
+"""
+
+
+def test_default_like_receive_case_earns_a_steady_verdict(tmp_path, lab):
+    """The default suite's shape (receive rounds back to back for a few seconds, 5 iterations): each
+    iteration is too short for a window at its time scale (1 s bins of whole rounds), so the verdict
+    comes from the iterations as SNIA's rounds -- and it is steady, said in the summary table."""
+    res = zfsperf("run", "-r", str(write_runfile(tmp_path, STEADY)), "-o", str(tmp_path / "res"), "--no-history")
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    recs = records(d)
+    for r in recs:
+        ts = r["steady"]["timescale"]
+        assert ts["span_s"] >= 1.0 and "receive round" in ts["cycle"] and ts["samples"] < ts["raw_samples"]
+    v = rounds.case_verdict(recs, "throughput")
+    assert v.steady is True, v
+    assert "steady" in res.stdout.split("Results Summary")[0]
+    summary = (d / "summary.txt").read_text()
+    assert "steady" in summary and "not steady" not in summary
+    rep = zfsperf("report", str(d)).stdout
+    assert "steady state (record): steady" in rep and "judged on samples spanning a receive round" in rep
+
+
+def test_a_cache_still_filling_is_not_steady_with_its_reason(tmp_path, lab):
+    res = zfsperf("run", "-r", str(write_runfile(tmp_path, WARMING)), "-o", str(tmp_path / "res"), "--no-history")
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    (r,) = records(d)
+    st = r["steady"]
+    assert st["timescale"]["span_s"] == 1.0 and st["samples"] >= 10
+    assert st["steady"] is False and "workload_iops" in st["why"], st
+    series = steady.read_series(str(d / r["series"]))
+    vals = [s["metrics"]["workload_iops"] for s in timescale.bin_means(
+        timescale.running(steady.decision_samples(series), "workload_iops"), 1.0) if s["metrics"].get("workload_iops")]
+    assert vals[-1] > 2 * vals[1]                                  # it really was still climbing
+    assert "not steady: iteration 1: headline workload_iops" in (d / "summary.txt").read_text()
+    # compare says so next to its verdict
+    out = zfsperf("compare", str(d), str(d), "--no-history").stdout
+    assert "was not in a steady state" in out
+    _chart_panels_drawn(d, r)
+
+
+def _chart_panels_drawn(d, r) -> None:
+    """The steady chart as a person sees it: report.html in headless Chromium (every image loads, the
+    page is not blank), and in the chart itself every panel has its judged line drawn."""
+    import io
+    import re
+    import matplotlib.image as mpimg
+    import numpy as np
+    from test_report import _chromium
+    from zfsperf.report import plots
+    page = d / "report.html"
+    n_img = page.read_text().count("<img ")
+    profile = d.parent / "profile"
+    dom = _chromium(f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", page.as_uri())
+    assert re.search(r"<body[^>]*>", dom.stdout).group(0) == f'<body data-images="{n_img}/{n_img}">'
+    shot = d.parent / "shot.png"
+    _chromium(f"--user-data-dir={profile}", "--window-size=1200,2400", f"--screenshot={shot}", page.as_uri())
+    assert float(mpimg.imread(shot)[..., :3].std()) > 0.05
+    png = plots.steady_chart(d / r["series"], r["steady"])
+    px = mpimg.imread(io.BytesIO(png))[..., :3]
+    blue = (np.abs(px - np.array([0.12, 0.47, 0.71])).sum(axis=2) < 0.15)     # the judged line
+    rows = np.flatnonzero(blue.any(axis=1))
+    metrics = {k for s in steady.read_series(str(d / r["series"])) for k, v in s["metrics"].items()
+               if isinstance(v, (int, float))}
+    bands = 1 + (len(metrics) - 1 + 1) // 2                            # headline row + two per row
+    height = px.shape[0]
+    for b in range(bands):                                             # a line in every row of panels
+        lo, hi = height * (0.05 + 0.9 * b / bands), height * (0.05 + 0.9 * (b + 1) / bands)
+        assert ((rows > lo) & (rows < hi)).any(), f"row {b + 1} of {bands} has no line"
+    left, right = blue[:, : px.shape[1] // 2].any(), blue[:, px.shape[1] // 2:].any()
+    assert left and right
+
+
+def test_bins_are_means_of_whole_spans_and_edges_are_trimmed():
+    samples = [{"t": 0.4 * (i + 1), "metrics": {"m": v}} for i, v in enumerate(
+        [None, None, 10, 30, 10, 30, 10, 30, 10, 30, 0, 0])]
+    run = timescale.running(samples, "m")
+    assert [s["metrics"]["m"] for s in run] == [10, 30, 10, 30, 10, 30, 10, 30]
+    bins = timescale.bin_means(run, 0.8)
+    assert [b["metrics"]["m"] for b in bins] == [20, 20, 20, 20]
+    assert timescale.span(0.4, 0.25) == 1.0 and timescale.span(0.4, 2.5) == 2.5
+
+
+def test_rounds_rule_is_snias():
+    ok, rng, slope = rounds.rounds_rule([100, 101, 99, 100, 100])
+    assert ok and rng < 3 and slope < 3
+    ok, rng, slope = rounds.rounds_rule([100, 105, 110, 115, 120])     # a 20 % climb: slope fails
+    assert not ok and slope > 10
+    recs = [{"status": "PASS", "iteration": i + 1, "figures": {"t": {"value": v}},
+             "steady": {"samples": 3, "steady": False, "criteria": {"window": 10}}}
+            for i, v in enumerate([100, 140, 90, 130, 95])]
+    v = rounds.case_verdict(recs, "t")
+    assert v.steady is False and "the last 5 iterations vary" in v.why
+    assert rounds.case_verdict(recs[:2], "t").steady is None
+    json.dumps(v.as_dict())
