@@ -20,6 +20,7 @@ bench: deps
 	.venv/bin/python bench/recv_overhead.py
 	.venv/bin/python bench/sampler_overhead.py
 	.venv/bin/python bench/steady_eval.py
+	.venv/bin/python bench/truth.py
 
 clean:
 	rm -rf .venv build src/*.egg-info .pytest_cache

@@ -2,6 +2,7 @@
 renderer against seed 003's exact layout."""
 
 import json
+import subprocess
 
 import pytest
 
@@ -136,3 +137,54 @@ def test_unified_mixed_output_is_read_not_dropped():
         j.pop("mixed")
     with pytest.raises(InputError, match="no I/O class"):
         fiojson.result(obj)
+
+
+def _real_fio(tmp_path, *options: str) -> dict:
+    """Real fio (3.33 here) on a small file: the output forms a user's options make."""
+    out = subprocess.run(["fio", "--name=t", f"--filename={tmp_path / 'f'}", "--size=2M", "--rw=randrw",
+                          "--bs=4k", "--ioengine=psync", "--randseed=1", "--output-format=json+", *options],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    return fiojson.parse(out)
+
+
+@pytest.mark.parametrize("version, want", [("fio-3.6-31-g4386", (3, 6)), ("fio-3.33", (3, 33)),
+                                           ("fio-3.36-rc1", (3, 36)), ("fio-3.18", (3, 18)),
+                                           ("fio-2.1.10", (2, 1)), ("fio-3", (3, 0))])
+def test_fio_version_strings_including_git_describe(version, want):
+    """A git-describe build fio-3.6-31-g4386 came back as (3, 6314386) and passed the >= 3.18 check."""
+    assert fiojson.fio_version({"fio version": version}) == want
+
+
+def test_unified_rw_reporting_both_counts_every_io_once(tmp_path):
+    """With =both fio prints read, write AND mixed (their sum): the totals counted each I/O twice."""
+    obj = _real_fio(tmp_path, "--unified_rw_reporting=both")
+    job = obj["jobs"][0]
+    assert job["mixed"]["total_ios"] == job["read"]["total_ios"] + job["write"]["total_ios"] > 0
+    res = fiojson.result(obj)
+    figs = stats_figures(res.classes)
+    assert figs["iops"]["value"] == pytest.approx(job["read"]["iops"] + job["write"]["iops"])
+    assert figs["bw"]["value"] == pytest.approx((job["read"]["bw_bytes"] + job["write"]["bw_bytes"]) / 1048576)
+    assert figs["mixed_iops"]["value"] == pytest.approx(job["mixed"]["iops"])      # still shown, as fio's sum
+    assert fiojson.progress(obj)["ios"] == job["mixed"]["total_ios"]
+    # =mixed alone: the one class is the total, and progress counts it
+    only = _real_fio(tmp_path, "--unified_rw_reporting=mixed")
+    assert stats_figures(fiojson.result(only).classes)["iops"]["value"] == pytest.approx(only["jobs"][0]["mixed"]["iops"])
+    assert fiojson.progress(only)["ios"] == only["jobs"][0]["mixed"]["total_ios"] > 0
+    assert "mixed" in histograms(fiojson.result(only).classes)
+
+
+def test_total_latency_percentiles_are_read_and_named(tmp_path):
+    """lat_percentiles=1, clat_percentiles=0: fio puts percentiles and bins under lat_ns only; p99
+    and the histogram vanished. Now read, and named as total (not completion) latency."""
+    obj = _real_fio(tmp_path, "--lat_percentiles=1", "--clat_percentiles=0")
+    job = obj["jobs"][0]
+    assert "percentile" not in job["read"]["clat_ns"] and "percentile" in job["read"]["lat_ns"]
+    st = fiojson.result(obj).classes["read"]
+    assert st.lat_kind == "total" and st.lat_n == job["read"]["lat_ns"]["N"]
+    assert st.lat_mean_ns == pytest.approx(job["read"]["lat_ns"]["mean"])
+    figs = stats_figures(fiojson.result(obj).classes)
+    assert figs["read_lat_p99"]["value"] > 0
+    h = histograms(fiojson.result(obj).classes)
+    assert h["read"]["latency"] == "total" and h["read"]["title"] == "Read total" and h["read"]["count"] > 0
+    default = fiojson.result(_real_fio(tmp_path)).classes["read"]
+    assert default.lat_kind == "completion" and default.percentiles_ns

@@ -93,6 +93,28 @@ def test_no_change_point_on_an_unchanged_history(history):
     # importing again adds nothing
     again = zfsperf("history", "import", *map(str, changed[:6]), "--store", store)
     assert "0 run(s) added, 6 already there" in again.stdout
+    # options where a user puts them: between the action and the directories, and between those
+    # ("unrecognized arguments" before); the same import, so nothing new is added
+    for argv in (["history", "import", "--store", store, *map(str, changed[:2])],
+                 ["history", "import", str(changed[0]), "--store", store, str(changed[1])],
+                 ["history", "--store", store, "import", *map(str, changed[:2])]):
+        res = zfsperf(*argv)
+        assert res.returncode == 0 and "0 run(s) added, 2 already there" in res.stdout, (argv, res.stderr)
+
+
+def test_options_go_anywhere_in_every_subcommand():
+    """Every subcommand parses options between its positionals exactly as before them."""
+    from zfsperf.cli import build_parser
+    cases = {"history": (["import", "d1", "d2"], ["--store", "s.sqlite"]),
+             "compare": (["a", "b"], ["--json"]), "report": (["a", "b"], ["--format", "md"]),
+             "steady": (["series.jsonl"], ["--window", "8"]), "list": ([], ["-r", "quick"])}
+    ap = build_parser()
+    sub = next(a for a in ap._actions if a.dest == "cmd")
+    assert set(cases) <= set(sub.choices)
+    for cmd, (pos, opt) in cases.items():
+        want = ap.parse_args([cmd, *opt, *pos])
+        for i in range(len(pos) + 1):
+            assert ap.parse_args([cmd, *pos[:i], *opt, *pos[i:]]) == want, (cmd, i)
 
 
 def test_bad_input_touches_nothing(history, tmp_path):

@@ -1,12 +1,13 @@
 """zpool iostat parsers: human form on real zfs-fuse output, -Hp and human on captured OpenZFS output."""
 
+import contextlib
 import os
 
 import pytest
 
 from conftest import VERSIONS, fixture
 from zfsperf.errors import InputError
-from zfsperf.metrics.iostat import parse_hp_reports, parse_human_reports
+from zfsperf.metrics.iostat import parse_hp_reports, parse_human_reports, pool_metrics
 from zfsperf.pool import destroy_busy
 
 
@@ -19,21 +20,28 @@ def test_hp_and_human_agree_on_captures(version):
 
 
 def test_hp_rows_with_latency_columns():
-    rows = parse_hp_reports(fixture("openzfs-2.3.2", "zpool_iostat_-Hp_-y_-l_tank_2_5.txt"), "tank")
+    rows = parse_hp_reports(fixture("openzfs-2.3.2", "zpool_iostat_-Hp_-y_-l_tank_2_5.txt"), "tank", ["-l"])
     assert len(rows) == 5 and all(r["read_ops"] == 0 for r in rows) and all(r["write_ops"] > 0 for r in rows)
 
 
-def test_human_on_real_zfs_fuse(lab, target, tmp_path):
-    vd = tmp_path / "io.img"
+@contextlib.contextmanager
+def fuse_pool(lab, target, tmp_path, name):
+    """A throwaway 128 MiB zfs-fuse pool on a file, destroyed afterwards."""
+    vd = tmp_path / f"{name}.img"
     vd.write_bytes(b"")
     os.truncate(vd, 128 << 20)
-    assert lab.run(["zpool", "create", "-m", str(tmp_path / "m"), "iop", str(vd)]).ok
+    assert lab.run(["zpool", "create", "-m", str(tmp_path / "m"), name, str(vd)]).ok
     try:
+        yield name
+    finally:
+        destroy_busy(target, name)           # zfs-fuse may call it busy right after iostat
+
+
+def test_human_on_real_zfs_fuse(lab, target, tmp_path):
+    with fuse_pool(lab, target, tmp_path, "iop"):
         res = lab.run(["zpool", "iostat", "iop", "1", "2"])
         rows = parse_human_reports(res.stdout, "iop")
         assert len(rows) == 2 and rows[0]["alloc"] > 0 and rows[0]["free"] > rows[0]["alloc"]
-    finally:
-        destroy_busy(target, "iop")           # zfs-fuse may call it busy right after iostat
 
 
 def test_bad_rows_name_the_line():
@@ -55,3 +63,38 @@ def test_latency_histogram_header_and_rows(version, rebuild):
     assert sum(n for _b, n in hist["total_wait_write"]) > 0
     with pytest.raises(InputError):
         parse_hp_histogram(fixture(version, "zpool_iostat_-Hp_-w_-y_tank_5_1.txt"), cols[:-1])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_hp_queue_columns_are_not_read_as_latencies(version):
+    """-Hp -q without -l: the queue columns were read as waits (pool_lat_ms 0.0 on 2.1, whose
+    18-field rows looked like -l ones). Parsed by the groups asked for: queues, no latency."""
+    rows = parse_hp_reports(fixture(version, "zpool_iostat_-Hp_-q_-y_tank_1_3.txt"), "tank", ["-q"])
+    assert len(rows) == 3 and all("total_wait_write" not in r for r in rows)
+    assert "pool_lat_ms" not in pool_metrics(rows[0], 1)
+    assert rows[1]["asyncq_write_pend"] + rows[1]["asyncq_write_activ"] >= 1
+    assert ("rebuildq_write_pend" in rows[0]) == (version == "openzfs-2.3.2")      # 2.2+ only
+    both = parse_hp_reports(fixture(version, "zpool_iostat_-Hp_-l_-q_tank.txt"), "tank", ["-l", "-q"])
+    assert both[0]["total_wait_write"] > 0 and "syncq_read_pend" in both[0]
+    with pytest.raises(InputError, match="does not fit"):          # -q output read as -l: refused
+        parse_hp_reports(fixture(version, "zpool_iostat_-Hp_-q_-y_tank_1_3.txt"), "tank", ["-l"])
+
+
+def test_hp_with_spaces_or_without_the_pool_is_an_error_not_nothing():
+    text = fixture("openzfs-2.3.2", "zpool_iostat_-Hp_-y_-l_tank_2_5.txt")
+    with pytest.raises(InputError, match="not tab-separated") as e:
+        parse_hp_reports(text.replace("\t", "  "), "tank", ["-l"], "pasted.txt")
+    assert "pasted.txt:1" in str(e.value)
+    with pytest.raises(InputError, match="no row for pool 'other'"):
+        parse_hp_reports(text, "other", ["-l"])
+    with pytest.raises(InputError, match="no row for pool"):
+        parse_human_reports("", "tank")
+
+
+def test_human_pool_named_pool_on_real_zfs_fuse(lab, target, tmp_path):
+    """The header line starts with the word `pool`: a pool named pool made it an unreadable row."""
+    with fuse_pool(lab, target, tmp_path, "pool"):
+        res = lab.run(["zpool", "iostat", "pool", "1", "2"])
+        assert res.stdout.split("\n")[1].split()[:2] == ["pool", "alloc"]      # the header is there
+        rows = parse_human_reports(res.stdout, "pool")
+        assert len(rows) == 2 and rows[0]["alloc"] > 0

@@ -48,7 +48,7 @@ def test_arc_metrics_absent_where_zfs_fuse_lacks_fields(target, vdev_root):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_pool_latency_from_hp_l(version):
-    rows = parse_hp_reports(fixture(version, "zpool_iostat_-Hp_-y_-l_tank_2_5.txt"), "tank")
+    rows = parse_hp_reports(fixture(version, "zpool_iostat_-Hp_-y_-l_tank_2_5.txt"), "tank", ["-l"])
     assert rows and all("total_wait_write" in r for r in rows)
     r = rows[0]
     m = pool_metrics(r, 2)
@@ -210,3 +210,21 @@ def _sampled_write(s: Sampler, target, pool, mib: int) -> list[dict]:
     s.stop()
     assert dd.returncode == 0
     return [json.loads(x) for x in s.path.read_text().splitlines()]
+
+
+def test_arc_hit_ratio_counts_iohits_as_arcstat_does():
+    """OpenZFS 2.2+ publishes iohits (reads that found their I/O in flight); arcstat there counts
+    them among the reads: hit% = hits / (hits + iohits + misses). They were ignored, so the ratio
+    came out too high. The real 2.3.2 capture had no in-flight hits during its load, so this test
+    adds some to the 'after' reading; the 2.1.11 capture has no iohits field at all."""
+    before = parse_named(fixture("openzfs-2.3.2", "kstat_arcstats_before_load.txt"))
+    after = dict(parse_named(fixture("openzfs-2.3.2", "kstat_arcstats_after_write_load.txt")))
+    assert "iohits" in before and "iohits" in after
+    after["iohits"] = before["iohits"] + 5000
+    dh, dm = after["hits"] - before["hits"], after["misses"] - before["misses"]
+    iv = arc.interval_metrics(before, after, 10.0, l2_capacity=None, l2_write_max=None)
+    assert iv["arc_hit_ratio"] == pytest.approx(dh / (dh + 5000 + dm))
+    assert arc.hit_ratio_definition(after) == arc.HIT_RATIO_WITH_IOHITS
+    old = parse_named(fixture("openzfs-2.1.11", "kstat_arcstats_after_write_load.txt"))
+    assert "iohits" not in old and arc.hit_ratio_definition(old) == arc.HIT_RATIO_CLASSIC
+    assert "iohits" in arc.FIELDS                     # the sampler reads it where it is published

@@ -61,3 +61,66 @@ def test_truncated_and_garbage(small_corpus, tmp_path):
     junk.write_bytes(b"\x00" * 4096)
     with pytest.raises(StreamError, match="not a ZFS send stream"):
         walk_file(str(junk))
+
+
+@pytest.fixture(scope="module")
+def replication_streams(target, vdev_root):
+    """Real `zfs send -R` / `-I` streams from zfs-fuse: a filesystem with three snapshots (data
+    added between them) and a filesystem with a child, both snapshotted recursively twice."""
+    d = vdev_root / "repl"
+    d.mkdir(exist_ok=True)
+    subprocess.run(["truncate", "-s", "128M", str(d / "v0")], check=True)
+    pool = "zrepl"
+
+    def run(*argv):
+        res = target.run(list(argv))
+        assert res.ok, (argv, res.error_text())
+        return res
+    run("zpool", "create", "-f", pool, str(d / "v0"))
+    try:
+        run("zfs", "create", f"{pool}/three")
+        for snap in ("s1", "s2", "s3"):
+            run("dd", "if=/dev/urandom", f"of=/{pool}/three/{snap}", "bs=64k", "count=4")
+            run("zfs", "snapshot", f"{pool}/three@{snap}")
+        run("zfs", "create", f"{pool}/fs")
+        run("zfs", "create", f"{pool}/fs/child")
+        run("dd", "if=/dev/urandom", f"of=/{pool}/fs/child/f", "bs=64k", "count=2")
+        run("zfs", "snapshot", "-r", f"{pool}/fs@a")
+        run("zfs", "snapshot", "-r", f"{pool}/fs@b")
+        out = {}
+        for name, argv in {"threeR": ["-R", f"{pool}/three@s3"], "fsR": ["-R", f"{pool}/fs@a"],
+                           "fsRi": ["-R", "-i", "@a", f"{pool}/fs@b"],
+                           "threeI": ["-I", "@s1", f"{pool}/three@s3"]}.items():
+            path = d / f"{name}.zfs"
+            with open(path, "wb") as f:
+                p = target.popen(["zfs", "send", *argv], stdout=f)
+                assert p.wait(timeout=120) == 0
+            out[name] = str(path)
+        yield pool, out
+    finally:
+        target.run(["zpool", "destroy", "-f", pool])
+
+
+def test_replication_stream_identity_is_its_first_begin(replication_streams, target):
+    """A full -R stream of pool/fs@s3 with earlier snapshots is full and of @s3 (it came back as
+    @s2, incremental); a full -R of pool/fs@a with a child is of pool/fs@a, not pool/fs/child@a.
+    The substreams are listed in order."""
+    pool, paths = replication_streams
+    three = walk_file(paths["threeR"])
+    assert (three.toname, three.incremental, three.compound) == (f"{pool}/three@s3", False, True)
+    assert [(s.toname, s.fromguid != 0) for s in three.substreams] == [
+        (f"{pool}/three@s1", False), (f"{pool}/three@s2", True), (f"{pool}/three@s3", True)]
+    fs = walk_file(paths["fsR"])
+    assert (fs.toname, fs.incremental) == (f"{pool}/fs@a", False)
+    assert [s.toname for s in fs.substreams] == [f"{pool}/fs@a", f"{pool}/fs/child@a"]
+    inc = walk_file(paths["fsRi"])
+    assert (inc.toname, inc.incremental, inc.fromsnap) == (f"{pool}/fs@b", True, "a")
+    seq = walk_file(paths["threeI"])              # -I without -R: a header without an nvlist
+    assert (seq.toname, seq.incremental) == (f"{pool}/three@s3", True)
+    # the receive check looks for the stream's own snapshot: it exists after a real receive
+    s = corpus.from_file(paths["threeR"]).stream
+    assert s.snapshot == "s3" and not s.incremental
+    p = target.popen(["zfs", "receive", f"{pool}/got"], stdin_file=paths["threeR"])
+    assert p.wait(timeout=120) == 0
+    snaps = target.run(["zfs", "list", "-H", "-t", "snapshot", "-o", "name", "-r", f"{pool}/got"]).stdout.split()
+    assert f"{pool}/got@{s.snapshot}" in snaps

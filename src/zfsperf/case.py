@@ -14,6 +14,7 @@ from typing import Any
 from . import proc, steady
 from .control import Control, Interrupted
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
+from .metrics import crosscheck
 from .metrics.sampler import Sampler, series_path
 from .params import Journal, TunableSession
 from .pool import PoolManager
@@ -22,6 +23,7 @@ from .results.store import ResultsDir
 from .runfile import Case
 from .targets.base import Target
 from .ui import Console
+from .units import parse_duration
 from .workloads import WORKLOADS
 from .workloads.base import CaseContext, CaseTimeout, WorkloadFailed
 
@@ -108,8 +110,27 @@ class CaseRunner:
             if t.steady.mode == "gate":
                 record["steady"] = self._precondition(ctx, wl, sampler, t.steady,
                                                       wl.active_bytes(case.params, prepared))
+            arc0, t_measure = self._arcstats(), sampler.elapsed() if sampler is not None else 0.0
             figures = wl.run(ctx)
             self.control.check()                   # a workload whose processes a signal stopped is no result
+            checks = list(ctx.cross_checks)
+            if sampler is not None:
+                window = [x for x in sampler.snapshot() if x.get("t", 0) >= t_measure]
+                checks.append(crosscheck.arc_hit_ratio(window, arc0, self._arcstats()))
+                bw = (figures.get(wl.bandwidth_figure) or {}).get("value") if wl.bandwidth_figure else None
+                if bw:
+                    props = self._dataset_properties(ctx)
+                    seconds = ctx.measure_seconds or parse_duration(ctx.params.get("runtime", 10))
+                    between = crosscheck.bandwidth_obstacles(wl.name, ctx.params, props, seconds)
+                    checks.append(crosscheck.pool_bandwidth(window, wl.bandwidth_figure, bw, between))
+                    iops = (figures.get("iops") or {}).get("value") if wl.name == "fio" else None
+                    if iops:
+                        checks.append(crosscheck.pool_ops(window, "iops", iops,
+                                                          between or crosscheck.ops_obstacles(ctx.params, props)))
+            record["cross_checks"] = [c.to_json() for c in checks if c is not None]
+            for c in checks:
+                if c is not None and c.agrees is False:
+                    self.ui.say(f"warning: {case.id}: cross-check disagrees: {c.describe()}")
             if sampler is not None:
                 sampler.mark("workload end")
                 sampler.stop()
@@ -331,6 +352,20 @@ class CaseRunner:
         ctx.log.write(f"# steady state: {'steady' if verdict.steady else out.get('note')} after {rounds} rounds; "
                       f"measuring from t={out['measure_start']} s")
         return out
+
+    def _dataset_properties(self, ctx: CaseContext) -> dict[str, str]:
+        """compression and primarycache of the case's dataset as ZFS reports them (inherited ones
+        included): what decides whether a cross-check against the pool can be judged."""
+        res = self.target.run(["zfs", "get", "-H", "-o", "property,value", "compression,primarycache",
+                               ctx.pool.root])
+        return dict(ln.split("\t", 1) for ln in res.stdout.splitlines() if "\t" in ln) if res.ok else {}
+
+    def _arcstats(self) -> dict[str, float] | None:
+        """The ARC's raw counters now (the cross-check's start and end), or None where unreadable."""
+        try:
+            return self.target.kstat_fields("arcstats", ("hits", "iohits", "misses"))
+        except (OSError, TargetError):
+            return None
 
     def _teardown(self, ctx: CaseContext | None, session: TunableSession | None, pools: PoolManager,
                   pool, *, failed: bool, log: proc.CommandLog) -> str | None:

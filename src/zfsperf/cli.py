@@ -60,8 +60,27 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arc-max", type=int, metavar="MB", help="zfs-fuse ARC size in MB (embedded daemon only)")
 
 
+class Parser(argparse.ArgumentParser):
+    """Options wherever a user puts them: positionals and options interleave in every subcommand
+    (`history import --store X DIR` as well as `history --store X import DIR`). argparse's plain
+    parse stops filling a list positional at the first option; its intermixed parse does not,
+    but cannot hold subcommands, so it is used by every parser that has none."""
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        nested = any(a.nargs in (argparse.PARSER, argparse.REMAINDER) for a in self._actions)
+        if self._intermixing or nested:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="zfsperf", description="A performance test suite for ZFS.")
+    ap = Parser(prog="zfsperf", description="A performance test suite for ZFS.")
     ap.add_argument("--version", action="version", version=f"zfsperf {__version__}")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
     _add_run(sub)

@@ -10,9 +10,32 @@ from __future__ import annotations
 from typing import Mapping
 
 # the arcstats fields the sampler reads (zfs-fuse reads one file per field: read only these)
-FIELDS = ("size", "c_max", "hits", "misses", "mru_size", "mfu_size", "data_size", "metadata_size",
+FIELDS = ("size", "c_max", "hits", "iohits", "misses", "mru_size", "mfu_size", "data_size", "metadata_size",
           "l2_size", "l2_asize", "l2_hits", "l2_misses", "l2_read_bytes", "l2_write_bytes")
 MIB = 1048576.0
+
+
+# The hit ratio as OpenZFS's own arcstat defines it for the version at hand: 2.2 added `iohits`
+# (a read that found its block's I/O already in flight) and arcstat counts it as a read that is
+# neither a hit nor a miss: hit% = hits / (hits + iohits + misses). Before 2.2 (and on zfs-fuse)
+# there are only hits and misses.
+HIT_RATIO_WITH_IOHITS = "hits / (hits + iohits + misses), as arcstat in OpenZFS 2.2+"
+HIT_RATIO_CLASSIC = "hits / (hits + misses), as arcstat before OpenZFS 2.2 (no iohits published)"
+
+
+def hit_ratio_definition(cur: Mapping[str, float]) -> str:
+    return HIT_RATIO_WITH_IOHITS if "iohits" in cur else HIT_RATIO_CLASSIC
+
+
+def hit_ratio(prev: Mapping[str, float], cur: Mapping[str, float]) -> float | None:
+    """The ARC hit ratio between two readings of arcstats (see HIT_RATIO_*); None when nothing
+    was read in between, or a counter went backwards (a module reload)."""
+    if "hits" not in cur or "hits" not in prev:
+        return None
+    d = {k: cur.get(k, 0) - prev.get(k, 0) for k in ("hits", "iohits", "misses")}
+    if min(d.values()) < 0:
+        return None
+    return _ratio(d["hits"], d["hits"] + d["iohits"] + d["misses"])
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -36,8 +59,7 @@ def interval_metrics(prev: Mapping[str, float] | None, cur: Mapping[str, float],
     access in the interval leaves a hit ratio undefined, which the detector treats as unreadable)."""
     out: dict[str, float | None] = {}
     if prev is not None and "hits" in cur and "hits" in prev:
-        dh, dm = cur["hits"] - prev["hits"], cur.get("misses", 0) - prev.get("misses", 0)
-        out["arc_hit_ratio"] = _ratio(dh, dh + dm) if dh >= 0 and dm >= 0 else None
+        out["arc_hit_ratio"] = hit_ratio(prev, cur)
     elif "hits" in cur:
         out["arc_hit_ratio"] = None
     if l2_capacity:                          # L2 metrics only where the pool has cache devices

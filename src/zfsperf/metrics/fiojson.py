@@ -10,7 +10,14 @@ first entry's.
 
 fio older than 3.18 prints no latency sample count `N` (a merged mean would silently be the first
 job's), and fio 2.x reports bandwidth in KiB/s: such output is refused with a clear error rather
-than read wrongly. `unified_rw_reporting` output (one "mixed" class) is read as the class "mixed".
+than read wrongly. `unified_rw_reporting=mixed` output (one "mixed" class) is read as the class
+"mixed"; with `unified_rw_reporting=both` fio prints read/write/trim AND their sum as "mixed": the
+totals then come from the directions only (`TOTAL_CLASSES`), never both.
+
+Which latency: fio fills `clat_ns` (completion) and `lat_ns` (total: submission + completion); its
+percentiles and json+ bins go to `clat_ns` by default and to `lat_ns` with `lat_percentiles=1,
+clat_percentiles=0`. zfsperf reads the one that has them (completion when both do) and records
+which in `ClassStats.lat_kind`; sync's latency is always `lat_ns`.
 """
 
 from __future__ import annotations
@@ -18,12 +25,15 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
 
 CLASSES = ("read", "write", "trim", "sync", "mixed")
+DIRECTIONS = ("read", "write", "trim")
+LAT_KINDS = {"clat_ns": "completion", "lat_ns": "total"}
 MIN_FIO = (3, 18)           # the first fio whose JSON carries N in clat_ns/lat_ns
 PERCENTILES = ("50.000000", "90.000000", "99.000000", "99.900000")
 AGGREGATE_HOST = "All clients"
@@ -73,8 +83,14 @@ class ClassStats:
     bins: dict[int, int] = field(default_factory=dict)      # ns -> count (json+)
     iops_reported: float = 0.0
     bw_reported: float = 0.0                                  # bytes/s as fio computed them
+    lat_kind: str = ""          # "completion" (clat_ns) or "total" (lat_ns): see the module doc
 
     def merge(self, o: "ClassStats") -> None:
+        if self.lat_kind and o.lat_kind and self.lat_kind != o.lat_kind:
+            raise InputError(f"jobs report different latencies ({self.lat_kind} and {o.lat_kind}): they do not "
+                             "merge; give every job the same lat_percentiles/clat_percentiles",
+                             field="lat_percentiles")
+        self.lat_kind = self.lat_kind or o.lat_kind
         a_has, b_has = self.lat_n > 0, o.lat_n > 0
         both_bins = bool(self.bins) and bool(o.bins)
         n = self.lat_n + o.lat_n
@@ -133,14 +149,32 @@ def _num(d: dict, key: str, where: str) -> float:
     return float(v)
 
 
+def latency_key(d: dict[str, Any], cls: str) -> str | None:
+    """The latency object to read for a class: the one holding percentiles or bins (completion
+    first), else completion's means, else total's."""
+    if cls == "sync":
+        return "lat_ns" if isinstance(d.get("lat_ns"), dict) else None
+    present = [k for k in ("clat_ns", "lat_ns") if isinstance(d.get(k), dict)]
+    for k in present:
+        if d[k].get("percentile") or d[k].get("bins"):
+            return k
+    return present[0] if present else None
+
+
+def total_classes(classes: dict[str, "ClassStats"]) -> list[str]:
+    """The classes whose I/Os add up to the job's total: the directions, or "mixed" alone when fio
+    printed only that (unified_rw_reporting=mixed); with =both, "mixed" repeats the directions."""
+    dirs = [c for c in DIRECTIONS if c in classes and classes[c].ios]
+    return dirs or (["mixed"] if "mixed" in classes else [])
+
+
 def class_stats(entry: dict[str, Any], cls: str, where: str = "job") -> ClassStats | None:
     d = entry.get(cls)
     if not isinstance(d, dict):
         return None
     ios = int(_num(d, "total_ios", f"{where}.{cls}"))
-    lat = d.get("lat_ns" if cls == "sync" else "clat_ns")
-    if lat is None and cls != "sync":
-        lat = d.get("lat_ns")
+    key = latency_key(d, cls)
+    lat = d.get(key) if key else None
     if not isinstance(lat, dict):
         lat = {}
     if ios and lat and "N" not in lat:
@@ -153,7 +187,8 @@ def class_stats(entry: dict[str, Any], cls: str, where: str = "job") -> ClassSta
                     lat_var_ns2=_num(lat, "stddev", f"{where}.{cls}.lat") ** 2,
                     lat_max_ns=_num(lat, "max", f"{where}.{cls}.lat"),
                     iops_reported=_num(d, "iops", f"{where}.{cls}") if cls != "sync" else 0.0,
-                    bw_reported=_num(d, "bw_bytes", f"{where}.{cls}") if cls != "sync" else 0.0)
+                    bw_reported=_num(d, "bw_bytes", f"{where}.{cls}") if cls != "sync" else 0.0,
+                    lat_kind=LAT_KINDS[key] if key and lat else "")
     pct = lat.get("percentile")
     if isinstance(pct, dict):
         st.percentiles_ns = {k: float(v) for k, v in pct.items() if isinstance(v, (int, float))}
@@ -199,15 +234,15 @@ def _merge_entries(entries: list[dict[str, Any]], where: str) -> tuple[dict[str,
 
 
 def fio_version(obj: dict[str, Any]) -> tuple[int, int] | None:
-    """(major, minor) of "fio version": "fio-3.33"; None when absent or unreadable."""
+    """(major, minor) of "fio version": "fio-3.33", a git-describe build "fio-3.6-31-g4386"
+    (31 commits after 3.6: still 3.6) or "fio-3.36-rc1"; None when absent or unreadable."""
     v = obj.get("fio version")
     if not isinstance(v, str):
         return None
-    parts = v.strip().removeprefix("fio-").split(".")
-    try:
-        return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0) if len(parts) > 1 else 0
-    except ValueError:
+    m = re.match(r"\s*(?:fio-)?(\d+)(?:\.(\d+))?", v)
+    if not m:
         return None
+    return int(m.group(1)), int(m.group(2) or 0)
 
 
 def result(obj: dict[str, Any], jobname: str | None = None) -> FioResult:
@@ -269,7 +304,8 @@ def progress(obj: dict[str, Any]) -> dict[str, float]:
     entries = obj.get("jobs") or [e for e in obj.get("client_stats", []) if e.get("jobname") != AGGREGATE_HOST]
     b = ios = 0.0
     for e in entries:
-        for cls in ("read", "write", "trim"):
+        classes = [c for c in DIRECTIONS if isinstance(e.get(c), dict)] or ["mixed"]
+        for cls in classes:
             d = e.get(cls) or {}
             b += float(d.get("io_bytes", 0) or 0)
             ios += float(d.get("total_ios", 0) or 0)

@@ -5,6 +5,7 @@ The first report is the average since import; later ones are per-interval."""
 from __future__ import annotations
 
 import subprocess
+from typing import Sequence
 
 from ..errors import InputError
 from ..units import parse_human
@@ -13,41 +14,86 @@ FIELDS = ("alloc", "free", "read_ops", "write_ops", "read_bw", "write_bw")
 # -l adds, after the default six: total_wait, disk_wait, syncq_wait, asyncq_wait ({read,write} each),
 # scrub, trim and (2.2+) rebuild. The first ones are at the same place in every version.
 LATENCY_FIELDS = ("total_wait_read", "total_wait_write", "disk_wait_read", "disk_wait_write")
+_L_COLUMNS = (*LATENCY_FIELDS, "syncq_wait_read", "syncq_wait_write", "asyncq_wait_read", "asyncq_wait_write",
+              "scrub_wait", "trim_wait")
+_Q_COLUMNS = tuple(f"{q}_{s}" for q in ("syncq_read", "syncq_write", "asyncq_read", "asyncq_write",
+                                        "scrubq_read", "trimq_write") for s in ("pend", "activ"))
+# what OpenZFS 2.2 added at the end of each group (anchors §4.1)
+_L_REBUILD, _Q_REBUILD = ("rebuild_wait",), ("rebuildq_write_pend", "rebuildq_write_activ")
+
+
+def hp_columns(flags: Sequence[str], nfields: int, source: str = "zpool iostat -Hp", line: int = 0
+               ) -> tuple[str, ...]:
+    """The names of a -Hp row's fields after the pool name, from the column groups zfsperf asked for
+    (`-l`, `-q`: -H prints no header) and the row's width, which says whether this OpenZFS has the
+    rebuild columns (2.2+). A width that fits neither is an error, never a guess."""
+    lat, queue = "-l" in flags, "-q" in flags
+    for rebuild in (False, True):
+        cols = FIELDS + ((_L_COLUMNS + (_L_REBUILD if rebuild else ())) if lat else ()) \
+            + ((_Q_COLUMNS + (_Q_REBUILD if rebuild else ())) if queue else ())
+        if len(cols) + 1 == nfields:
+            return cols
+    groups = " ".join(["default", *(["-l"] if lat else []), *(["-q"] if queue else [])])
+    widths = sorted({1 + len(FIELDS) + (len(_L_COLUMNS) + r if lat else 0) + (len(_Q_COLUMNS) + 2 * r if queue else 0)
+                     for r in (0, 1)})
+    raise InputError(f"a row of {nfields} tab-separated fields does not fit the columns asked for "
+                     f"({groups}: {' or '.join(map(str, widths))} fields)", file=source, line=line or None)
+
+
+def parse_human_row(line: str, pool: str, source: str = "zpool iostat", lineno: int = 0
+                    ) -> dict[str, float | None] | None:
+    """The pool's row of human output (`1.35K`, `6.30M`, `-`), or None for any other line (the
+    column header, whose first word is `pool`, is not a row even for a pool named `pool`)."""
+    parts = line.split()
+    if not parts or parts[0] != pool or parts[1:3] == ["alloc", "free"]:
+        return None
+    if len(parts) < 7:
+        raise InputError(f"expected 7 columns for {pool}, got {len(parts)}", file=source, line=lineno or None)
+    try:
+        return dict(zip(FIELDS, (parse_human(p) for p in parts[1:7])))
+    except ValueError as e:
+        raise InputError(str(e), file=source, line=lineno or None) from None
 
 
 def parse_human_reports(text: str, pool: str, source: str = "zpool iostat") -> list[dict[str, float | None]]:
-    """One dict per report: the pool's row of human output (`1.35K`, `6.30M`, `-`)."""
-    out = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        parts = line.split()
-        if not parts or parts[0] != pool:
-            continue
-        if len(parts) < 7:
-            raise InputError(f"expected 7 columns for {pool}, got {len(parts)}", file=source, line=i)
-        try:
-            out.append(dict(zip(FIELDS, (parse_human(p) for p in parts[1:7]))))
-        except ValueError as e:
-            raise InputError(str(e), file=source, line=i) from None
+    """One dict per report: the pool's row of human output. No row for the pool is an error."""
+    out = [r for i, line in enumerate(text.splitlines(), start=1)
+           if (r := parse_human_row(line, pool, source, i)) is not None]
+    if not out:
+        raise InputError(f"no row for pool {pool!r}", file=source, line=1)
     return out
 
 
-def parse_hp_reports(text: str, pool: str, source: str = "zpool iostat -Hp") -> list[dict[str, float | None]]:
-    """One dict per report: the pool's row of -Hp output (tab-separated, exact, `-` for none)."""
-    out = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        parts = line.split("\t")
-        if not parts or parts[0] != pool:
-            continue
-        if len(parts) < 7:
-            raise InputError(f"expected at least 7 tab-separated fields, got {len(parts)}", file=source, line=i)
-        row: dict[str, float | None] = {}
-        names = FIELDS + (LATENCY_FIELDS if len(parts) >= 11 else ())
-        for name, p in zip(names, parts[1:1 + len(names)]):
-            try:
-                row[name] = None if p.strip() == "-" else float(p)
-            except ValueError:
-                raise InputError(f"{name} is not a number: {p!r}", file=source, line=i) from None
-        out.append(row)
+def parse_hp_row(line: str, pool: str, flags: Sequence[str] = (), source: str = "zpool iostat -Hp",
+                 lineno: int = 0) -> dict[str, float | None] | None:
+    """The pool's row of -Hp output (tab-separated, exact, `-` for none) read by the column groups
+    asked for (flags), or None for another pool's or a vdev's row. A row of the pool separated by
+    spaces (pasted, or piped through something that expands tabs) is an error, not skipped."""
+    parts = line.rstrip("\n").split("\t")
+    if parts[0] != pool:
+        words = line.split()
+        if len(parts) == 1 and words[:1] == [pool] and len(words) > 1:
+            raise InputError(f"the row of {pool} is not tab-separated: -Hp output separates fields by single "
+                             "tabs (were they turned into spaces?)", file=source, line=lineno or None)
+        return None
+    names = hp_columns(flags, len(parts), source, lineno)
+    row: dict[str, float | None] = {}
+    for name, p in zip(names, parts[1:]):
+        try:
+            row[name] = None if p.strip() == "-" else float(p)
+        except ValueError:
+            raise InputError(f"{name} is not a number: {p!r}", file=source, line=lineno or None) from None
+    return row
+
+
+def parse_hp_reports(text: str, pool: str, flags: Sequence[str] = (), source: str = "zpool iostat -Hp"
+                     ) -> list[dict[str, float | None]]:
+    """One dict per report: the pool's rows of -Hp output with the column groups in flags (e.g.
+    ["-l"]). No row for the pool is an error."""
+    out = [r for i, line in enumerate(text.splitlines(), start=1)
+           if (r := parse_hp_row(line, pool, flags, source, i)) is not None]
+    if not out:
+        raise InputError(f"no row for pool {pool!r}", file=source, line=1)
     return out
 
 
@@ -154,7 +200,7 @@ class PoolLatency:
                 out, _ = p.communicate()
             texts.append(out.decode(errors="replace") if isinstance(out, bytes) else out)
         hist = parse_hp_histogram(texts[0], self.columns)
-        rows = parse_hp_reports(texts[1], self.pool)
+        rows = parse_hp_reports(texts[1], self.pool, ["-l"])
         waits = {k: v for k, v in (rows[-1] if rows else {}).items() if k in LATENCY_FIELDS}
         return {"seconds": self.seconds, "columns": self.columns,
                 "histograms": {c: h for c, h in hist.items() if any(n for _b, n in h)},

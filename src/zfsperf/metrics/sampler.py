@@ -24,7 +24,7 @@ from .. import proc
 from ..targets.base import Target
 from . import arc
 from .iostat import pool_metrics
-from .iostat import parse_hp_reports, parse_human_reports
+from .iostat import parse_hp_row, parse_human_row
 
 Progress = Callable[[], "dict[str, float] | None"]      # {"bytes": cumulative, "ios": cumulative}
 L2ARC_WRITE_MAX_DEFAULT = 8 * 1024 * 1024             # zfs-fuse and OpenZFS default (bytes per feed)
@@ -63,16 +63,18 @@ class IostatReader:
         for raw in self.proc.stdout:
             line = raw.decode(errors="replace")
             try:
-                rows = parse_hp_reports(line, self.pool) if self.hp else parse_human_reports(line, self.pool)
-            except ValueError:
+                row = (parse_hp_row(line, self.pool, ["-l"] if self.latency else [], "zpool iostat")
+                       if self.hp else parse_human_row(line, self.pool))
+            except ValueError as e:
+                self.error = str(e)          # kept for the record; one bad line does not end sampling
                 continue
-            if not rows:
+            if row is None:
                 continue
             if first:
                 first = False
                 continue
             with self._lock:
-                self._latest, self._seq = rows[0], self._seq + 1
+                self._latest, self._seq = row, self._seq + 1
 
     def take(self, last_seq: int) -> tuple[int, dict[str, float | None] | None]:
         """The newest report if one arrived since last_seq."""
@@ -115,6 +117,7 @@ class Sampler:
         self._prev_prog: dict[str, float] | None = None
         self._prev_t = 0.0
         self._iostat_seq = 0
+        self.definitions: dict[str, str] = {}     # how a derived metric was computed on this target
         self.cpu_per_sample: list[float] = []      # the sampler thread's own CPU time per sample (s)
         self.lock = threading.Lock()
 
@@ -187,6 +190,10 @@ class Sampler:
             metrics.update(arc.level_metrics(cur))
             metrics.update(arc.interval_metrics(self._prev_arc, cur, dt, l2_capacity=self.l2_capacity,
                                                 l2_write_max=self.l2_write_max))
+            self.definitions.setdefault("arc_hit_ratio", arc.hit_ratio_definition(cur))
+            if self._prev_arc is not None and "hits" in cur and "hits" in self._prev_arc:
+                info["arc_accesses"] = sum(cur.get(k, 0) - self._prev_arc.get(k, 0)
+                                           for k in ("hits", "iohits", "misses"))
             info["arc_bytes"] = cur.get("size")
             info["arc_c_max"] = cur.get("c_max")
             if self.l2_capacity:
@@ -242,7 +249,7 @@ class Sampler:
 
     def overhead(self) -> dict[str, Any]:
         n = len(self.cpu_per_sample)
-        out: dict[str, Any] = {"samples": n,
+        out: dict[str, Any] = {"samples": n, "definitions": dict(self.definitions),
                                "sampler_cpu_ms_per_sample": round(1000 * sum(self.cpu_per_sample) / n, 3) if n else None}
         if self.iostat is not None and n:
             cpu = self.iostat.cpu_seconds()

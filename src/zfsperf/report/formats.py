@@ -50,8 +50,20 @@ def _steady_line(st: dict[str, Any] | None) -> str | None:
     return text
 
 
+def cross_check_line(case: dict[str, Any]) -> str | None:
+    """The case's cross-checks in one line: each pair's largest deviation and how many agreed."""
+    parts = []
+    for c in case.get("cross_checks") or []:
+        d = c["max_deviation"]
+        dev = "n/a" if d is None else (f"{d:+.2f} points" if c["unit"] == "%" else f"{d:+.2f} %")
+        judged = (f"{c['agreed']} of {c['judged']} within {c['margin_pct']:g}{' points' if c['unit'] == '%' else ' %'}"
+                  if c["judged"] else "not judged")
+        parts.append(f"{c['name']} {dev} ({judged})")
+    return "cross-checks: " + "; ".join(parts) if parts else None
+
+
 def class_rows(case: dict[str, Any]) -> list[list[str]]:
-    return [[r["class"], f"{r['avg_latency_us']:.0f}us", f"{r['stddev_us']:.0f}us", f"{r['iops']:.0f}/s",
+    return [[r["class"] + (" (total latency)" if r.get("latency") == "total" else ""), f"{r['avg_latency_us']:.0f}us", f"{r['stddev_us']:.0f}us", f"{r['iops']:.0f}/s",
              f"{r['throughput_kib_s']:.0f}k/s"] for r in case["class_table"]]
 
 
@@ -89,9 +101,9 @@ def to_terminal(reports: list[dict[str, Any]], console: Any, histograms: bool = 
                 for h in case["histograms"].values():
                     console.print(render(h["buckets"], f"{h['title']} latency ({h['unit']})"), highlight=False,
                                   markup=False)
-            line = _steady_line(case["steady"])
-            if line:
-                console.print(line, highlight=False)
+            for line in (_steady_line(case["steady"]), cross_check_line(case)):
+                if line:
+                    console.print(line, highlight=False, markup=False)
         for w in rep["warnings"]:
             console.print(f"Warning: {w}", highlight=False, markup=False)
         console.print()
@@ -117,9 +129,9 @@ def to_markdown(reports: list[dict[str, Any]]) -> str:
                 out += _md_table(["class", "avg latency", "stddev", "iops", "throughput"], class_rows(case)) + [""]
             for h in case["histograms"].values():
                 out += ["```", render(h["buckets"], f"{h['title']} latency ({h['unit']})"), "```", ""]
-            line = _steady_line(case["steady"])
-            if line:
-                out += [line, ""]
+            for line in (_steady_line(case["steady"]), cross_check_line(case)):
+                if line:
+                    out += [line, ""]
             for e in case["errors"]:
                 out += [f"> {e}", ""]
         out += [f"- Warning: {w}" for w in rep["warnings"]]

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import plots
 from .compare import COLUMNS, Comparison, design_lines, notes, table_rows
-from .formats import STAT_COLUMNS, _stat_cells, _status, _steady_line, class_rows, header_line
+from .formats import STAT_COLUMNS, _stat_cells, _status, _steady_line, class_rows, cross_check_line, header_line
 from .model import RunData
 from ..metrics.quantize import render
 
@@ -58,9 +58,9 @@ def run_section(run: RunData, rep: dict[str, Any]) -> str:
             out.append(_img(plots.histograms([(run.label, case["histograms"])]), f"latency histograms {case['case']}"))
             out.append("<pre>" + html.escape("\n\n".join(render(h["buckets"], f"{h['title']} latency ({h['unit']})")
                                                          for h in case["histograms"].values())) + "</pre>")
-        line = _steady_line(case["steady"])
-        if line:
-            out.append(f"<p>{html.escape(line)}</p>")
+        for line in (_steady_line(case["steady"]), cross_check_line(case)):
+            if line:
+                out.append(f"<p>{html.escape(line)}</p>")
     for path, verdict in plots.series_for(run):
         out.append(_img(plots.steady_chart(path, verdict), f"steady state {path.name}"))
     for w in rep["warnings"]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..metrics import crosscheck
+
 from ..steady.rounds import case_verdict
 from ..workloads import headline
 from .model import CaseData, RunData
@@ -55,7 +57,7 @@ def class_table(case: CaseData) -> list[dict[str, Any]]:
         if not rows:
             continue
         n = len(rows)
-        out.append({"class": cls, **{k: sum(x[k] for x in rows) / n
+        out.append({"class": cls, "latency": rows[0].get("latency", "completion"), **{k: sum(x[k] for x in rows) / n
                                     for k in ("avg_latency_us", "stddev_us", "iops", "throughput_kib_s")}})
     return out
 
@@ -93,15 +95,35 @@ def steady_summary(case: CaseData) -> dict[str, Any] | None:
             "verdict": None if v is None else v.as_dict() | {"text": v.short()}, "timescales": scales}
 
 
+def cross_check_summary(case: CaseData) -> list[dict[str, Any]]:
+    """Each cross-check of the case over its passed iterations: the largest deviation seen and how
+    many iterations agreed (of those judged)."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in case.passed:
+        for c in r.get("cross_checks") or []:
+            by.setdefault(c["name"], []).append(c)
+    out = []
+    for name, cs in by.items():
+        devs = [c["deviation_pct"] for c in cs if c.get("deviation_pct") is not None]
+        judged = [c for c in cs if c.get("agrees") is not None]
+        out.append({"name": name, "unit": cs[0]["unit"], "margin_pct": cs[0].get("margin_pct"),
+                    "max_deviation": max(devs, key=abs) if devs else None, "iterations": len(cs),
+                    "judged": len(judged), "agreed": sum(1 for c in judged if c["agrees"]), "how": cs[0]["how"]})
+    return out
+
+
 def build(run: RunData) -> dict[str, Any]:
     cases = []
     warnings = []
     for c in run.cases.values():
         rows = figure_rows(c)
         warnings += outlier_warnings(c, rows)
+        warnings += [f"{c.case}: iteration {r.get('iteration')}: cross-check disagrees: {w}"
+                     for r in c.records for w in crosscheck.summary(r.get("cross_checks") or [])]
         cases.append({"test": c.test, "case": c.case, "workload": c.workload, "params": c.params,
                       "statuses": c.statuses(), "figures": rows, "class_table": class_table(c),
                       "histograms": merged_histograms(c), "steady": steady_summary(c),
+                      "cross_checks": cross_check_summary(c),
                       "errors": sorted({r["error"] for r in c.records if r.get("error")})})
     t = run.info.get("target") or {}
     return {"path": str(run.path), "target": t, "runfile": (run.info.get("runfile") or {}).get("source"),

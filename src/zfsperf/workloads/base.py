@@ -60,6 +60,8 @@ class CaseContext:
     progress: Callable[[], dict[str, float] | None] | None = None   # set by the workload while it runs
     extra: dict[str, Any] = field(default_factory=dict)   # stored with the result (histograms, hosts, …)
     sharers: int = 1                     # workloads filling this pool at once (a duet: 2)
+    cross_checks: list[Any] = field(default_factory=list)   # metrics/crosscheck.CrossCheck: the
+                                         # measured quantities counted a second, independent way
     _progress_base: dict[str, float] = field(default_factory=dict)
     _progress_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -95,6 +97,7 @@ class Workload(Protocol):
     name: str
     headline: str               # the figure a case is summarised and judged by (throughput, iops)
     series_headline: str        # the sampled metric that tracks it live (workload_mibs): the steady veto
+    bandwidth_figure: str | None  # its figure in MiB/s that the pool's own bandwidth cross-checks, if any
     summary_figures: list[str]  # the run summary's columns (every figure is in results.jsonl and reports)
     directions: dict[str, int]  # figure -> +1 higher is better, -1 lower is better, 0 context (not judged);
                                 # figures not named here go by their unit (unit_direction)

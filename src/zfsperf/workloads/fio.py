@@ -28,7 +28,7 @@ from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
 
 RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite")
 ENGINES = ("psync", "sync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio", "mmap")
-CLASS_NAMES = {"read": "Read", "write": "Write", "trim": "Delete", "sync": "Flush"}   # seed 003's words
+CLASS_NAMES = {"read": "Read", "write": "Write", "trim": "Delete", "sync": "Flush", "mixed": "Mixed"}   # seed 003's words
 STATUS_INTERVAL = 1
 
 # runfile field -> (types, sweepable)
@@ -128,6 +128,7 @@ def stats_figures(classes: dict[str, fiojson.ClassStats], prefix: str = "") -> F
     """Per class: IOPS, MiB/s and latency (mean, stddev, p50/p90/p99/p99.9, max) in µs."""
     figs: Figures = {}
     tot_iops = tot_bw = 0.0
+    summed = fiojson.total_classes(classes)        # never "mixed" beside the directions it repeats
     for cls in fiojson.CLASSES:
         st = classes.get(cls)
         if st is None or st.ios == 0:
@@ -136,8 +137,9 @@ def stats_figures(classes: dict[str, fiojson.ClassStats], prefix: str = "") -> F
         if cls != "sync":
             figs[f"{k}_iops"] = figure(st.iops, "IOPS")
             figs[f"{k}_bw"] = figure(st.mibs, "MiB/s")
-            tot_iops += st.iops
-            tot_bw += st.mibs
+            if cls in summed:
+                tot_iops += st.iops
+                tot_bw += st.mibs
         else:
             figs[f"{k}_ops"] = figure(st.ios, "ops")
         if st.lat_n:
@@ -159,8 +161,10 @@ def histograms(classes: dict[str, fiojson.ClassStats]) -> dict[str, Any]:
     for cls in fiojson.CLASSES:
         st = classes.get(cls)
         if st is not None and st.bins:
-            out[cls] = {"title": CLASS_NAMES[cls], "unit": "us", "buckets": quantize(st.bins.items(), 1000.0),
-                        "count": sum(st.bins.values()), "ios": st.ios}
+            title = CLASS_NAMES[cls] + (" total" if st.lat_kind == "total" else "")   # completion: plain
+            out[cls] = {"title": title, "unit": "us",
+                        "buckets": quantize(st.bins.items(), 1000.0), "count": sum(st.bins.values()),
+                        "ios": st.ios, "latency": st.lat_kind}
     return out
 
 
@@ -188,7 +192,7 @@ def class_table(classes: dict[str, fiojson.ClassStats]) -> list[dict[str, Any]]:
         st = classes.get(cls)
         if st is None or st.ios == 0:
             continue
-        rows.append({"class": CLASS_NAMES[cls], "avg_latency_us": st.lat_mean_ns / 1000,
+        rows.append({"class": CLASS_NAMES[cls], "latency": st.lat_kind, "avg_latency_us": st.lat_mean_ns / 1000,
                      "stddev_us": st.lat_var_ns2 ** 0.5 / 1000, "iops": st.iops,
                      "throughput_kib_s": st.bw_reported / 1024})
     return rows
@@ -278,6 +282,7 @@ class FioWorkload:
     name = "fio"
     headline = "iops"            # the figure a case is summarised and judged by
     series_headline = "workload_iops"   # its live counterpart in the sampled series (steady veto)
+    bandwidth_figure: str | None = "bw"   # cross-checked against zpool iostat
     summary_figures = ["iops", "bw", "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99", "sync_lat_p99"]
     directions = {"iops": 1, "bw": 1, "hosts": 0, "sync_ops": 0}
     fields = FIO_FIELDS
@@ -323,6 +328,7 @@ class FioWorkload:
         save_json(ctx, raw)
         ctx.extra["histograms"] = histograms(res.classes)
         ctx.extra["class_table"] = class_table(res.classes)
+        ctx.extra["latency_kind"] = {c: st.lat_kind for c, st in res.classes.items() if st.lat_kind}
         figs = stats_figures(res.classes)
         figs.update(pool_figures(ctx.extra.get("pool_latency") or {}))
         ctx.extra["histograms"].update(pool_histograms(ctx.extra.get("pool_latency") or {}))

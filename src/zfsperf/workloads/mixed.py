@@ -23,6 +23,7 @@ class MixedWorkload:
     name = "mixed"
     headline = "read_p99_ratio"            # the figure a case is summarised and judged by
     series_headline = "workload_mibs"   # its live counterpart in the sampled series (steady veto)
+    bandwidth_figure: str | None = None   # cross-checked against zpool iostat (None: two phases, no one figure)
     summary_figures = ["reader_alone_p99", "reader_loaded_p99", "read_p99_ratio", "reader_loaded_iops", "writer_bw"]
     directions = {"read_p99_ratio": -1, "read_mean_ratio": -1, "writer_bw": 1, "writer_iops": 1}
     fields: dict[str, tuple[Any, bool]] = {

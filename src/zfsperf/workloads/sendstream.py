@@ -5,6 +5,13 @@ some record types are followed by a payload whose length comes from their header
 layout is the same in zfs-fuse's pool-v23 streams and OpenZFS 2.x streams (include/sys/zfs_ioctl.h).
 Only headers are read; payloads are skipped with seek, so a 1 GiB stream walks in milliseconds.
 The result matches `zstreamdump`'s SUMMARY (checked in the tests against the real tool).
+
+A stream's identity is its FIRST BEGIN record. A compound stream (`zfs send -R`, `-I`) starts with
+a header BEGIN naming the top snapshot (`pool/fs@snap`); with -R its payload is an XDR-packed
+nvlist whose `fromsnap` key is there exactly when the stream is incremental (libzfs packs it with
+NV_ENCODE_XDR). Its substreams (one BEGIN..END per snapshot and dataset) are listed in order, never
+merged into the identity: the last substream's name is not the stream's (a full -R of
+`pool/fs@s3` with earlier snapshots ends with an incremental substream @s2 -> @s3).
 """
 
 from __future__ import annotations
@@ -26,21 +33,61 @@ class StreamError(ValueError):
 
 
 @dataclass
+class Substream:
+    toname: str                     # pool/fs@snap the substream creates
+    fromguid: int                   # 0: a full substream
+
+
+@dataclass
 class StreamInfo:
     length: int = 0
     records: dict[str, int] = field(default_factory=dict)
     write_bytes: int = 0            # logical bytes in WRITE records
-    toname: str = ""
-    fromguid: int = 0
+    toname: str = ""                # from the first BEGIN: the snapshot the stream is of
+    incremental: bool = False       # from the first BEGIN (a compound stream: its header, see above)
+    fromsnap: str = ""              # a compound -R stream's incremental source, as its header names it
+    compound: bool = False          # zfs send -R / -I: a header, then substreams
+    substreams: list[Substream] = field(default_factory=list)
     complete: bool = False          # ended with the outermost DRR_END
 
     @property
     def writes(self) -> int:
         return self.records.get("WRITE", 0)
 
-    @property
-    def incremental(self) -> bool:
-        return self.fromguid != 0
+
+NV_ENCODE_XDR = 1
+DATA_TYPE_STRING = 9
+
+
+def header_nvlist(payload: bytes, name: str = "stream") -> dict[str, str | None]:
+    """The top-level pairs of a compound stream header's XDR nvlist: name -> string value (None for
+    any other type; nested lists are skipped by their encoded size)."""
+    def bad(why: str) -> StreamError:
+        return StreamError(f"{name}: the compound stream header's nvlist is unreadable: {why}")
+    if len(payload) < 12:
+        raise bad(f"{len(payload)} bytes")
+    if payload[0] != NV_ENCODE_XDR:
+        raise bad(f"encoding {payload[0]}, expected XDR ({NV_ENCODE_XDR})")
+    out: dict[str, str | None] = {}
+    off = 12                                # encoding, endian, 2 reserved; nvl_version; nvl_nvflag
+    while True:
+        if off + 8 > len(payload):
+            raise bad(f"no end marker by byte {off}")
+        esize, _dsize = struct.unpack_from(">ii", payload, off)
+        if esize == 0:
+            return out
+        if esize < 20 or off + esize > len(payload):
+            raise bad(f"pair of {esize} bytes at byte {off}")
+        nlen = struct.unpack_from(">I", payload, off + 8)[0]
+        key = payload[off + 12: off + 12 + nlen].decode(errors="replace")
+        q = off + 12 + _p2roundup(nlen, 4)
+        dtype = struct.unpack_from(">i", payload, q)[0]
+        value = None
+        if dtype == DATA_TYPE_STRING:
+            vlen = struct.unpack_from(">I", payload, q + 8)[0]
+            value = payload[q + 12: q + 12 + vlen].decode(errors="replace")
+        out[key] = value
+        off += esize
 
 
 def _p2roundup(x: int, align: int = 8) -> int:
@@ -72,6 +119,7 @@ def walk(f: BinaryIO, name: str = "stream") -> StreamInfo:
     depth = 0
     compound = False
     in_header = False
+    header_nvl = False
     while pos < end:
         hdr = f.read(RECORD_SIZE)
         if len(hdr) < RECORD_SIZE:
@@ -99,12 +147,24 @@ def walk(f: BinaryIO, name: str = "stream") -> StreamInfo:
         info.records[tname] = info.records.get(tname, 0) + 1
         payload = _payload_len(rtype, hdr, endian, payloadlen)
         if rtype == DRR_BEGIN:
+            fromguid = struct.unpack_from(endian + "Q", hdr, u + 40)[0]
+            toname = hdr[u + 48: u + 48 + 256].split(b"\0", 1)[0].decode(errors="replace")
+            if pos == 0:
+                info.toname, info.compound = toname, compound
+                info.incremental = fromguid != 0
+                header_nvl = compound and payloadlen > 0 and pos + RECORD_SIZE + payloadlen <= end
+                if header_nvl:
+                    f.seek(pos + RECORD_SIZE)
+                    nvl = header_nvlist(f.read(payloadlen), name)
+                    info.fromsnap = nvl.get("fromsnap") or ""
+                    info.incremental = "fromsnap" in nvl
             if not (compound and pos == 0):
                 depth += 1
-            if not info.toname or (compound and depth == 1 and not info.fromguid):
-                info.fromguid = struct.unpack_from(endian + "Q", hdr, u + 40)[0]
-                raw = hdr[u + 48: u + 48 + 256]
-                info.toname = raw.split(b"\0", 1)[0].decode(errors="replace")
+                info.substreams.append(Substream(toname, fromguid))
+                if compound and not header_nvl and len(info.substreams) == 1:
+                    # -I without -R: a header with no nvlist; every substream is of the one
+                    # dataset, and the first one's source says whether the whole is incremental
+                    info.incremental = fromguid != 0
         elif rtype == DRR_WRITE:
             info.write_bytes += struct.unpack_from(endian + "Q", hdr, u + 24)[0]
         elif rtype == DRR_END:

@@ -1,0 +1,160 @@
+"""Cross-checks: a case's headline quantity measured a second, independent way over the same
+interval, recorded beside it with the margin they are expected to agree within.
+
+No benchmark tool checks itself: a receive's bytes per second come from zfsperf's own clock and
+the stream's length; the pool's space accounting, `zpool iostat` and the ARC's raw counters are
+kept by ZFS itself. When the two disagree by more than the margin, the case says so (a warning in
+the run and in the report), so that a wrong figure is noticed rather than published.
+
+A margin of None means the two are not expected to agree (the ARC or compression stands between
+them): the pair is recorded for the reader, with the reason, and judged by nobody.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+from . import arc
+
+ARC_MARGIN_POINTS = 2.0      # percentage points between the sampled and the counted hit ratio
+
+
+@dataclass
+class CrossCheck:
+    name: str                   # what is compared, in words: "received data vs pool space"
+    figure: str                 # the recorded figure (or metric) the check is about
+    ours: float                 # zfsperf's measure
+    independent: float          # the second measure
+    unit: str
+    margin_pct: float | None    # agree when |independent/ours - 1| <= margin (%); None: not judged
+    how: str                    # the second measure and what it allows for
+
+    @property
+    def deviation_pct(self) -> float | None:
+        if self.unit == "%":                         # ratios: the difference in percentage points
+            return self.independent - self.ours
+        return (self.independent / self.ours - 1) * 100 if self.ours else None
+
+    @property
+    def agrees(self) -> bool | None:
+        d = self.deviation_pct
+        if self.margin_pct is None or d is None:
+            return None
+        return abs(d) <= self.margin_pct
+
+    def describe(self) -> str:
+        d = self.deviation_pct
+        dev = "n/a" if d is None else (f"{d:+.2f} points" if self.unit == "%" else f"{d:+.2f} %")
+        margin = "not judged" if self.margin_pct is None else \
+            f"margin {self.margin_pct:g}{' points' if self.unit == '%' else ' %'}"
+        return (f"{self.name}: {self.ours:.6g} vs {self.independent:.6g} {self.unit} ({dev}; {margin}; "
+                f"{self.how})")
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "deviation_pct": self.deviation_pct, "agrees": self.agrees}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "CrossCheck":
+        return cls(**{k: d[k] for k in ("name", "figure", "ours", "independent", "unit", "margin_pct", "how")})
+
+
+def arc_hit_ratio(samples: list[dict[str, Any]], start: Mapping[str, float] | None,
+                  end: Mapping[str, float] | None) -> CrossCheck | None:
+    """The sampler's ARC hit ratio over the case (its per-interval ratios, each weighted by the
+    accesses of its interval, as the series records them) vs the raw arcstats counters read at the
+    case's start and end. None when either side saw no access."""
+    if not start or not end:
+        return None
+    counted = arc.hit_ratio(start, end)
+    ratios = [(s["metrics"]["arc_hit_ratio"], s.get("info", {}).get("arc_accesses"))
+              for s in samples if (s.get("metrics") or {}).get("arc_hit_ratio") is not None]
+    weighted = [(r, w) for r, w in ratios if w]
+    if counted is None or not ratios:
+        return None
+    if weighted and len(weighted) == len(ratios):
+        sampled = sum(r * w for r, w in weighted) / sum(w for _r, w in weighted)
+        how = "access-weighted mean of the sampled intervals vs arcstats counters at start and end"
+    else:
+        sampled = sum(r for r, _w in ratios) / len(ratios)
+        how = "mean of the sampled intervals vs arcstats counters at start and end"
+    return CrossCheck("ARC hit ratio: sampler vs arcstats counters", "arc_hit_ratio", sampled * 100,
+                      counted * 100, "%", ARC_MARGIN_POINTS, f"{how}; {arc.hit_ratio_definition(end)}")
+
+
+POOL_BW_MARGIN_PCT = 5.0     # metadata writes (+2 % measured) and the 1 s reports' edges
+WRITE_CHECK_MIN_S = 30       # fio writes: judged against zpool iostat only over at least this long
+
+
+def bandwidth_obstacles(workload: str, params: Mapping[str, Any], props: Mapping[str, str], seconds: float
+                        ) -> str | None:
+    """What stands between a workload's bandwidth and the pool's, in words, or None when nothing
+    does. props: the dataset's compression and primarycache as ZFS reports them."""
+    if set(props) != {"compression", "primarycache"}:
+        return "the dataset's compression and primarycache could not be read"
+    rw = str(params.get("rw", ""))
+    why = []
+    if props["compression"] != "off":
+        why.append(f"compression={props['compression']}")
+    if props["primarycache"] == "all" and workload == "fio" and ("read" in rw or rw in ("rw", "randrw")):
+        why.append("primarycache=all (reads may come from the ARC)")
+    if workload == "receive":
+        why.append("a receive's writes reach the pool in txg syncs that straddle its rounds")
+    writes = "write" in rw or rw in ("rw", "randrw", "trim", "randtrim")
+    if workload == "fio" and writes and seconds < WRITE_CHECK_MIN_S:
+        why.append(f"buffered writes reach the pool at txg syncs: over {seconds:g} s (< {WRITE_CHECK_MIN_S} s) "
+                   "the unsynced tail is a large share (measured: -5.5 % at 5 s)")
+    return ", ".join(why) or None
+
+
+def ops_obstacles(params: Mapping[str, Any], props: Mapping[str, str]) -> str | None:
+    """Why a fio case's I/Os are not one pool operation each, or None when they are: random reads
+    with the data uncached and the metadata cached (`primarycache=metadata`)."""
+    rw = str(params.get("rw", ""))
+    if rw != "randread":
+        return f"rw={rw}: the pool gathers writes into txgs and aggregates and prefetches sequential I/O"
+    cache = props.get("primarycache", "?")
+    if cache != "metadata":
+        return (f"primarycache={cache}: only with metadata cached and data not is one read one pool read "
+                "(with none, every read also reads its indirect blocks)")
+    return None
+
+
+def _pool_rate(samples: list[dict[str, Any]], metric: str, scale: float, what: str, name: str, figure: str,
+               ours: float, unit: str, why_not_judged: str | None, judged_because: str) -> CrossCheck | None:
+    """The workload's rate vs the mean of a pool metric (times scale) over the samples in which
+    the workload moved data; judged within POOL_BW_MARGIN_PCT unless why_not_judged names what
+    stands between them."""
+    active = [s["metrics"] for s in samples if (s.get("metrics") or {}).get("workload_mibs")]
+    pool = [m[metric] * scale for m in active if m.get(metric) is not None]
+    if len(pool) < 2 or not ours:
+        return None
+    how = f"zpool iostat read+write {what} over the {len(pool)} samples the workload moved data in; "
+    how += f"not judged: {why_not_judged}" if why_not_judged else judged_because
+    return CrossCheck(name, figure, ours, sum(pool) / len(pool), unit,
+                      None if why_not_judged else POOL_BW_MARGIN_PCT, how)
+
+
+def pool_bandwidth(samples: list[dict[str, Any]], figure: str, ours: float, why_not_judged: str | None
+                   ) -> CrossCheck | None:
+    """The workload's MiB/s (its own count over its own runtime) vs the pool's read+write MiB/s
+    from `zpool iostat`. Judged only where nothing stands between them: why_not_judged names what
+    does (the ARC, compression), and then the pair is shown, not judged."""
+    return _pool_rate(samples, "pool_mibs", 1.0, "MiB/s", "workload vs pool bandwidth", figure, ours, "MiB/s",
+                      why_not_judged, "the pool also writes metadata and its reports cover whole seconds")
+
+
+def pool_ops(samples: list[dict[str, Any]], figure: str, ours: float, why_not_judged: str | None
+             ) -> CrossCheck | None:
+    """The workload's IOPS vs the pool's read+write operations per second from `zpool iostat`.
+    One random read past the ARC is one pool read of its block; anything else (writes gathered
+    into txgs, sequential reads aggregated and prefetched, the ARC) breaks the one-to-one, and
+    why_not_judged says so."""
+    return _pool_rate(samples, "pool_kops", 1000.0, "operations/s", "workload vs pool operations", figure, ours,
+                      "ops/s", why_not_judged, "one random read past the ARC is one pool read; the reports "
+                      "cover whole seconds")
+
+
+def summary(checks: list[dict[str, Any]]) -> list[str]:
+    """The disagreements among recorded checks, one line each."""
+    return [CrossCheck.from_json(c).describe() for c in checks if c.get("agrees") is False]
