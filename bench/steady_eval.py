@@ -177,6 +177,26 @@ def early_fills(noise: float, seeds: int, n: int, window: int) -> tuple[int, int
     return declared, early
 
 
+def across_iterations(seeds: int) -> None:
+    """The case verdict across 5 iterations (steady/rounds.py): SNIA's rounds rule and the default
+    noise-aware rule side by side, on iterations that are pure noise and on a steady drift."""
+    from zfsperf.steady import rounds
+    rng = np.random.default_rng(7)
+    trials = seeds * 50
+    print(f"\nacross 5 iterations ({trials} simulated cases each): share called NOT steady")
+    print(f"{'iteration CV':>12}  {'noise: snia':>12} {'default':>8}   {'15 % drift: snia':>17} {'default':>8}")
+    for cv in (0.02, 0.05, 0.08, 0.10):
+        cells = []
+        for drift in (0.0, 0.15):
+            snia = dflt = 0
+            for _ in range(trials):
+                y = list(1000 * (1 - np.linspace(0, drift, 5) + cv * rng.standard_normal(5)))
+                snia += not rounds.rounds_rule(y)[0]
+                dflt += not rounds.noise_aware_rule(y).ok
+            cells.append(f"{snia / trials:>12.0%} {dflt / trials:>8.0%}")
+        print(f"{cv:>12.0%}  {cells[0]}   {cells[1]:>26}")
+
+
 def record_real(seconds: int) -> list[Path]:
     """A gated zfsperf run whose window cannot be met: `seconds` of real series per case (a receive
     of 4 streams in rounds, and fio random writes), on the embedded zfs-fuse."""
@@ -261,6 +281,7 @@ def main() -> None:
             for noise in noises:
                 declared, early = early_fills(noise, args.seeds, n, args.window)
                 print(f"  n={n:<4} noise {noise:>4.0%}: {early} of {declared} declared")
+    across_iterations(args.seeds)
     paths = [Path(p) for p in args.series]
     if not args.no_real and not paths:
         print(f"\nrecording real series on zfs-fuse ({args.real_seconds} s per case) ...", flush=True)
