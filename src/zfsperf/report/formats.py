@@ -37,10 +37,18 @@ def _steady_line(st: dict[str, Any] | None) -> str | None:
         return None
     text = f"steady state ({st['mode']}): "
     if st.get("verdict"):
-        text += f"{st['verdict']['text']}; "
-    text += f"within iterations steady in {st['steady']} of {st['of']}"
+        v = st["verdict"]
+        text += v["text"] + (f" ({v['why']})" if v.get("steady") else "") + "; "
+    parts = []
+    if st["of"]:
+        parts.append(f"steady in {st['steady']} of {st['of']}")
+    if st.get("too_short"):
+        parts.append(f"{st['too_short']} too short for a window of {st.get('window', 10)} samples"
+                     + (", so judged across iterations" if st.get("verdict") else ""))
+    text += "within iterations"
     if st.get("timescales"):
-        text += f" (judged on samples spanning {', '.join(st['timescales'])})"
+        text += f", judged on samples spanning {', '.join(st['timescales'])}"
+    text += ": " + ", ".join(parts)
     if st["mean_time_to_steady_s"] is not None:
         text += f", mean time to steady {st['mean_time_to_steady_s']:.1f} s"
     if st["failed_metrics"]:

@@ -174,8 +174,9 @@ def case_verdict(records: list[dict[str, Any]], headline: str) -> CaseSteady | N
                           len(values), rng, slope, tts_mean)
     r = noise_aware_rule(values)
     first = len(values) - last + 1                     # the window's first iteration number (1-based)
-    apart = (f", iteration {first + r.apart} set apart ({r.apart_pct:+.0f} %)"
-             if r.apart is not None and abs(r.apart_pct or 0) > 0.5 * r.range_pct else "")
+    full = 100 * float(np.ptp(values[-last:])) / abs(float(np.mean(values[-last:])))
+    apart = (f", iteration {first + r.apart} set apart at {r.apart_pct:+.0f} %"   # named where it mattered
+             if r.apart is not None and full > 100 * ROUNDS_RANGE else "")
     if r.trend:
         return CaseSteady(False, f"the last {last} iterations drift {r.slope_pct:+.0f} % "
                                  f"(slope p {r.trend_p:.3f})", len(values), r.range_pct, r.slope_pct, tts_mean)
@@ -183,5 +184,5 @@ def case_verdict(records: list[dict[str, Any]], headline: str) -> CaseSteady | N
         return CaseSteady(False, f"the last {last} iterations vary {r.range_pct:.0f} % (range{apart})",
                           len(values), r.range_pct, r.slope_pct, tts_mean)
     return CaseSteady(True, f"the last {last} iterations within {r.range_pct:.1f} % (range{apart}), "
-                            f"no trend ({r.slope_pct:+.0f} %, p {r.trend_p:.2f})",
+                            f"no significant trend (line {r.slope_pct:+.0f} %, p {r.trend_p:.2f})",
                       len(values), r.range_pct, r.slope_pct, tts_mean)
