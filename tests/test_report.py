@@ -251,3 +251,27 @@ def test_txgs_per_second_is_context_not_a_goodness():
     from zfsperf.report.compare import compare_values
     ch = compare_values("c", "txgs", "TXGs/s", [1.0, 1.1, 1.0, 1.05, 1.02], [2.0, 2.1, 2.0, 2.05, 2.02])
     assert ch.verdict == "no verdict"
+
+
+def test_openmetrics_of_a_real_run_parses_with_prometheus_client(ab_runs):
+    """`report --format openmetrics` of a real zfs-fuse run, read back by the Prometheus client's own
+    OpenMetrics parser: every case's figures with their labels, the values report --format json gives."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    d = ab_runs["a"]
+    res = zfsperf("report", str(d), "--format", "openmetrics")
+    assert res.returncode == 0, res.stderr
+    fams = {f.name: f for f in text_string_to_metric_families(res.stdout)}
+    rep = json.loads(zfsperf("report", str(d), "--format", "json").stdout)[0]
+    case = rep["cases"][0]
+    tp = next(r for r in case["figures"] if r["figure"] == "throughput")
+    fam = fams["zfsperf_throughput_mib_per_second"]
+    assert fam.type == "gauge"
+    got = {s.labels["stat"]: s.value for s in fam.samples if s.labels["case"] == case["case"]}
+    assert got["mean"] == pytest.approx(tp["mean"]) and got["median"] == pytest.approx(tp["median"])
+    assert got["ci95_low"] == pytest.approx(tp["ci95"][0]) and got["ci95_high"] == pytest.approx(tp["ci95"][1])
+    s = fam.samples[0].labels
+    assert s["run"] == d.name and s["implementation"] == "zfs-fuse" and s["accelerator"] == "none" and s["host"]
+    it = fams["zfsperf_case_iterations"].samples
+    assert sum(x.value for x in it if x.labels["status"] == "PASS") == sum(c["statuses"].get("PASS", 0)
+                                                                          for c in rep["cases"])
+    assert "zfsperf_blocks_per_second" in fams and "zfsperf_blocks_blocks_per_second" not in fams

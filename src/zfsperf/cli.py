@@ -58,6 +58,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--params-dir", help="use a directory laid out like /sys/module/zfs/parameters for tunables")
     p.add_argument("--resume", metavar="DIR", help="finish the cases an interrupted run in DIR did not")
     p.add_argument("--arc-max", type=int, metavar="MB", help="zfs-fuse ARC size in MB (embedded daemon only)")
+    p.add_argument("--check", choices=["warn", "strict", "off"], default="warn",
+                   help="the machine check before the run (see `zfsperf check`): warn prints what makes numbers "
+                        "noisy, strict refuses a busy machine (exit 2), off skips it (default warn)")
 
 
 class Parser(argparse.ArgumentParser):
@@ -90,6 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("-T", "--tags")
     p.add_argument("-t", "--test")
+
+    p = sub.add_parser("check", help="what would make numbers noisy or unrepresentative on this machine, measured now",
+                       description="Measures the machine over a short window (zfsperf idle): CPU busy from other "
+                                   "processes, steal, load, swapping, disk I/O, other ZFS daemons, a zfsperf run in "
+                                   "progress; and settings: frequency governor, turbo, transparent huge pages, ARC "
+                                   "limits, ZFS tunables off their defaults. Exit 0: quiet; 1: busy.")
+    p.add_argument("--window", type=float, default=1.0, help="seconds to measure over (default 1)")
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("info", help="what ZFS this machine has and what zfsperf can read from it")
     p.add_argument("--target", default="auto")
@@ -140,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="summarise results directories (nothing is re-run)")
     p.add_argument("dirs", nargs="+")
-    p.add_argument("--format", choices=["terminal", "md", "csv", "json", "results-csv", "junit", "html"],
+    p.add_argument("--format", choices=["terminal", "md", "csv", "json", "openmetrics", "results-csv", "junit", "html"],
                    default="terminal", help="terminal, or any exporter's text on stdout (default terminal)")
     p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report with pictures")
     p.add_argument("--no-histograms", action="store_true", help="terminal: leave out the quantize histograms")
@@ -195,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.cmd is None:
                 args = build_parser().parse_args(["run", *argv])
             return cmd_run(args, argv)
-        return {"list": cmd_list, "info": cmd_info, "lab": cmd_lab, "guest": cmd_guest, "corpus": cmd_corpus,
+        return {"list": cmd_list, "info": cmd_info, "check": cmd_check, "lab": cmd_lab, "guest": cmd_guest, "corpus": cmd_corpus,
                 "history": cmd_history,
                 "report": cmd_report, "compare": cmd_compare, "steady": cmd_steady}[args.cmd](args)
     except InputError as e:
@@ -237,7 +248,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
                       disks=disks, force=args.force, arc_max_mb=args.arc_max, argv=redact_argv(["zfsperf", *argv]),
                       precision=precision, interleave=args.interleave or detect is not None, seed=args.seed,
                       detect=detect, keep_signal_handlers=True,
-                      store=None if args.no_history else (args.store or ""))
+                      store=None if args.no_history else (args.store or ""), check=args.check)
     return Runner(opts).run()
 
 
@@ -262,6 +273,24 @@ def cmd_list(args: argparse.Namespace) -> int:
         for c in cases:
             print(f"    {c.id}")
     return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from . import machine
+    if not 0 < args.window <= 60:
+        raise InputError("--window takes seconds, more than 0 and at most 60", field="--window")
+    c = machine.measure(args.window)
+    if args.json:
+        print(json.dumps(c.as_dict(), indent=1))
+    else:
+        print(f"measured over {c.window_s:g} s on {c.cpus} CPUs: CPU busy from other processes "
+              f"{c.cpu_busy_pct:.1f} %, steal {c.steal_pct:.1f} %, load average {c.load1:.2f}, "
+              f"swapping {c.swap_pages_s:.0f} pages/s, disks {c.disk_mibs:.1f} MiB/s")
+        for f in c.findings:
+            print(f"  {f.line()}")
+        print("quiet: nothing found that makes numbers noisy" if not c.busy else
+              f"busy: {len(c.busy)} finding(s) make numbers noisy (`zfsperf run --check strict` would refuse)")
+    return 1 if c.busy else 0
 
 
 def cmd_info(args: argparse.Namespace) -> int:

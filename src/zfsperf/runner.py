@@ -18,6 +18,7 @@ from . import proc
 from .errors import InputError, Refused, ZfsperfError
 from .redact import redact
 from .pool import PoolManager, check_disks, cleanup_leftovers, describe_leftovers, finish_pools
+from . import machine
 from .results import export, runinfo
 from .report import exporters
 from .results.stats import summarise
@@ -68,6 +69,7 @@ class RunOptions:
     # lands after the summary is moot instead of killing a run that had finished
     keep_signal_handlers: bool = False
     store: str | None = None             # the history store the run is added to ("": the default; None: none)
+    check: str = "warn"                  # the machine check before and after: warn | strict (refuse if busy) | off
 
 
 class Precision:
@@ -136,9 +138,18 @@ class Runner:
         self.control = Control()                     # signals: recorded, acted on at safe points
         self.cases: CaseRunner | None = None
         self.detected: dict[str, Any] | None = None  # --detect: what the blocks reached, and what stopped them
+        self.lock = machine.RunLock()
+        self.before: machine.Check | None = None
+        self.busier: str | None = None               # what rose on the machine while the run ran
 
     # ------------------------------------------------------------------ entry
     def run(self) -> int:
+        try:
+            return self._run()
+        finally:
+            self.lock.release()
+
+    def _run(self) -> int:
         opts = self.opts
         # 1. Everything about the input is checked before anything on disk is touched.
         done: set[tuple[str, int]] = set()
@@ -168,6 +179,9 @@ class Runner:
             c.test.pool.validate()
         check_disks(opts.disks, opts.force)
         store_url = self._check_store()
+        # one run at a time on a machine, and the machine looked at before anything is touched
+        self.lock.acquire(opts.argv)
+        self.before = self._machine_check(strict=opts.check == "strict")
         # 2. Nothing of an earlier zfsperf may run beside this one's measurements.
         self._orphans(opts.cleanup)
         # 3. A zfsperf that died left tunables changed: put them back first, and say so.
@@ -212,6 +226,7 @@ class Runner:
                            "precision": opts.precision, "interleave": opts.interleave, "seed": opts.seed,
                            "detect": opts.detect, "defines": opts.defines})
             run_info["history_store"] = store_url
+            run_info["machine"] = {"before": self.before.as_dict() if self.before else None, "after": None}
             run_info["duets"] = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides
             if not opts.resume:
                 rd.write_json("run.json", run_info)
@@ -237,6 +252,7 @@ class Runner:
                 self._close_target(target, rd)
             for line in replay(journal):       # anything an interrupt cut short
                 self.ui.say(f"journal: {line}")
+            self._machine_after(rd)
         try:                                   # a signal while summarising is still recorded, not raised
             stored: tuple[str, str | None] | None = None
             if not (interrupted or self.control.interrupt is not None):    # a partial run is no point
@@ -408,6 +424,29 @@ class Runner:
             teardown(lab, lambda text: self.ui.say(f"-x: {text}"))
 
     # ------------------------------------------------------------------ target lifecycle
+    def _machine_check(self, *, strict: bool) -> "machine.Check | None":
+        """The machine before the run: findings printed; with strict, a busy machine is refused
+        (exit 2, nothing created)."""
+        if self.opts.check == "off":
+            return None
+        c = machine.measure(machine.RUN_WINDOW_S)
+        if strict and c.busy:
+            raise InputError("the machine is busy (--check strict):\n  " + "\n  ".join(f.line() for f in c.findings),
+                             field="--check")
+        for f in c.findings:
+            self.ui.say(f"machine: {f.line()}")
+        return c
+
+    def _machine_after(self, rd: ResultsDir) -> None:
+        """The machine after the run (zfsperf's own processes stopped): recorded, and said if busier."""
+        if self.before is None or not (rd.path / "run.json").exists():
+            return
+        after = machine.measure(machine.RUN_WINDOW_S)
+        self.busier = machine.busier(self.before.as_dict(), after)
+        info = rd.run_info()
+        info["machine"] = {"before": self.before.as_dict(), "after": after.as_dict(), "busier": self.busier}
+        rd.write_json("run.json", info)
+
     def _close_target(self, target: Target, rd: ResultsDir) -> None:
         lab = target.daemon()
         if lab is not None:
@@ -438,6 +477,8 @@ class Runner:
         lines += ["", f"Running Time:\t{format_duration(elapsed)}", f"Percent passed:\t{pct:.1f}%"]
         if interrupted:
             lines.append("Interrupted:\tyes (resume with --resume " + str(rd.path) + ")")
+        if self.busier:
+            lines.append(f"Machine:\t{self.busier}")
         if self.detected is not None:
             d = self.detected
             worst = "-" if d["worst_pct"] is None else f"{d['worst_pct']:.2f} %"

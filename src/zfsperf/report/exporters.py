@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..results import export
-from . import formats, html
+from . import formats, html, openmetrics
 from .model import RunData
 
 
@@ -73,6 +73,13 @@ class Json(_TextExporter):
         return formats.to_json(x.reports)
 
 
+class OpenMetrics(_TextExporter):
+    name, filename = "openmetrics", "report.prom"
+
+    def render(self, x: Exported) -> str:
+        return openmetrics.render(x.reports)
+
+
 class ResultsCsv(_TextExporter):
     name, filename = "results-csv", "results.csv"
 
@@ -97,7 +104,8 @@ class Html:
         return html.write(Path(path), list(zip(x.runs, x.reports)), x.comparison)
 
 
-EXPORTERS: dict[str, Exporter] = {e.name: e for e in (Markdown(), CaseCsv(), Json(), ResultsCsv(), Junit(), Html())}
+EXPORTERS: dict[str, Exporter] = {e.name: e for e in (Markdown(), CaseCsv(), Json(), OpenMetrics(), ResultsCsv(),
+                                                      Junit(), Html())}
 RESULTS_DIR_FILES = ("junit", "results-csv", "html")      # written into every results directory
 
 

@@ -129,6 +129,6 @@ def build(run: RunData) -> dict[str, Any]:
                       "cross_checks": cross_check_summary(c),
                       "errors": sorted({r["error"] for r in c.records if r.get("error")})})
     t = run.info.get("target") or {}
-    return {"path": str(run.path), "target": t, "runfile": (run.info.get("runfile") or {}).get("source"),
+    return {"path": str(run.path), "target": t, "host": run.info.get("host"), "runfile": (run.info.get("runfile") or {}).get("source"),
             "zfsperf_version": run.info.get("zfsperf_version"), "start": run.info.get("start"),
             "interrupted": run.info.get("interrupted"), "cases": cases, "warnings": warnings}

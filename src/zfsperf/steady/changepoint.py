@@ -168,9 +168,14 @@ def steady_stretch(y: np.ndarray, starts: list[int], c: Criteria) -> tuple[int |
     level, exc = float(tail.mean()), abs(b) * (len(tail) - 1)
     if s is None:
         return None, level, exc
-    while s - step >= 0 and abs(float(y[s - step:s].mean()) - level) <= c.tolerance * abs(level):
+    # reach back towards the level the series ends at: a fill still rising slowly has a stretch mean
+    # below it, and blocks within tolerance of that mean would take its last climb in
+    end = float(y[n - c.window:].mean())
+    while s - step >= 0 and abs(float(y[s - step:s].mean()) - end) <= c.tolerance * abs(end) \
+            and abs(float(y[s - step:s].mean()) - level) <= c.tolerance * abs(level):
         s -= step                       # the W/2 samples before s are still at the level
-    if 0 < s < step and abs(float(y[:s].mean()) - level) <= c.tolerance * abs(level):
+    if 0 < s < step and abs(float(y[:s].mean()) - level) <= c.tolerance * abs(level) \
+            and abs(float(y[:s].mean()) - end) <= c.tolerance * abs(end):
         s = 0
     return s, level, exc
 
