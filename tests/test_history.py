@@ -154,3 +154,43 @@ def test_the_same_history_on_postgresql(history, pg_url):
     assert res.returncode == 0 and "History:\tadded to postgresql://" in res.stdout, res.stdout + res.stderr
     out = json.loads(zfsperf("history", "--store", pg_url, "--figure", "throughput", "--json").stdout)
     assert len(out["series"][0]["runs"]) == 17
+
+
+def test_triage_accepted_changes_outliers_and_set_up_markers(history, tmp_path):
+    """`history accept RUN --reason` marks the real gzip-9 change as expected: the gate ignores it and
+    the trend page shows why; a level must hold --min-segment runs; the page marks where the set-up
+    (here the runfile's -D value) changed."""
+    import shutil
+    from zfsperf.history import analysis
+    import numpy as np
+    tmp, store0, changed, _ = history
+    store = str(tmp_path / "copy.sqlite")
+    shutil.copy(store0, store)                                   # the module's store stays as it was
+    gate = ["history", "--store", store, "--figure", "throughput", "--fail-on-change", "20", "--recent", "6",
+            "--min-change", MIN_CHANGE]
+    assert zfsperf(*gate).returncode == 1
+    # bad input: an unknown run, or no reason -> exit 2, nothing written
+    assert zfsperf("history", "accept", "20000101T000000", "--reason", "x", "--store", store).returncode == 2
+    assert zfsperf("history", "accept", str(changed[10]), "--store", store).returncode == 2
+    res = zfsperf("history", "accept", str(changed[10]), "--reason", "gzip-9 on purpose", "--store", store)
+    assert res.returncode == 0 and f"a change at {changed[10].name} is accepted" in res.stdout, res.stdout + res.stderr
+    html = tmp_path / "trend.html"
+    res = zfsperf(*gate, "--html", str(html))
+    assert res.returncode == 0, res.stdout + res.stderr                      # expected: the gate passes
+    assert "accepted: gzip-9 on purpose" in res.stdout
+    page = html.read_text()
+    assert "gzip-9 on purpose" in page
+    assert f"run 11 ({changed[10].name}): -D comp: off -&gt; gzip-9" in page    # the set-up marker
+    js = json.loads(zfsperf("history", "--store", store, "--figure", "throughput", "--json",
+                            "--min-change", MIN_CHANGE).stdout)
+    (s,) = js["series"]
+    assert s["change_points"][0]["accepted"] == "gzip-9 on purpose"
+    assert {"run": changed[10].name, "what": "-D comp: off -> gzip-9"} in s["annotations"]
+    # the 6 gzip-9 runs are a level at --min-segment 6, not at 7
+    for n, expect in (("6", 1), ("7", 0)):
+        js = json.loads(zfsperf("history", "--store", store, "--figure", "throughput", "--json", "--min-segment", n,
+                                "--min-change", MIN_CHANGE).stdout)
+        assert len(js["series"][0]["change_points"]) == expect, (n, js["series"][0]["change_points"])
+    # a short excursion that comes back is outlier runs, both its edges dropped; one that moves on keeps one
+    assert analysis.short_segments([5, 6], np.array([1, 1, 1, 1, 1, 9, 1, 1, 1.]), 2) == ([], [5])
+    assert analysis.short_segments([5, 6], np.array([1, 1, 1, 1, 1, 5, 9, 9, 9.]), 2) == ([5], [])

@@ -158,9 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("history", help="every run in one store: import results, series over runs, change points",
                        description="zfsperf history import DIR...  |  zfsperf history [--case C] [--figure F] "
-                                   "[--fail-on-change PCT]")
-    p.add_argument("action", nargs="?", choices=["import", "show"], default="show")
-    p.add_argument("dirs", nargs="*", help="import: results directories")
+                                   "[--fail-on-change PCT]  |  zfsperf history accept RUN --reason TEXT")
+    p.add_argument("action", nargs="?", choices=["import", "show", "accept"], default="show")
+    p.add_argument("dirs", nargs="*", help="import: results directories; accept: the run (its name or directory)")
+    p.add_argument("--reason", help="accept: why the change at this run is expected (shown on the trend page)")
+    p.add_argument("--min-segment", type=int, default=2, metavar="N",
+                   help="a level must hold for N runs to count: a shorter excursion that comes back is an "
+                        "outlier run, not a change (default 2; 1 reports a change at the latest run at once)")
     p.add_argument("--store", help="a path (SQLite, the default $ZFSPERF_STATE/history.sqlite) or postgresql://...")
     p.add_argument("--case", help="only this case (as zfsperf names it, e.g. 'receive threads=4')")
     p.add_argument("--figure", help="only this figure (e.g. throughput)")
@@ -450,12 +454,23 @@ def cmd_history(args: argparse.Namespace) -> int:
             added = sum(store.add(r) is not None for r in runs)
         print(f"{store.url}: {added} run(s) added, {len(runs) - added} already there")
         return 0
+    if args.action == "accept":
+        if len(args.dirs) != 1 or not (args.reason or "").strip():
+            raise InputError("history accept takes one RUN and --reason TEXT", field="accept")
+        with Store.open(args.store, create=False) as store:
+            name = store.accept(args.dirs[0], args.reason.strip(), args.case, args.figure)
+        print(f"{store.url}: a change at {name} is accepted"
+              + (f" for {args.case or 'every case'} / {args.figure or 'every figure'}") + f": {args.reason.strip()}")
+        return 0
     if args.dirs:
-        raise InputError("history takes directories only with `import`", field="dirs")
+        raise InputError("history takes directories only with `import` and `accept`", field="dirs")
+    if args.min_segment < 1:
+        raise InputError("--min-segment takes a whole number >= 1", field="--min-segment")
     if args.fail_on_change is not None and not args.fail_on_change >= 0:
         raise InputError("--fail-on-change takes a percentage >= 0", field="--fail-on-change")
     with Store.open(args.store, create=False) as store:
-        series = [analysis.analyse(s, min_change=args.min_change)
+        accepted = store.accepted()
+        series = [analysis.analyse(s, min_change=args.min_change, min_segment=args.min_segment, accepted=accepted)
                   for s in analysis.load_series(store, args.case, args.figure)]
     if not series:
         print(f"zfsperf: no runs in {store.url}" + (" for that case/figure" if args.case or args.figure else ""),
@@ -471,7 +486,10 @@ def cmd_history(args: argparse.Namespace) -> int:
             for c in s.change_points:
                 print(f"  at run {c.index + 1} ({c.run}): {c.before:.4g} -> {c.after:.4g} {s.unit} "
                       f"{c.change_pct:+.1f} %  p {c.p:.4f}  {c.verdict}"
-                      + (f"  [{'; '.join(c.what_changed)}]" if c.what_changed else ""))
+                      + (f"  [{'; '.join(c.what_changed)}]" if c.what_changed else "")
+                      + (f"  accepted: {c.accepted}" if c.accepted else ""))
+            if s.outliers:
+                print(f"  outlier run(s), not a change: {', '.join(s.points[i].run.name for i in s.outliers)}")
     if args.html:
         from .report import html
         out = Path(args.html)

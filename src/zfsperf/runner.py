@@ -8,6 +8,7 @@ The runner owns that order; workloads, targets and the store are plain component
 from __future__ import annotations
 
 import os
+import platform
 import random
 import time
 from dataclasses import dataclass, field
@@ -272,7 +273,8 @@ class Runner:
         self._prep_error: dict[str, str] = {}
         self._warmed: set[str] = set()
         total = sum(self._iterations(c) for c in cases)
-        self.ui.start_progress(total - len(done))
+        remaining = {c.id: self._iterations(c) - sum(1 for cid, it in done if cid == c.id and it >= 1) for c in cases}
+        self.ui.start_progress(total - len(done), remaining, self._past_seconds([c.id for c in cases]))
         states = []
         partners = {id(c): next(x for x in cases if x.test is c.test and x is not c) for c in cases
                     if c.test.duet}
@@ -396,6 +398,18 @@ class Runner:
                          "worst_pct": None if worst is None else round(worst, 3),
                          "achieved_pct": {k: None if v is None else round(v, 3) for k, v in achieved.items()}}
         return why is not None
+
+    def _past_seconds(self, case_ids: list[str]) -> dict[str, float]:
+        """Seconds per iteration of these cases in the history store's runs on this host (the ETA);
+        none when there is no store or it cannot be read -- the ETA then learns from this run."""
+        if self.opts.store is None:
+            return {}
+        try:
+            from .history.store import Store
+            with Store.open(self.opts.store or None, create=False) as st:
+                return st.seconds_per_iteration(case_ids, platform.node())
+        except Exception:              # noqa: BLE001 -- an estimate never stops a run (the store was checked)
+            return {}
 
     def _iterations(self, case: Case) -> int:
         n = self.opts.iterations or case.test.iterations

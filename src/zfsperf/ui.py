@@ -1,5 +1,10 @@
-"""What the user sees while a run goes: one line per case, a progress bar and the running case's
-live figure on a terminal, plain lines otherwise (CI logs, pipes)."""
+"""What the user sees while a run goes: one line per case, and on a terminal one overall progress
+bar above them -- iterations done of the total, the case and iteration running, elapsed time and
+an ETA -- with the running case's live figure; plain lines otherwise (CI logs, pipes).
+
+The ETA is the remaining iterations times each case's seconds per iteration: from the history
+store's past runs of the same case on this host when it has them ("ETA 02:10 (history)"), else
+from this run's own iterations so far ("(this run)"), and counts down between iterations."""
 
 from __future__ import annotations
 
@@ -7,16 +12,77 @@ import contextlib
 import io
 import sys
 import threading
+import time
 from typing import Any, Iterator
 
 from rich.console import Console as RichConsole
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
 from rich.table import Table as RichTable
 
 from .control import detach_output
 from .results.export import status_line
 from .results.tables import Table
 from .results.record import Status
+
+
+class Eta:
+    """Seconds left in a run, from per-case seconds per iteration (history, else this run)."""
+
+    def __init__(self, remaining: dict[str, int], history: dict[str, float]) -> None:
+        self.remaining = dict(remaining)
+        self.history = dict(history)
+        self.seen: dict[str, list[float]] = {}
+        self.started: float | None = None          # monotonic start of the iteration running now
+        self.running: str | None = None
+
+    def start(self, case_id: str) -> None:
+        self.running, self.started = case_id, time.monotonic()
+
+    def done(self, case_id: str, seconds: float | None) -> None:
+        if case_id in self.remaining and self.remaining[case_id] > 0:
+            self.remaining[case_id] -= 1
+        if seconds is not None:
+            self.seen.setdefault(case_id, []).append(seconds)
+        self.running = self.started = None
+
+    def _per(self, case_id: str) -> tuple[float | None, str]:
+        if case_id in self.history:
+            return self.history[case_id], "history"
+        if self.seen.get(case_id):
+            v = self.seen[case_id]
+            return sum(v) / len(v), "this run"
+        every = [x for v in self.seen.values() for x in v]
+        return (sum(every) / len(every), "this run") if every else (None, "")
+
+    def left(self) -> tuple[float | None, str]:
+        """(seconds left or None when nothing can be said yet, where the figures came from)."""
+        total, sources = 0.0, set()
+        for cid, n in self.remaining.items():
+            if n <= 0:
+                continue
+            per, src = self._per(cid)
+            if per is None:
+                return None, ""
+            total += n * per
+            sources.add(src)
+            if cid == self.running and self.started is not None:     # the running one is partly done
+                total -= min(per, time.monotonic() - self.started)
+        return max(total, 0.0), "history" if sources == {"history"} else "this run" if sources else ""
+
+
+class EtaColumn(ProgressColumn):
+    def __init__(self, eta: Eta) -> None:
+        super().__init__()
+        self.eta = eta
+
+    def render(self, task: Any) -> Text:
+        left, src = self.eta.left()
+        if left is None:
+            return Text("ETA -:--")
+        m, sec = divmod(int(left + 0.5), 60)
+        return Text(f"ETA {m // 60:d}:{m % 60:02d}:{sec:02d} ({src})" if m >= 60 else
+                    f"ETA {m:02d}:{sec:02d} ({src})")
 
 
 class Console:
@@ -29,6 +95,7 @@ class Console:
                                 width=None if self.is_tty else 160)
         self._progress: Progress | None = None
         self._task = None
+        self.eta: Eta | None = None
         self._lock = threading.Lock()
 
     def _print(self, text: str) -> None:
@@ -42,12 +109,17 @@ class Console:
         if not self.quiet:
             self._print(text)
 
-    def start_progress(self, total: int) -> None:
+    def start_progress(self, total: int, remaining: dict[str, int] | None = None,
+                       history: dict[str, float] | None = None) -> None:
+        """total: iterations to run; remaining: of them, per case; history: a case's seconds per
+        iteration in earlier runs (the history store)."""
+        self.eta = Eta(remaining or {}, history or {})
         if self.is_tty and not self.quiet:
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TimeElapsedColumn(), TextColumn("{task.fields[live]}"),
+                                      TextColumn("iterations"), TimeElapsedColumn(), EtaColumn(self.eta),
+                                      TextColumn("{task.fields[live]}"),
                                       console=self.rich, transient=True)
-            self._task = self._progress.add_task("cases", total=total, live="")
+            self._task = self._progress.add_task("starting", total=total, live="")
             self._progress.start()
 
     def stop_progress(self) -> None:
@@ -57,6 +129,8 @@ class Console:
                 progress.stop()
 
     def case_start(self, case_id: str, iteration: int) -> None:
+        if self.eta is not None:
+            self.eta.start(case_id)
         if self._progress is not None:
             self._progress.update(self._task, description=f"{case_id} iter={iteration}", live="")
         elif self.verbose:
@@ -72,6 +146,9 @@ class Console:
         self.say(text)
 
     def case_done(self, record: dict[str, Any], headline: str | None) -> None:
+        if self.eta is not None:
+            d = record.get("duration")
+            self.eta.done(record.get("case", ""), float(d) if isinstance(d, (int, float)) else None)
         if self._progress is not None:
             self._progress.advance(self._task)
         if self.quiet and record["status"] == Status.PASS:

@@ -28,7 +28,7 @@ PVALUE = 0.01             # E-Divisive's own permutation test, while splitting; 
 PERMUTATIONS = 100
 SIZE_PERMUTATIONS = 499   # the reported significance of each change point
 WINDOW = 400              # longest series E-Divisive sees at once (block medians beyond)
-MIN_SEGMENT = 2           # runs on each side of a change point
+MIN_SEGMENT = 2           # runs on each side of a change point, and between two (--min-segment)
 RUNS_ALPHA = 0.05         # a change point must also stand out of its segments' run-to-run noise
 
 
@@ -50,6 +50,7 @@ class ChangePoint:
     direction: int                  # +1 higher is better, -1 lower, 0 not judged
     what_changed: list[str] = field(default_factory=list)
     runs_p: float | None = None     # Welch's t of the segments' runs (run-to-run noise), as compare --vs
+    accepted: str | None = None     # `zfsperf history accept`: why this change is expected
 
     @property
     def verdict(self) -> str:
@@ -61,7 +62,7 @@ class ChangePoint:
         return {"index": self.index, "run": self.run, "before": self.before, "after": self.after,
                 "change_pct": round(self.change_pct, 3), "p": round(self.p, 5), "verdict": self.verdict,
                 "runs_p": None if self.runs_p is None else round(self.runs_p, 5),
-                "what_changed": self.what_changed}
+                "what_changed": self.what_changed, "accepted": self.accepted}
 
 
 @dataclass
@@ -72,11 +73,15 @@ class Series:
     workload: str
     points: list[Point]
     change_points: list[ChangePoint] = field(default_factory=list)
+    outliers: list[int] = field(default_factory=list)   # runs that left the level alone and came back
+    annotations: list[tuple[int, str]] = field(default_factory=list)   # where the set-up changed (annotations())
 
     def as_dict(self) -> dict[str, Any]:
         return {"case": self.case, "figure": self.figure, "unit": self.unit,
                 "runs": [{"run": p.run.name, "value": p.value, "n": p.n} for p in self.points],
-                "change_points": [c.as_dict() for c in self.change_points]}
+                "change_points": [c.as_dict() for c in self.change_points],
+                "outliers": [self.points[i].run.name for i in self.outliers],
+                "annotations": [{"run": self.points[i].run.name, "what": w} for i, w in self.annotations]}
 
 
 @contextlib.contextmanager
@@ -98,7 +103,7 @@ def e_divisive(values: np.ndarray, pvalue: float = PVALUE, window: int = WINDOW)
     the runs of the blocks on either side of it. A level held for fewer than k runs is not a
     change point of such a history."""
     n = len(values)
-    if n < 2 * MIN_SEGMENT or np.ptp(values) == 0:
+    if n < 2 or np.ptp(values) == 0:
         return []
     if n <= window:
         return sorted(int(i) for i in es.e_divisive(values, pvalue=pvalue, permutations=PERMUTATIONS))
@@ -131,12 +136,50 @@ def what_changed(a: RunRow, b: RunRow) -> list[str]:
     return out
 
 
+def short_segments(idx: list[int], vals: np.ndarray, min_segment: int) -> tuple[list[int], list[int]]:
+    """(change points, outlier runs): a segment of fewer than min_segment runs between two change
+    points is not a level. When the runs after it are back at the level before it (closer to it
+    than to the short segment), its runs are outliers and both change points go; otherwise the
+    series moved on through it, and the change is kept at its first point."""
+    idx, out = sorted(idx), []
+    k = 0
+    while k + 1 < len(idx):
+        a, b = idx[k], idx[k + 1]
+        if b - a >= min_segment:
+            k += 1
+            continue
+        lo = idx[k - 1] if k > 0 else 0
+        hi = idx[k + 2] if k + 2 < len(idx) else len(vals)
+        before, short, after = vals[lo:a].mean(), vals[a:b].mean(), vals[b:hi].mean()
+        if abs(after - before) < abs(after - short):
+            out += list(range(a, b))
+            del idx[k:k + 2]
+        else:
+            del idx[k + 1]
+    return idx, out
+
+
+def annotations(s: Series) -> list[tuple[int, str]]:
+    """(index, what) where a run's ZFS, kernel, host, runfile or -D defines differ from the run
+    before it: the markers of the trend page (whether or not the figure changed there)."""
+    out = []
+    for i in range(1, len(s.points)):
+        a, b = s.points[i - 1].run, s.points[i].run
+        what = [w for w in what_changed(a, b) if not w.startswith(("zfs_", "l2arc_", "metaslab_", "spa_", "vdev_"))]
+        if what:
+            out.append((i, "; ".join(what)))
+    return out
+
+
 def analyse(s: Series, pvalue: float = PVALUE, min_change: float = 0.0, window: int = WINDOW,
-            seed: int = 1) -> Series:
+            seed: int = 1, min_segment: int = MIN_SEGMENT,
+            accepted: list[tuple[str, str | None, str | None, str]] | None = None) -> Series:
     vals = np.array([p.value for p in s.points], dtype=float)
     way = figure_direction(s.workload, s.figure, s.unit)
+    s.annotations = annotations(s)
     with _seeded(seed):
-        idx = [i for i in e_divisive(vals, pvalue, window) if MIN_SEGMENT <= i <= len(vals) - MIN_SEGMENT]
+        found, s.outliers = short_segments(e_divisive(vals, pvalue, window), vals, min_segment)
+        idx = [i for i in found if min_segment <= i <= len(vals) - min_segment]
         bounds = [0, *idx, len(vals)]
         cps = []
         for k, i in enumerate(idx):
@@ -154,9 +197,11 @@ def analyse(s: Series, pvalue: float = PVALUE, min_change: float = 0.0, window: 
             if runs is not None and runs.p is not None and runs.p >= RUNS_ALPHA:
                 continue
             p = max(float(st.e_pvalue), 1 / (SIZE_PERMUTATIONS + 1))     # a permutation test's floor
+            why = next((r for run, case, fig, r in reversed(accepted or []) if run == s.points[i].run.name
+                        and case in (None, s.case) and fig in (None, s.figure)), None)
             cps.append(ChangePoint(i, s.points[i].run.name, b, a, change, p, way,
                                    what_changed(s.points[i - 1].run, s.points[i].run),
-                                   None if runs is None else runs.p))
+                                   None if runs is None else runs.p, why))
     s.change_points = cps
     return s
 
@@ -180,10 +225,10 @@ def load_series(store: Store, case: str | None = None, figure: str | None = None
 def fail_on_change(series: list[Series], pct: float, recent: int) -> list[tuple[Series, ChangePoint]]:
     """Change points that make a CI gate fail: worse by at least pct %, at one of the last
     `recent` runs of their series (a regression that was there before is old news; a change of a
-    figure that is not judged never fails)."""
+    figure that is not judged never fails; an accepted one is expected)."""
     out = []
     for s in series:
         for c in s.change_points:
-            if c.verdict == "worse" and abs(c.change_pct) >= pct and c.index >= len(s.points) - recent:
+            if c.verdict == "worse" and c.accepted is None and abs(c.change_pct) >= pct and c.index >= len(s.points) - recent:
                 out.append((s, c))
     return out

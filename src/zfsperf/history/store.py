@@ -1,7 +1,8 @@
 """The results store: every run in one database, SQLite by default, PostgreSQL for a team.
 
 A store URL is a path (or sqlite:///PATH) for SQLite, or postgresql://… (psycopg 3). The same SQL
-runs on both (placeholders and the id column are the only dialect differences). Schema, version 1:
+runs on both (placeholders and the id column are the only dialect differences). Schema, version 2
+(version 1 had no case_seconds and accepted; opening a version-1 store adds them):
 
   zfsperf_meta(key TEXT PRIMARY KEY, value TEXT)          -- "schema" = "1"
   runs(id            integer primary key,                 -- one row per results directory
@@ -21,6 +22,12 @@ runs on both (placeholders and the id column are the only dialect differences). 
           passed, total INTEGER,                          -- iterations that passed / ran
           median, mean, stddev DOUBLE PRECISION,          -- over the PASS iterations
           PRIMARY KEY (run_id, case_id, figure))
+  case_seconds(run_id INTEGER REFERENCES runs(id) ON DELETE CASCADE,
+               case_id TEXT, iterations INTEGER,         -- counted iterations that recorded a duration
+               seconds DOUBLE PRECISION,                  -- their sum: what the ETA of a later run uses
+               PRIMARY KEY (run_id, case_id))
+  accepted(run TEXT, case_id TEXT, figure TEXT,           -- a change point at this run (name) is expected;
+           reason TEXT, at DOUBLE PRECISION)              -- case/figure NULL: every series of the run
 A case that never passed in a run has its figures absent for that run (never a zero)."""
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from ..redact import redact, scrub
 from ..report.model import RunData, load_run
 from ..results.record import Status
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RUN_COLUMNS = ("path", "name", "started", "host", "os", "kernel", "implementation", "zfs_version", "pool_version",
                "zfsperf_version", "runfile", "runfile_sha", "defines", "tunables", "format", "imported")
 FIGURE_COLUMNS = ("run_id", "test", "workload", "case_id", "figure", "unit", "n", "passed", "total", "median", "mean",
@@ -69,6 +76,10 @@ def _ddl(serial: str) -> list[str]:
         "total INTEGER, median DOUBLE PRECISION, mean DOUBLE PRECISION, stddev DOUBLE PRECISION, "
         "PRIMARY KEY (run_id, case_id, figure))",
         "CREATE INDEX IF NOT EXISTS figures_series ON figures (case_id, figure)",
+        "CREATE TABLE IF NOT EXISTS case_seconds (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, "
+        "case_id TEXT NOT NULL, iterations INTEGER, seconds DOUBLE PRECISION, PRIMARY KEY (run_id, case_id))",
+        "CREATE TABLE IF NOT EXISTS accepted (run TEXT NOT NULL, case_id TEXT, figure TEXT, reason TEXT NOT NULL, "
+        "at DOUBLE PRECISION)",
     ]
 
 
@@ -156,6 +167,8 @@ class Store:
         elif int(row[0]) > SCHEMA_VERSION:
             raise InputError(f"store schema {row[0]} is newer than this zfsperf knows ({SCHEMA_VERSION})",
                              file=self.url)
+        elif int(row[0]) < SCHEMA_VERSION:          # the tables it lacked were just created
+            self.execute("UPDATE zfsperf_meta SET value = ? WHERE key = ?", (str(SCHEMA_VERSION), "schema"))
         self.conn.commit()
 
     def check_writable(self) -> None:
@@ -194,6 +207,10 @@ class Store:
             q = self._sql(f"INSERT INTO figures ({', '.join(FIGURE_COLUMNS)}) VALUES "
                           f"({', '.join('?' for _ in FIGURE_COLUMNS)})")
             cur.executemany(q, rows)
+        secs = [(run_id, cid, n, t) for cid, n, t in case_seconds(run)]
+        if secs:
+            self.conn.cursor().executemany(self._sql("INSERT INTO case_seconds (run_id, case_id, iterations, seconds) "
+                                                     "VALUES (?, ?, ?, ?)"), secs)
         return run_id
 
     def import_dirs(self, paths: Iterable[str | Path]) -> tuple[int, int]:
@@ -221,6 +238,34 @@ class Store:
             (case_id, figure, same["host"], same["implementation"], same["zfs_version"], same["runfile_sha"],
              same["defines"])).fetchall()
         return [float(m) for path, m in rows if path not in skip and m is not None]
+
+    def seconds_per_iteration(self, case_ids: Iterable[str], host: str, last: int = 10) -> dict[str, float]:
+        """Each case's median seconds per counted iteration over its last `last` runs on this host
+        (what a run's ETA is made of); cases the store has not seen are absent."""
+        out = {}
+        for cid in case_ids:
+            rows = self.execute("SELECT c.iterations, c.seconds FROM case_seconds c JOIN runs r ON r.id = c.run_id "
+                                "WHERE c.case_id = ? AND r.host = ? ORDER BY r.started DESC", (cid, host)).fetchall()
+            per = sorted(float(t) / int(n) for n, t in rows[:last] if n and t is not None)
+            if per:
+                out[cid] = per[len(per) // 2]
+        return out
+
+    def accept(self, run: str, reason: str, case: str | None = None, figure: str | None = None) -> str:
+        """Mark change points at a run as expected; run is its name or its results directory. The
+        run's name is returned; an unknown run is an error (exit 2)."""
+        row = self.execute("SELECT name FROM runs WHERE name = ? OR path = ?",
+                           (Path(run).name, str(Path(run).resolve()) if "/" in run else run)).fetchone()
+        if row is None:
+            raise InputError(f"no run {run!r} in {self.url} (zfsperf history lists them)", field="RUN")
+        self.execute("INSERT INTO accepted (run, case_id, figure, reason, at) VALUES (?, ?, ?, ?, ?)",
+                     (row[0], case, figure, reason, time.time()))
+        return str(row[0])
+
+    def accepted(self) -> list[tuple[str, str | None, str | None, str]]:
+        """(run name, case or None, figure or None, reason) of every acceptance, oldest first."""
+        return [(r[0], r[1], r[2], r[3]) for r in
+                self.execute("SELECT run, case_id, figure, reason FROM accepted ORDER BY at")]
 
     def runs(self) -> dict[int, RunRow]:
         out = {}
@@ -254,6 +299,15 @@ def settings(run: RunData) -> dict[str, Any]:
             "zfs_version": target.get("zfs_version"),
             "runfile_sha": hashlib.sha256(text.encode()).hexdigest()[:16] if text else None,
             "defines": json.dumps((info.get("selection") or {}).get("defines") or {}, sort_keys=True)}
+
+
+def case_seconds(run: RunData) -> Iterator[tuple[str, int, float]]:
+    """(case, counted iterations with a duration, their seconds) of a run."""
+    for cd in run.cases.values():
+        ds = [float(r["duration"]) for r in cd.records
+              if isinstance(r.get("duration"), (int, float)) and int(r.get("iteration", 1)) >= 1]
+        if ds:
+            yield cd.case, len(ds), sum(ds)
 
 
 def figure_rows(run_id: int, run: RunData) -> Iterator[tuple[Any, ...]]:

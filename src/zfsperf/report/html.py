@@ -110,12 +110,20 @@ def history_document(series: list[Any], store: str) -> str:
     for s in series:
         out.append(f"<h3>{html.escape(s.case)} — {html.escape(s.figure)} ({html.escape(s.unit)})</h3>")
         out.append(_img(plots.trend_chart(s), f"trend {s.case} {s.figure}"))
+        notes = getattr(s, "annotations", [])
+        if notes:
+            out.append("<p>runs where the set-up changed: " + "; ".join(
+                f"run {i + 1} ({html.escape(s.points[i].run.name)}): {html.escape(w)}" for i, w in notes) + "</p>")
         if s.change_points:
             rows = "".join(f"<tr><td>{html.escape(c.run)}</td><td>{c.before:.4g} → {c.after:.4g}</td>"
                            f"<td>{c.change_pct:+.1f} %</td><td>{c.p:.4f}</td><td>{c.verdict}</td>"
-                           f"<td>{html.escape('; '.join(c.what_changed) or '-')}</td></tr>" for c in s.change_points)
+                           f"<td>{html.escape('; '.join(c.what_changed) or '-')}</td>"
+                           f"<td>{html.escape(c.accepted or '-')}</td></tr>" for c in s.change_points)
             out.append("<table><tr><th>run</th><th>mean before → after</th><th>change</th><th>p</th>"
-                       f"<th>verdict</th><th>what changed</th></tr>{rows}</table>")
+                       f"<th>verdict</th><th>what changed</th><th>accepted</th></tr>{rows}</table>")
+        if getattr(s, "outliers", None):
+            out.append("<p>outlier run(s), not a change: "
+                       + html.escape(", ".join(s.points[i].run.name for i in s.outliers)) + "</p>")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>zfsperf history</title>"
             f"<style>{CSS}</style></head><body><h1>zfsperf history</h1>{''.join(out)}"
             f"<script>{SCRIPT}</script></body></html>")

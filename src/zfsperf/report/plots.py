@@ -220,11 +220,20 @@ def trend_chart(series: Any) -> bytes | None:
     for lo, hi in zip(bounds, bounds[1:]):
         m = sum(y[lo:hi]) / (hi - lo)
         ax.hlines(m, lo + 0.6, hi + 0.4, colors="#ff7f0e", lw=2)
+    # run annotations: where ZFS, the kernel, the host, the runfile or its -D values changed
+    for i, what in getattr(series, "annotations", []):
+        ax.axvline(i + 0.5, color="#7f7f7f", ls=":", lw=1)
+        ax.annotate(what[:50], (i + 0.55, 0), fontsize=7, color="#555555", rotation=90, va="bottom")
+    for i in getattr(series, "outliers", []):
+        ax.plot([i + 1], [y[i]], "x", color="#7f7f7f", ms=9, mew=2)
     for c in series.change_points:
-        ax.axvline(c.index + 0.5, color="#d62728" if c.verdict == "worse" else "#2ca02c", ls="--", lw=1)
+        ax.axvline(c.index + 0.5, color="#7f7f7f" if c.accepted else "#d62728" if c.verdict == "worse" else "#2ca02c",
+                   ls="--", lw=1)
         note = f"{c.change_pct:+.0f} % (p {c.p:.3f})"
         if c.what_changed:
             note += "\n" + "; ".join(c.what_changed)[:60]
+        if c.accepted:
+            note += "\naccepted: " + c.accepted[:50]
         ax.annotate(note, (c.index + 0.6, max(y)), fontsize=8, va="top")
     ax.set_xlabel("run (oldest first)")
     ax.set_ylabel(f"{series.figure} ({series.unit})")
