@@ -110,7 +110,7 @@ def test_results_format_version(tmp_path):
 def test_one_exporter_interface(tmp_path):
     """Issue 16.3: one exporter interface, one CSV writer (there were two)."""
     from zfsperf.report.exporters import EXPORTERS
-    assert set(EXPORTERS) == {"md", "csv", "json", "results-csv", "junit", "html"}
+    assert set(EXPORTERS) == {"md", "csv", "json", "openmetrics", "results-csv", "junit", "html"}
     writers = [p for p in SRC.rglob("*.py") if "csv.writer(" in p.read_text()]
     assert [p.name for p in writers] == ["export.py"], writers
 

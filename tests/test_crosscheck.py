@@ -65,6 +65,10 @@ def test_cross_checks_recorded_judged_and_reported(lab, tmp_path):
     assert data["agrees"] is True and data["margin_pct"] is not None
     assert 0.99 < data["ours"] / (recs["recv"]["figures"]["bytes"]["value"] / 1048576) < 1   # payload < stream
     assert 0 <= data["deviation_pct"] <= data["margin_pct"]          # the pool holds the data and its metadata
+    # the stream's WRITE records and the blocks the received dataset holds (zdb): one to one
+    blk = checks["recv"]["stream WRITE records vs blocks on disk"]
+    assert blk["agrees"] is True and blk["margin_pct"] == 0.0 and blk["ours"] == blk["independent"] > 0, blk
+    assert checks["recv-lzjb"]["stream WRITE records vs blocks on disk"]["agrees"] is True   # compressed or not
     # compression on: compressratio against allocated space is not comparable: shown, not judged
     lz = checks["recv-lzjb"]["received data vs pool space"]
     assert lz["agrees"] is None and "not judged" in lz["how"]
@@ -102,3 +106,22 @@ def test_cross_checks_recorded_judged_and_reported(lab, tmp_path):
     rep = zfsperf("report", str(d), "--no-histograms")
     assert "recv: iteration 1: cross-check disagrees: received data vs pool space" in rep.stdout
     assert "+10.00 %" in rep.stdout
+
+
+def test_zdb_blocks_counts_data_blocks_of_every_sent_object():
+    """zdb -dddd as zfs-fuse prints it (a received 32 MiB file: 4 one-block ZPL objects + 256 blocks of
+    the file; the meta-dnode and the accounting objects are not sent), and with OpenZFS 2.x's extra
+    dnsize column; a file of holes holds no block; output without dnodes is None, not 0."""
+    from zfsperf.metrics.crosscheck import zdb_blocks
+    head = "    Object  lvl   iblk   dblk  dsize  lsize   %full  type\n"
+    text = (head + "         0    7    16K    16K  56.0K    16K   15.62  DMU dnode\n\tdnode maxblkid: 0\n"
+            + head + "\tdnode maxblkid: 0\n"
+            + "".join(head + f"         {i}    1    16K    512     8K    512  100.00  ZFS directory\n"
+                      "\tdnode maxblkid: 0\n" for i in range(1, 5))
+            + head + "         5    3    16K   128K  32.0M    32M  100.00  ZFS plain file\n\tdnode maxblkid: 255\n")
+    assert zdb_blocks(text) == 260
+    v2 = ("    Object  lvl   iblk   dblk  dsize  dnsize  lsize   %full  type\n"
+          "         2    2   128K   128K  24.0M     512    24M  100.00  ZFS plain file\n\tdnode maxblkid: 191\n"
+          "         3    1   128K   128K      0     512   128K    0.00  ZFS plain file\n\tdnode maxblkid: 0\n")
+    assert zdb_blocks(v2) == 192
+    assert zdb_blocks("zdb: can't open 'x': No such file or directory") is None

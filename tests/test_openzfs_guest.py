@@ -96,6 +96,9 @@ def test_receive_sweep_and_fio_on_openzfs(guest, tmp_path):
     assert run["target"]["accelerator"] == guest.state().accel
     recv2 = next(r for r in recs if r["params"].get("threads") == 2)
     assert recv2["figures"]["txgs"]["value"] > 0 and recv2["figures"]["blocks"]["value"] > 0
+    # the stream's WRITE records against the blocks OpenZFS's own zdb finds in the received dataset
+    blk = next(c for c in recv2["cross_checks"] if c["name"] == "stream WRITE records vs blocks on disk")
+    assert blk["agrees"] is True and blk["ours"] == blk["independent"] > 64, blk     # 8 MiB = 64 x 128K + ZPL objects
     fio = next(r for r in recs if r["workload"] == "fio")
     assert fio["figures"]["read_iops"]["value"] > 0 and fio["histograms"]["write"]["count"] > 0
     # the pool side of the measured interval: `zpool iostat -w` deltas (the 2.3 header has rebuild)

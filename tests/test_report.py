@@ -275,3 +275,20 @@ def test_openmetrics_of_a_real_run_parses_with_prometheus_client(ab_runs):
     assert sum(x.value for x in it if x.labels["status"] == "PASS") == sum(c["statuses"].get("PASS", 0)
                                                                           for c in rep["cases"])
     assert "zfsperf_blocks_per_second" in fams and "zfsperf_blocks_blocks_per_second" not in fams
+
+
+def test_compare_markdown_renders_as_a_table(ab_runs):
+    """`compare --format md` is for a pull request comment or a CI step summary: rendered by a real
+    CommonMark renderer (markdown-it, GitHub's dialect's tables on), it is a heading, the design line
+    and one table whose throughput row carries the verdict."""
+    from markdown_it import MarkdownIt
+    res = zfsperf("compare", str(ab_runs["a"]), str(ab_runs["b"]), "--format", "md", "--no-history")
+    assert res.returncode == 0, res.stderr
+    page = MarkdownIt("commonmark").enable("table").render(res.stdout)
+    assert page.count("<table>") == 1 and "<h3>zfsperf compare" in page and "<li>design:" in page
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", page)
+    assert heads[:4] == ["case", "figure", "old", "new"] and "verdict" in heads
+    rows = re.findall(r"<tr>(.*?)</tr>", page, re.S)
+    tp = next(r for r in rows if "<td>throughput</td>" in r)
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", tp)
+    assert len(cells) == len(heads) and "WORSE" in cells[-1] and cells[4].startswith("-")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -198,9 +199,10 @@ def _findings(c: Check, own: set[int], tunables: dict[str, str]) -> list[Finding
         out.append(Finding(BUSY, f"CPU steal time: {c.steal_pct:.0f} %", "the hypervisor gives this VM's CPUs to "
                                  "others; throughput then follows the neighbours", "run on a dedicated host or "
                                  "pinned vCPUs"))
-    if c.load1 > LOAD_PER_CPU * c.cpus:
-        out.append(Finding(BUSY, f"load average {c.load1:.2f} on {c.cpus} CPUs", "runnable or I/O-waiting tasks "
-                                 "queue ahead of the benchmark", "wait for the load to fall (`uptime`)"))
+    if c.load1 > LOAD_PER_CPU * c.cpus:      # a 1-minute average lags: context, the window above measures
+        out.append(Finding(NOTE, f"load average {c.load1:.2f} on {c.cpus} CPUs", "runnable or I/O-waiting tasks "
+                                 "queued ahead of the benchmark in the last minute (a job that just ended "
+                                 "still counts)", "wait for the load to fall (`uptime`)"))
     if c.swap_pages_s > 0:
         out.append(Finding(BUSY, f"swapping: {c.swap_pages_s:.0f} pages/s", "the ARC and the workload are paged "
                                  "in and out; latencies follow the swap device", "free memory, or lower the ARC's "
@@ -279,8 +281,13 @@ class RunLock:
         self.fd: int | None = None
 
     def acquire(self, argv: list[str]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except PermissionError:              # not root (an ssh target's user): a lock of this user's
+            self.path = Path(tempfile.gettempdir()) / f"zfsperf-{os.getuid()}" / "run.lock"
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -81,8 +81,8 @@ class EtaColumn(ProgressColumn):
         if left is None:
             return Text("ETA -:--")
         m, sec = divmod(int(left + 0.5), 60)
-        return Text(f"ETA {m // 60:d}:{m % 60:02d}:{sec:02d} ({src})" if m >= 60 else
-                    f"ETA {m:02d}:{sec:02d} ({src})")
+        src = f" ({src})" if src else ""
+        return Text(f"ETA {m // 60:d}:{m % 60:02d}:{sec:02d}{src}" if m >= 60 else f"ETA {m:02d}:{sec:02d}{src}")
 
 
 class Console:

@@ -59,6 +59,42 @@ class CrossCheck:
         return cls(**{k: d[k] for k in ("name", "figure", "ours", "independent", "unit", "margin_pct", "how")})
 
 
+def zdb_blocks(text: str) -> int | None:
+    """Data blocks a dataset holds, from `zdb -dddd DATASET`: per object (id >= 1; the meta-dnode
+    and the accounting objects -1, -2, -3 are not sent in a stream) maxblkid + 1 where it holds any
+    space (dsize > 0; a file of holes has none). Column headers differ between versions (OpenZFS
+    2.x adds dnsize), dsize is the fifth column in both. None when nothing could be read."""
+    total, counting, seen = 0, False, False
+    for ln in text.splitlines():
+        tok = ln.split()
+        if not tok:
+            continue
+        if tok[0].isdigit() and len(tok) >= 6:
+            counting = int(tok[0]) >= 1 and tok[4] not in ("0", "0K", "0B")
+            continue
+        if tok[0] == "dnode" and len(tok) == 3 and tok[1] == "maxblkid:" and tok[2].isdigit():
+            seen = True
+            if counting:
+                total += int(tok[2]) + 1
+            counting = False
+    return total if seen else None
+
+
+def stream_blocks(writes: int, on_disk: int | None, judged: bool) -> CrossCheck | None:
+    """A received stream's WRITE records (zfsperf's walker, from the stream's headers) vs the data
+    blocks its dataset holds afterwards (zdb, from the pool's own structures): each WRITE of a full
+    stream of files without holes writes one block."""
+    if on_disk is None:
+        return None
+    how = ("the stream's WRITE records (zfsperf's walker) vs the data blocks the received dataset holds "
+           "(zdb -dddd: maxblkid + 1 per object)")
+    if not judged:
+        how += ("; not judged: a stream zfsperf did not make may hold holes, embedded or deduplicated "
+                "blocks, which WRITE records do not count one to one")
+    return CrossCheck("stream WRITE records vs blocks on disk", "blocks", float(writes), float(on_disk), "blocks",
+                      0.0 if judged else None, how)
+
+
 def arc_hit_ratio(samples: list[dict[str, Any]], start: Mapping[str, float] | None,
                   end: Mapping[str, float] | None) -> CrossCheck | None:
     """The sampler's ARC hit ratio over the case (its per-interval ratios, each weighted by the

@@ -155,7 +155,8 @@ def case_verdict(records: list[dict[str, Any]], headline: str) -> CaseSteady | N
     tts = [r["steady"]["time_to_steady"] for r in sampled if r["steady"].get("time_to_steady") is not None
            and r["steady"].get("samples", 0) >= window]
     tts_mean = sum(tts) / len(tts) if tts else None
-    values = [float(r["figures"][headline]["value"]) for r in passed if headline in (r.get("figures") or {})]
+    measured = [r for r in passed if headline in (r.get("figures") or {})]
+    values = [float(r["figures"][headline]["value"]) for r in measured]
     if len(values) < MIN_ROUNDS:
         judged = any((r["steady"].get("samples") or 0) >= window for r in sampled)
         if judged:
@@ -173,9 +174,9 @@ def case_verdict(records: list[dict[str, Any]], headline: str) -> CaseSteady | N
         return CaseSteady(True, f"the last {last} iterations within {rng:.1f} % (range), trend {slope:.1f} %",
                           len(values), rng, slope, tts_mean)
     r = noise_aware_rule(values)
-    first = len(values) - last + 1                     # the window's first iteration number (1-based)
+    window_its = [int(r.get("iteration", 0)) for r in measured][-last:]       # the window's iteration numbers
     full = 100 * float(np.ptp(values[-last:])) / abs(float(np.mean(values[-last:])))
-    apart = (f", iteration {first + r.apart} set apart at {r.apart_pct:+.0f} %"   # named where it mattered
+    apart = (f", iteration {window_its[r.apart]} set apart at {r.apart_pct:+.0f} %"   # named where it mattered
              if r.apart is not None and full > 100 * ROUNDS_RANGE else "")
     if r.trend:
         return CaseSteady(False, f"the last {last} iterations drift {r.slope_pct:+.0f} % "

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from ..errors import InputError
 from ..targets.base import Target
 from ..units import MIB, parse_duration
+from ..metrics import crosscheck
 from ..metrics.crosscheck import CrossCheck
 from . import corpus as corpus_mod
 from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
@@ -243,6 +244,9 @@ class ReceiveWorkload:
         if ctx.phase == "measure":
             if all(r.pool_bytes is not None for r in rounds):
                 ctx.cross_checks.append(self._data_check(rounds))
+            blocks = self._blocks_check(ctx, rounds[-1])
+            if blocks is not None:
+                ctx.cross_checks.append(blocks)
             ctx.extra["streams"] = [{"round": i, "dataset": n, "seconds": round(sec, 4)}
                                     for i, r in enumerate(rounds) for n, sec in r.streams]
             ctx.extra["rounds"] = len(rounds)
@@ -289,6 +293,18 @@ class ReceiveWorkload:
                    "judged, compressratio is logical/compressed size while used counts allocated space rounded "
                    "up to the sector size (ashift), so with compression this reads several % high")
         return CrossCheck("received data vs pool space", "bytes", ours / MIB, pool / MIB, "MiB", margin, how)
+
+    def _blocks_check(self, ctx: CaseContext, last: Round) -> CrossCheck | None:
+        """One received dataset of the last round, its blocks counted by zdb, against the WRITE
+        records of the stream it received (taken after the timed part: it costs no throughput)."""
+        if not last.streams:
+            return None
+        dataset = last.streams[0][0]
+        res = ctx.target.run(["zdb", "-dddd", dataset], timeout=120)
+        if not res.ok:
+            return None
+        judged = (ctx.params.get("corpus") or {}).get("kind", "file") != "file"
+        return crosscheck.stream_blocks(last.writes // len(last.streams), crosscheck.zdb_blocks(res.stdout), judged)
 
     @staticmethod
     def _available(ctx: CaseContext) -> float:
