@@ -111,7 +111,8 @@ def test_cross_checks_recorded_judged_and_reported(lab, tmp_path):
 def test_zdb_blocks_counts_data_blocks_of_every_sent_object():
     """zdb -dddd as zfs-fuse prints it (a received 32 MiB file: 4 one-block ZPL objects + 256 blocks of
     the file; the meta-dnode and the accounting objects are not sent), and with OpenZFS 2.x's extra
-    dnsize column; a file of holes holds no block; output without dnodes is None, not 0."""
+    dnsize column, where a small metadata block embedded in its pointer allocates nothing (dsize 0)
+    but is filled; a file of holes holds no block; output without dnodes is None, not 0."""
     from zfsperf.metrics.crosscheck import zdb_blocks
     head = "    Object  lvl   iblk   dblk  dsize  lsize   %full  type\n"
     text = (head + "         0    7    16K    16K  56.0K    16K   15.62  DMU dnode\n\tdnode maxblkid: 0\n"
@@ -122,6 +123,8 @@ def test_zdb_blocks_counts_data_blocks_of_every_sent_object():
     assert zdb_blocks(text) == 260
     v2 = ("    Object  lvl   iblk   dblk  dsize  dnsize  lsize   %full  type\n"
           "         2    2   128K   128K  24.0M     512    24M  100.00  ZFS plain file\n\tdnode maxblkid: 191\n"
-          "         3    1   128K   128K      0     512   128K    0.00  ZFS plain file\n\tdnode maxblkid: 0\n")
-    assert zdb_blocks(v2) == 192
+          "         3    1   128K   128K      0     512   128K    0.00  ZFS plain file\n\tdnode maxblkid: 0\n"
+          "         4    1   128K    512      0     512    512  100.00  ZFS directory\n\tdnode maxblkid: 0\n"
+          "         6    2   128K   128K  64.0M     512   128M   50.00  ZFS plain file\n\tdnode maxblkid: 1023\n")
+    assert zdb_blocks(v2) == 192 + 1 + 512
     assert zdb_blocks("zdb: can't open 'x': No such file or directory") is None

@@ -61,22 +61,31 @@ class CrossCheck:
 
 def zdb_blocks(text: str) -> int | None:
     """Data blocks a dataset holds, from `zdb -dddd DATASET`: per object (id >= 1; the meta-dnode
-    and the accounting objects -1, -2, -3 are not sent in a stream) maxblkid + 1 where it holds any
-    space (dsize > 0; a file of holes has none). Column headers differ between versions (OpenZFS
-    2.x adds dnsize), dsize is the fifth column in both. None when nothing could be read."""
-    total, counting, seen = 0, False, False
+    and the accounting objects -1, -2, -3 are not sent in a stream) its filled blocks, maxblkid + 1
+    times zdb's %full (the share of block pointers that are not holes; an embedded block -- a small
+    metadata block OpenZFS keeps inside its pointer, allocating nothing -- is filled). The column
+    is found by the header (OpenZFS 2.x adds dnsize before it). None when nothing could be read."""
+    total, full, seen = 0, None, False
+    col: int | None = None
     for ln in text.splitlines():
         tok = ln.split()
         if not tok:
             continue
-        if tok[0].isdigit() and len(tok) >= 6:
-            counting = int(tok[0]) >= 1 and tok[4] not in ("0", "0K", "0B")
+        if tok[0] == "Object" and "%full" in tok:
+            col = tok.index("%full")
+            continue
+        if tok[0].isdigit() and col is not None and len(tok) > col:
+            try:
+                full = float(tok[col]) / 100 if int(tok[0]) >= 1 else None
+            except ValueError:
+                full = None
             continue
         if tok[0] == "dnode" and len(tok) == 3 and tok[1] == "maxblkid:" and tok[2].isdigit():
             seen = True
-            if counting:
-                total += int(tok[2]) + 1
-            counting = False
+            if full is not None:
+                n = int(tok[2]) + 1
+                total += n if full >= 1 else round(full * n)
+            full = None
     return total if seen else None
 
 
