@@ -114,3 +114,27 @@ def test_one_run_at_a_time_and_the_machine_getting_busier_is_said(tmp_path, lab)
     assert m["busier"].startswith("the machine got busier")
     # the lock went with the run: a new one starts
     assert machine.lock_holder() is None
+
+
+def test_other_pools_io_from_captured_openzfs_kstats(tmp_path):
+    """Kernel OpenZFS only (not on this machine): a pool's I/O is the sum of its datasets' objset
+    kstats' nread + nwritten, read from a /proc/spl/kstat/zfs tree laid out as the real one, with the
+    files OpenZFS 2.1.11 and 2.3.2 printed (tests/fixtures)."""
+    from pathlib import Path
+    fx = Path(__file__).parent / "fixtures"
+    for version in ("openzfs-2.1.11", "openzfs-2.3.2"):
+        root = tmp_path / version
+        (root / "tank").mkdir(parents=True)
+        caps = sorted((fx / version).glob("kstat_tank_objset-*.txt"))
+        assert caps
+        want = 0
+        for cap in caps:
+            (root / "tank" / cap.name.removeprefix("kstat_tank_").removesuffix(".txt")).write_text(cap.read_text())
+            kv = {ln.split()[0]: ln.split()[-1] for ln in cap.read_text().splitlines()[2:] if ln.split()}
+            want += int(kv["nread"]) + int(kv["nwritten"])
+        (root / "arcstats").write_text((fx / version / "kstat_arcstats_final.txt").read_text())   # not a pool
+        assert machine.pool_io_bytes(root) == {"tank": want}
+    # a pool that moved 64 MiB in a 1 s window is busy; one that moved 1 MiB is not
+    busy = machine.pool_findings({"tank": 0, "cold": 0}, {"tank": 64 << 20, "cold": 1 << 20}, 1.0, 1.0)
+    assert [f.what.split(":")[0] for f in busy] == ["pool tank has I/O in flight"] and busy[0].level == machine.BUSY
+    assert machine.pool_io_bytes(tmp_path / "no-such-dir") == {}

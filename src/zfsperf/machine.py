@@ -3,8 +3,9 @@ over a short window rather than guessed (`zfsperf check`, and every run before a
 cases), and the run lock that keeps two zfsperf runs from measuring each other.
 
 Each finding says what was seen, why it matters and how to fix it, at one of two levels:
-  busy  something else is using the machine now (CPU, steal, swap, disk I/O, another ZFS
-        daemon or zfsperf run): numbers taken now are noisy. `run --check strict` refuses.
+  busy  something else is using the machine now (CPU, steal, swap, disk I/O, another pool's
+        I/O, another ZFS daemon or zfsperf run): numbers taken now are noisy. `run --check
+        strict` refuses.
   note  a setting that makes numbers unrepresentative or hard to compare (frequency governor,
         turbo, transparent huge pages, ARC limits, ZFS tunables off their defaults).
 Like pyperf's `system show`, but measured: "CPU busy" is what other processes used over the
@@ -22,7 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import InputError
+from .errors import InputError, ZfsperfError
+from .targets.kstat import parse_named
 
 BUSY, NOTE = "busy", "note"
 CPU_BUSY_PCT = 10.0          # other processes' share of all CPUs above which numbers get noisy
@@ -124,6 +126,43 @@ def _disk_sectors() -> int:
     return total
 
 
+KSTAT_ROOT = Path("/proc/spl/kstat/zfs")
+
+
+def pool_io_bytes(root: Path = KSTAT_ROOT) -> dict[str, int]:
+    """Kernel OpenZFS: bytes read + written so far through each imported pool's datasets (the sum
+    of its objset-* kstats' nread and nwritten). Empty where there is no kernel ZFS."""
+    out: dict[str, int] = {}
+    try:
+        pools = [d for d in root.iterdir() if d.is_dir()]
+    except OSError:
+        return out
+    for d in pools:
+        total, seen = 0, False
+        for f in d.glob("objset-*"):
+            try:
+                kv = parse_named(f.read_text(), str(f))
+            except (OSError, ZfsperfError, ValueError):
+                continue
+            seen = True
+            total += int(kv.get("nread", 0)) + int(kv.get("nwritten", 0))
+        if seen:
+            out[d.name] = total
+    return out
+
+
+def pool_findings(before: dict[str, int], after: dict[str, int], dt: float, window_s: float) -> list[Finding]:
+    """Other pools with I/O in flight: a pool that moved more than DISK_MIBS over the window."""
+    out = []
+    for pool in sorted(after):
+        rate = (after[pool] - before.get(pool, after[pool])) / max(dt, 1e-3) / 2 ** 20
+        if rate > DISK_MIBS:
+            out.append(Finding(BUSY, f"pool {pool} has I/O in flight: {rate:.1f} MiB/s read+written over "
+                                     f"{window_s:g} s", "its I/O shares the ARC, the txg syncs and the disks with "
+                                     "the measured pool", f"stop the load on {pool} (`zpool iostat {pool} 1`)"))
+    return out
+
+
 def _read(path: str) -> str | None:
     try:
         return Path(path).read_text().strip()
@@ -159,12 +198,14 @@ def measure(window_s: float = 1.0, *, tunables: dict[str, str] | None = None,
     p0 = _proc_stats()
     sw0 = _vm("pswpin") + _vm("pswpout")
     d0 = _disk_sectors()
+    io0 = pool_io_bytes()
     w0 = time.monotonic()
     sleep(window_s)
     b1, s1, t1 = _cpu_ticks()
     p1 = _proc_stats()
     sw1 = _vm("pswpin") + _vm("pswpout")
     d1 = _disk_sectors()
+    io1 = pool_io_bytes()
     dt = max(time.monotonic() - w0, 1e-3)
     own = _own_tree(p1, me)
     own_ticks = sum(p1[p][1] - p0.get(p, (0, p1[p][1]))[1] for p in own if p in p1)
@@ -176,6 +217,7 @@ def measure(window_s: float = 1.0, *, tunables: dict[str, str] | None = None,
               swap_pages_s=(sw1 - sw0) / dt, disk_mibs=(d1 - d0) * 512 / dt / 2 ** 20, taken_at=time.time())
     ticks = os.sysconf("SC_CLK_TCK")
     c.findings = _findings(c, own, local_tunables() if tunables is None else tunables)
+    c.findings += pool_findings(io0, io1, dt, window_s)
     for pid in _zfs_daemons(own):             # another ZFS daemon: busy if it worked during the window
         used = 100.0 * (p1.get(pid, (0, 0))[1] - p0.get(pid, (0, 0))[1]) / ticks / dt
         c.findings.append(Finding(BUSY, f"another zfs-fuse daemon is working (pid {pid}, {used:.0f} % of a CPU)",
