@@ -1,4 +1,4 @@
-"""ARC and L2ARC kstats normalised as in the steady-state talk (seed 004).
+"""ARC and L2ARC kstats normalised as in "Array Level Steady State Detection for ZFS Storage Servers" (SNIA SDC 2020).
 
 Level metrics come from one reading, ratio-over-interval metrics from two consecutive readings.
 A metric whose inputs the target does not publish is left out (absent), never reported as zero:

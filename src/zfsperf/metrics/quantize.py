@@ -1,4 +1,4 @@
-"""DTrace quantize-style power-of-two histograms (anchors.md §6.1; the starvation study, seed 003).
+"""DTrace quantize-style power-of-two histograms (anchors.md §6.1; the compression-starvation study's histograms).
 
     value  ------------- Distribution ------------- count
       256 |                                         0
@@ -50,7 +50,7 @@ def quantize(values_counts: Iterable[tuple[float, int]], scale: float = 1.0) -> 
 
 
 def render(rows: list[list[int]], title: str | None = None) -> str:
-    """The histogram as DTrace prints it (with an optional title line above, as in seed 003)."""
+    """The histogram as DTrace prints it (with an optional title line above, as the starvation study printed them)."""
     total = sum(c for _b, c in rows)
     lines = [f"  {title}"] if title else []
     lines.append(HEADER.lstrip("\n"))
@@ -61,7 +61,7 @@ def render(rows: list[list[int]], title: str | None = None) -> str:
 
 
 def render_histograms(record: dict) -> str:
-    """A result's stored histograms, one per I/O class, titled like seed 003 (latency in µs)."""
+    """A result's stored histograms, one per I/O class, titled like the starvation study's (latency in µs)."""
     parts = []
     for _cls, h in (record.get("histograms") or {}).items():
         if h.get("buckets"):

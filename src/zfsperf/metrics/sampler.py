@@ -2,7 +2,7 @@
 
 series/<case>.jsonl, one object per sample:
   {"t": <s since the case started>, "metrics": {<name>: <number or null>}, "info": {...}}
-`metrics` are the normalised figures the steady-state vote uses (seed 004); `info` holds raw
+`metrics` are the normalised figures the steady-state vote uses (the SDC 2020 talk's percentages); `info` holds raw
 context that does not vote (ARC bytes for the cache gate, the last txg, sampler cost).
 
 Sources: ARC/L2ARC kstats (only the fields used), `zpool iostat` as ONE long-running process

@@ -2,7 +2,7 @@
 a record, and the version of the results format (as pyperf versions its JSON).
 
 FORMAT_VERSION history:
-  1  (no "format" key in run.json) zfsperf 0.1 until issue 16
+  1  (no "format" key in run.json) zfsperf 0.1, until statuses became an enum
   2  run.json carries "format"; every record's status is one of Status
 A reader refuses a results directory written in a newer format than it knows (exit 2)."""
 

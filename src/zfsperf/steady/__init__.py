@@ -1,4 +1,4 @@
-"""Steady state: is the system in a steady state, and from which sample? (seed 004, issue 13)
+"""Steady state: is the system in a steady state, and from which sample? (after "Array Level Steady State Detection for ZFS Storage Servers", SNIA SDC 2020)
 
 Two methods behind one `decide()`, one record and one CLI (`zfsperf steady --method`):
 - `changepoint` (the default): change points per metric (PELT), classes flat / warm-up / slowdown /
@@ -44,7 +44,7 @@ MODES = ("record", "gate", "off")
 class SteadySpec:
     """A test's `steady = { … }`: how to sample, how to decide, and whether to gate the measurement."""
     mode: str = "record"            # record: sample and record the verdict; gate: precondition until steady
-    interval: float = 1.0           # seconds between samples (the talk used 15 s)
+    interval: float = 1.0           # seconds between samples (the SDC 2020 talk used 15 s)
     criteria: Criteria = field(default_factory=Criteria)
     timeout: float = 300.0          # gate: give up preconditioning after this long (recorded, never hidden)
     cache_gate: bool = False        # gate also on ≥ 85 % of the active data set in cache

@@ -1,4 +1,4 @@
-"""The talk's cache gate: steady also needs the caches warm (seed 004)."""
+"""The cache gate of the SDC 2020 steady-state talk: steady also needs the caches warm."""
 
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ def read_series(path: str) -> list[dict[str, Any]]:
 
 
 def resample(samples: list[dict[str, Any]], interval: float) -> list[dict[str, Any]]:
-    """Keep one sample per interval seconds (re-decide a 1 s series at the talk's 15 s)."""
+    """Keep one sample per interval seconds (re-decide a 1 s series at the SDC 2020 talk's 15 s)."""
     out, next_t = [], None
     for s in samples:
         if next_t is None or s["t"] >= next_t - 1e-9:

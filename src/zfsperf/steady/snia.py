@@ -1,4 +1,4 @@
-"""The SNIA PTS range/slope rule per metric and a vote across metrics (seed 004): `method = "snia"`.
+"""The SNIA PTS range/slope rule per metric and a vote across metrics (the SDC 2020 talk): `method = "snia"`.
 
 Per metric y over the last W samples (times t):
   range:  max(y) − min(y) ≤ R · mean(y)                        (R = 0.20)

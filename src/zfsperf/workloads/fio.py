@@ -28,7 +28,7 @@ from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
 
 RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite")
 ENGINES = ("psync", "sync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio", "mmap")
-CLASS_NAMES = {"read": "Read", "write": "Write", "trim": "Delete", "sync": "Flush", "mixed": "Mixed"}   # seed 003's words
+CLASS_NAMES = {"read": "Read", "write": "Write", "trim": "Delete", "sync": "Flush", "mixed": "Mixed"}   # the starvation study's words
 STATUS_INTERVAL = 1
 
 # runfile field -> (types, sweepable)

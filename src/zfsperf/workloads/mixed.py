@@ -1,4 +1,4 @@
-"""The starvation mix (seed 003): a writer into a dataset with its own properties (e.g. gzip-9)
+"""The starvation mix (the 2015 compression-starvation study): a writer into a dataset with its own properties (e.g. gzip-9)
 and a reader on another dataset, run together. The reader runs first alone, then under the writer,
 each for `runtime`; zfsperf reports the reader's figures and histogram both ways and the ratio.
 """

@@ -1,4 +1,4 @@
-"""N concurrent `zfs receive` streams of one sendfile (MultiReceive, seed 001; blocks/s, seed 002).
+"""N concurrent `zfs receive` streams of one sendfile (MultiReceive's MiB/s and TXGs/s; blocks/s, the figure of merit of openzfs/zfs#10099).
 
 Each receive gets the sendfile as its stdin file: nothing is copied through Python (on zfs-fuse
 the daemon reads the passed descriptor directly). Timing runs from the first start to the last
