@@ -150,6 +150,18 @@ def test_interleaved_ab_of_a_real_property_is_called_with_its_interval(tmp_path,
     assert ch["design"] == "paired" and ch["verdict"] == "worse", ch
     lo, hi = ch["ci_pct"]
     assert lo <= ch["change_pct"] <= hi < 0 and ch["p"] <= 2 / 2 ** 6
+    # A is the sweep's first point whatever block order wrote first: with gzip-9's records first in
+    # results.jsonl (a shuffled first block can do that), the verdict is still gzip-9 against off
+    # (bench/power.py once saw lzjb "better, +133 %" that way)
+    import shutil
+    flipped = tmp_path / "flipped"
+    shutil.copytree(d, flipped)
+    lines = (d / "results.jsonl").read_text().splitlines()
+    gz = [ln for ln in lines if json.loads(ln)["params"].get("compression") == "gzip-9"]
+    assert 0 < len(gz) < len(lines)
+    (flipped / "results.jsonl").write_text("\n".join(gz + [ln for ln in lines if ln not in gz]) + "\n")
+    ch2 = _tp(zfsperf("compare", str(flipped), "--json"))
+    assert ch2["verdict"] == "worse" and ch2["change_pct"] == pytest.approx(ch["change_pct"]), ch2
 
 
 def test_interleaved_aa_is_not_significant_and_says_what_it_could_see(tmp_path, lab):

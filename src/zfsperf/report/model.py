@@ -111,4 +111,9 @@ def load_run(path: str | Path) -> RunData:
         cd = CaseData(r.get("test", r["case"]), r["case"], r.get("workload", ""), case_params(r))
         cases.setdefault(cd.key, cd).records.append(r)
         records.append(r)
+    # the plan's order (run.json "cases"), not the order records happened to be written in: in an
+    # interleaved run the first block is shuffled, and an A/B's A is its sweep's first point
+    plan = {cid: i for i, cid in enumerate(info.get("cases") or [])}
+    ordered = sorted(enumerate(cases.values()), key=lambda ic: (plan.get(ic[1].case, len(plan)), ic[0]))
+    cases = {cd.key: cd for _i, cd in ordered}
     return RunData(p, info, cases, records)
