@@ -14,7 +14,7 @@ iterations = 5
 warmup = 1
 [defaults.pool]
 vdevs = 1
-vdev_size = "4G"        # room for 5 s of rounds: a 2G pool filled after ~2 s, and shorter iterations vary more
+vdev_size = "2G"
 prefill = true
 [defaults.dataset]
 primarycache = "none"
@@ -26,7 +26,7 @@ name = "receive"
 workload = "receive"
 corpus = { kind = "random", size = "32M", seed = 21 }
 threads = 2
-duration = "5s"
+duration = "4s"
 """
 
 # buffered 4k random reads with a zipf hot set, cached as they are read (on zfs-fuse the FUSE page
