@@ -85,6 +85,15 @@ def format_duration(seconds: float) -> str:
     return f"{h:02d}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
+# every figure taken under QEMU TCG (software emulation) carries this, wherever it is shown
+EMULATED = "[TCG emulation: not a speed]"
+
+
+def emulation_label(accelerator: str | None) -> str:
+    """EMULATED for a figure taken under TCG, else ""."""
+    return EMULATED if accelerator == "tcg" else ""
+
+
 def format_figure(value: float, unit: str) -> str:
     """A figure with its unit, at a precision a reader can use."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -81,7 +81,8 @@ class Series:
                 "runs": [{"run": p.run.name, "value": p.value, "n": p.n} for p in self.points],
                 "change_points": [c.as_dict() for c in self.change_points],
                 "outliers": [self.points[i].run.name for i in self.outliers],
-                "annotations": [{"run": self.points[i].run.name, "what": w} for i, w in self.annotations]}
+                "annotations": [{"run": self.points[i].run.name, "what": w} for i, w in self.annotations],
+                "emulated_runs": [p.run.name for p in self.points if p.run.accelerator == "tcg"]}
 
 
 @contextlib.contextmanager

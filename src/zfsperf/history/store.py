@@ -1,8 +1,9 @@
 """The results store: every run in one database, SQLite by default, PostgreSQL for a team.
 
 A store URL is a path (or sqlite:///PATH) for SQLite, or postgresql://… (psycopg 3). The same SQL
-runs on both (placeholders and the id column are the only dialect differences). Schema, version 2
-(version 1 had no case_seconds and accepted; opening a version-1 store adds them):
+runs on both (placeholders and the id column are the only dialect differences). Schema, version 3
+(version 1 had no case_seconds and accepted, version 2 no runs.accelerator; opening an older store
+adds them):
 
   zfsperf_meta(key TEXT PRIMARY KEY, value TEXT)          -- "schema" = "1"
   runs(id            integer primary key,                 -- one row per results directory
@@ -15,7 +16,8 @@ runs on both (placeholders and the id column are the only dialect differences). 
        defines       TEXT,                                -- JSON: -D NAME=VALUE of the run
        tunables      TEXT,                                -- JSON: every tunable before the run
        format        INTEGER,                             -- results format (run.json "format")
-       imported      DOUBLE PRECISION)
+       imported      DOUBLE PRECISION,
+       accelerator   TEXT)                                -- "tcg"/"kvm": a QEMU guest (schema 3)
   figures(run_id     INTEGER REFERENCES runs(id) ON DELETE CASCADE,
           test, workload, case_id, figure, unit TEXT,     -- case_id: the case as zfsperf names it
           n          INTEGER,                             -- PASS iterations the figure came from
@@ -47,9 +49,9 @@ from ..redact import redact, scrub
 from ..report.model import RunData, load_run
 from ..results.record import Status
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 RUN_COLUMNS = ("path", "name", "started", "host", "os", "kernel", "implementation", "zfs_version", "pool_version",
-               "zfsperf_version", "runfile", "runfile_sha", "defines", "tunables", "format", "imported")
+               "zfsperf_version", "runfile", "runfile_sha", "defines", "tunables", "format", "imported", "accelerator")
 FIGURE_COLUMNS = ("run_id", "test", "workload", "case_id", "figure", "unit", "n", "passed", "total", "median", "mean",
                   "stddev")
 
@@ -70,7 +72,7 @@ def _ddl(serial: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS runs (id {serial} PRIMARY KEY, path TEXT NOT NULL UNIQUE, name TEXT, "
         "started DOUBLE PRECISION, host TEXT, os TEXT, kernel TEXT, implementation TEXT, zfs_version TEXT, "
         "pool_version TEXT, zfsperf_version TEXT, runfile TEXT, runfile_sha TEXT, defines TEXT, tunables TEXT, "
-        "format INTEGER, imported DOUBLE PRECISION)",
+        "format INTEGER, imported DOUBLE PRECISION, accelerator TEXT)",
         "CREATE TABLE IF NOT EXISTS figures (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, "
         "test TEXT, workload TEXT, case_id TEXT NOT NULL, figure TEXT NOT NULL, unit TEXT, n INTEGER, passed INTEGER, "
         "total INTEGER, median DOUBLE PRECISION, mean DOUBLE PRECISION, stddev DOUBLE PRECISION, "
@@ -97,6 +99,7 @@ class RunRow:
     runfile_sha: str
     defines: dict[str, Any]
     tunables: dict[str, Any]
+    accelerator: str | None = None      # "tcg": its figures are emulation, not speeds
 
 
 class Store:
@@ -168,6 +171,8 @@ class Store:
             raise InputError(f"store schema {row[0]} is newer than this zfsperf knows ({SCHEMA_VERSION})",
                              file=self.url)
         elif int(row[0]) < SCHEMA_VERSION:          # the tables it lacked were just created
+            if int(row[0]) < 3:
+                self.execute("ALTER TABLE runs ADD COLUMN accelerator TEXT")
             self.execute("UPDATE zfsperf_meta SET value = ? WHERE key = ?", (str(SCHEMA_VERSION), "schema"))
         self.conn.commit()
 
@@ -197,7 +202,7 @@ class Store:
                info.get("zfsperf_version"), (info.get("runfile") or {}).get("source"),
                same["runfile_sha"], same["defines"],
                json.dumps((info.get("tunables") or {}).get("before") or {}, sort_keys=True),
-               info.get("format", 1), time.time())
+               info.get("format", 1), time.time(), target.get("accelerator"))
         cols = ", ".join(RUN_COLUMNS)
         marks = ", ".join("?" for _ in RUN_COLUMNS)
         run_id = int(self.execute(f"INSERT INTO runs ({cols}) VALUES ({marks}) RETURNING id", row).fetchone()[0])
@@ -270,10 +275,10 @@ class Store:
     def runs(self) -> dict[int, RunRow]:
         out = {}
         for r in self.execute("SELECT id, path, name, started, host, kernel, implementation, zfs_version, runfile, "
-                              "runfile_sha, defines, tunables FROM runs"):
+                              "runfile_sha, defines, tunables, accelerator FROM runs"):
             out[int(r[0])] = RunRow(int(r[0]), r[1], r[2] or "", float(r[3] or 0), r[4] or "", r[5] or "",
                                     r[6] or "", r[7] or "", r[8] or "", r[9] or "", json.loads(r[10] or "{}"),
-                                    json.loads(r[11] or "{}"))
+                                    json.loads(r[11] or "{}"), r[12])
         return out
 
     def figure_rows(self, case: str | None = None, figure: str | None = None) -> Iterator[tuple[Any, ...]]:

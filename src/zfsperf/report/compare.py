@@ -401,12 +401,19 @@ def design_lines(cmp: Comparison) -> list[str]:
     return out
 
 
+def emulated(cmp: Comparison) -> bool:
+    """Some figure compared was taken under QEMU TCG."""
+    return any(r.accelerator == "tcg" for r in [*(cmp.bases or [cmp.base]), *(cmp.news or [cmp.new])])
+
+
 def title(cmp: Comparison) -> str:
+    from ..units import EMULATED
+    label = f"  {EMULATED}" if emulated(cmp) else ""
     if len(cmp.bases) > 1 or len(cmp.news) > 1:
-        return f"{len(cmp.bases)} run(s) → {len(cmp.news)} run(s) (medians)"
+        return f"{len(cmp.bases)} run(s) → {len(cmp.news)} run(s) (medians){label}"
     if cmp.base is cmp.new:
-        return f"inside {cmp.base.label} (medians)"
-    return f"{cmp.base.label} → {cmp.new.label} (medians)"
+        return f"inside {cmp.base.label} (medians){label}"
+    return f"{cmp.base.label} → {cmp.new.label} (medians){label}"
 
 
 def table_rows(cmp: Comparison, figures: list[str] | None = None) -> list[list[str]]:
@@ -429,7 +436,9 @@ def table_rows(cmp: Comparison, figures: list[str] | None = None) -> list[list[s
 
 
 def notes(cmp: Comparison) -> list[str]:
-    return ([f"Note: {n}" for n in sorted({ch.note for ch in cmp.changes if ch.note})]
+    tcg = (["Note: figures taken under QEMU TCG (software emulation): only relative, CPU-bound differences "
+            "mean anything; none of them is a speed"] if emulated(cmp) else [])
+    return tcg + ([f"Note: {n}" for n in sorted({ch.note for ch in cmp.changes if ch.note})]
             + [f"Warning: {w}" for w in cmp.warnings] + [f"Unmatched: {u}" for u in cmp.unmatched])
 
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ..results.export import csv_text
-from ..units import format_figure
+from ..units import EMULATED, emulation_label, format_figure
 from ..metrics.quantize import render
 
 STAT_COLUMNS = ("n", "mean", "median", "stddev", "CV %", "min", "max", "95% CI")
@@ -77,7 +77,7 @@ def class_rows(case: dict[str, Any]) -> list[list[str]]:
 
 def header_line(rep: dict[str, Any]) -> str:
     t = rep["target"]
-    accel = f" under {t['accelerator']} (emulated: timings are not speeds)" if t.get("accelerator") == "tcg" else ""
+    accel = f" under TCG {EMULATED}" if t.get("accelerator") == "tcg" else ""
     return (f"{rep['path']}: {t.get('implementation', '?')} {t.get('zfs_version', '?')}{accel}, "
             f"runfile {rep['runfile']}")
 
@@ -87,8 +87,9 @@ def to_terminal(reports: list[dict[str, Any]], console: Any, histograms: bool = 
     from rich.table import Table
     for rep in reports:
         console.print(header_line(rep), highlight=False)
+        label = emulation_label(rep["target"].get("accelerator"))
         for case in rep["cases"]:
-            t = Table(title=f"{case['case']}  [{_status(case)}]", title_justify="left")
+            t = Table(title=f"{case['case']}  [{_status(case)}]" + (f"  {label}" if label else ""), title_justify="left")
             for c in ("figure",) + STAT_COLUMNS:
                 t.add_column(c, justify="left" if c == "figure" else "right")
             for row in case["figures"]:

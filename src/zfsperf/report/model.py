@@ -73,11 +73,18 @@ class RunData:
     def label(self) -> str:
         return self.path.name
 
+    @property
+    def accelerator(self) -> str | None:
+        """"tcg" / "kvm" for a QEMU guest (under TCG every figure is emulation), else None."""
+        return (self.info.get("target") or {}).get("accelerator")
+
     def describe(self) -> str:
+        from ..units import emulation_label
         t = self.info.get("target") or {}
-        accel = t.get("accelerator")
+        accel = self.accelerator
         return (f"{self.path}: {t.get('implementation', '?')} {t.get('zfs_version', '?')}"
-                + (f" under {accel}" if accel else "")
+                + (f" under {accel.upper()}" if accel else "")
+                + (f" {emulation_label(accel)}" if emulation_label(accel) else "")
                 + f", runfile {(self.info.get('runfile') or {}).get('source', '?')}")
 
 

@@ -7,7 +7,7 @@ import io
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from ..units import format_duration, format_figure
+from ..units import emulation_label, format_duration, format_figure
 from .record import STATUSES, Status
 
 
@@ -76,8 +76,8 @@ def status_line(r: dict[str, Any], headline: str | None = None) -> str:
            f"[{r['status']}]"
     if r["status"] == Status.PASS and headline and headline in figs:
         text += " " + format_figure(figs[headline]["value"], figs[headline]["unit"])
-        if r.get("accelerator") == "tcg":
-            text += "  [TCG emulation: not a speed]"
+        if emulation_label(r.get("accelerator")):
+            text += "  " + emulation_label(r.get("accelerator"))
     elif r["status"] != Status.PASS and r.get("error"):
         text += " " + r["error"].splitlines()[0][:200]
     return text
