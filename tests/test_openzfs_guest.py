@@ -154,43 +154,6 @@ def test_tunable_set_observed_and_restored(guest, tmp_path):
     assert rec["tunables"]["zfs_vdev_async_write_max_active"] == {"before": before, "set": "3"}
 
 
-def test_tunable_restored_after_interrupt(guest, tmp_path):
-    before = guest_sh(guest, "cat", PARAM).strip()
-    p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "--target", "guest", "-r",
-                          str(write_runfile(tmp_path, TUNED.format(iters=5, runtime=30))), "-o", str(tmp_path / "o")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and guest_sh(guest, "cat", PARAM).strip() != "3":
-        assert p.poll() is None, p.communicate()
-        time.sleep(0.5)
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=600)
-    assert p.returncode == 3, out + err
-    assert guest_sh(guest, "cat", PARAM).strip() == before
-    assert guest_sh(guest, "zpool", "list", "-H", "-o", "name").strip() == ""       # its pool is gone
-
-
-def test_receive_batch_and_starvation_sweep_run_instead_of_skip(guest, tmp_path):
-    # the vdev files live on the guest's ext4 disk, not in its RAM (issue 14, item 3)
-    assert guest_sh(guest, "df", "/var/tmp").splitlines()[-1].split()[0] == "/dev/vda"
-    # the built-in runfile as shipped (2 x 2G prefilled vdevs, warm-up), with a smaller stream
-    res = zfsperf("run", "--target", "guest", "-r", "receive-batch", "-D", "size=32M",
-                  "-I", "1", "-o", str(tmp_path / "rb"), timeout=1800)
-    assert res.returncode == 0, res.stdout + res.stderr
-    recs = records(last_dir(res.stdout))
-    assert [r["status"] for r in recs] == ["PASS", "PASS"]
-    assert {r["params"]["zfs_recv_write_batch_size"] for r in recs} == {"128K", "1M"}
-    assert all(r["figures"]["blocks"]["unit"] == "blocks/s" and r["figures"]["txgs"]["unit"] == "TXGs/s" for r in recs)
-    assert res.stdout.count("[TCG emulation: not a speed]") >= 2 or guest.state().accel == "kvm"
-    res = zfsperf("run", "--target", "guest", "-r", "starvation", "-t", "starvation-tuned", "-I", "1", "-s", "512M",
-                  "-D", "runtime=3s", "-D", "reader_size=16M", "-D", "writer_size=32M", "-o", str(tmp_path / "st"),
-                  timeout=1800)
-    assert res.returncode == 0, res.stdout + res.stderr
-    recs = records(last_dir(res.stdout))
-    assert [r["status"] for r in recs] == ["PASS", "PASS"]
-    assert all("read_p99_ratio" in r["figures"] for r in recs)
-
-
 def test_a_guest_without_its_vdev_disk_does_not_come_up(guest, tmp_path):
     """A vdev disk the guest cannot mount is an error at `up`, not a warning (vdev files in RAM
     filled it and every prefill FAILed with ENOSPC): here the disk holds no filesystem at all."""
@@ -202,3 +165,176 @@ def test_a_guest_without_its_vdev_disk_does_not_come_up(guest, tmp_path):
     assert res.returncode != 0, res.stdout
     assert "vdev disk /dev/vda did not mount" in res.stderr + res.stdout
     assert Guest(root).state() is None            # its qemu was stopped
+
+
+# ---------------------------------------------------------------- zfsperf inside the guest (issue 23)
+# `zfsperf guest run -- ARGS` runs zfsperf itself in the guest as a local process: the local OpenZFS
+# target (/proc/spl/kstat/zfs, /sys/module/zfs/parameters, zpool/zfs run locally, a local journal),
+# the way a user runs it on a machine with kernel OpenZFS.
+
+def in_guest(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+    return zfsperf("guest", "run", "--", *args, timeout=timeout)
+
+
+def in_guest_popen(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "guest", "run", "--", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def guest_pids(lab: Guest) -> list[str]:
+    """pids of zfsperf processes `guest run` started in the guest (from their pidfiles)."""
+    return guest_sh(lab, "sh", "-c", "cat /hostroot/run/zfsperf-guest/*.pid 2>/dev/null; true").split()
+
+
+def wait_param(lab: Guest, p: subprocess.Popen, value: str, limit: float = 900) -> None:
+    deadline = time.monotonic() + limit
+    while guest_sh(lab, "cat", PARAM).strip() != value:
+        assert p.poll() is None, p.communicate()
+        assert time.monotonic() < deadline, f"{PARAM} never became {value}"
+        time.sleep(0.5)
+
+
+INSIDE = """
+[defaults]
+iterations = 1
+timeout = "20m"
+[defaults.pool]
+vdevs = 1
+vdev_size = "256M"
+[defaults.steady]
+mode = "record"
+interval = 0.5
+[[test]]
+name = "fio-tuned"
+workload = "fio"
+rw = "randrw"
+bs = "4k"
+size = "16M"
+runtime = {runtime}
+tunables = {{ zfs_vdev_async_write_max_active = {values} }}
+"""
+
+
+def test_inside_the_guest_a_tunable_sweep_with_every_metric(guest, tmp_path):
+    """A tunable sweep through the guest's own /sys/module/zfs/parameters, fio latency histograms,
+    and every OpenZFS metric the sampler reads locally; the results land on the host."""
+    before = guest_sh(guest, "cat", PARAM).strip()
+    rf = write_runfile(tmp_path, INSIDE.format(runtime=6, values='["2", "3"]'))
+    res = in_guest("run", "--target", "auto", "-r", str(rf), "-o", str(tmp_path / "o"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "[TCG emulation: not a speed]" in res.stdout or guest.state().accel == "kvm"
+    d = last_dir(res.stdout)
+    assert d.parent == tmp_path / "o" and (d / "run.json").exists()      # on the host, where -o said
+    run = json.loads((d / "run.json").read_text())
+    assert run["target"]["implementation"] == "openzfs-linux"           # the local target, not ssh
+    assert run["target"]["zfs_version"].startswith("OpenZFS 2.3")
+    assert run["target"]["accelerator"] == guest.state().accel
+    recs = records(d)
+    assert [r["status"] for r in recs] == ["PASS", "PASS"]
+    assert [r["tunables"]["zfs_vdev_async_write_max_active"] for r in recs] == \
+        [{"before": before, "set": "2"}, {"before": before, "set": "3"}]
+    assert guest_sh(guest, "cat", PARAM).strip() == before               # restored
+    for r in recs:
+        assert r["histograms"]["write"]["count"] > 0 and r["histograms"]["read"]["count"] > 0
+        series = [json.loads(x) for x in (d / r["series"]).read_text().splitlines()]
+        for k in ("arc_size_frac", "arc_mru_frac", "arc_data_frac", "arc_hit_ratio", "pool_kops", "pool_lat_ms"):
+            assert any(isinstance(s["metrics"].get(k), float) for s in series), (r["case"], k)
+        txgs = [s["info"]["txg"] for s in series if s["info"].get("txg")]
+        assert txgs and txgs == sorted(txgs)
+    # report, compare and history read it on the host like any other run
+    # and every figure taken under TCG keeps its label there
+    label = "[TCG emulation: not a speed]" if guest.state().accel == "tcg" else ""
+    rep = zfsperf("report", str(d), "--no-histograms")
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    assert rep.stdout.count(label) >= 3, rep.stdout                       # the run line and each case
+    cmp = zfsperf("compare", str(d), "--cases", recs[0]["case"], recs[1]["case"], "--no-history")
+    assert cmp.returncode == 0 and label in cmp.stdout, cmp.stdout + cmp.stderr
+    cmpj = json.loads(zfsperf("compare", str(d), "--cases", recs[0]["case"], recs[1]["case"], "--no-history",
+                              "--json").stdout)
+    assert cmpj["emulated"] is bool(label)
+    store = str(tmp_path / "h.sqlite")
+    hist = zfsperf("history", "import", str(d), "--store", store)
+    assert hist.returncode == 0, hist.stdout + hist.stderr
+    hist = zfsperf("history", "--store", store)
+    assert hist.returncode == 0 and hist.stdout.count(label) >= 2, hist.stdout + hist.stderr
+
+
+def test_inside_the_guest_kill9_then_journal_and_leftovers(guest, tmp_path):
+    before = guest_sh(guest, "cat", PARAM).strip()
+    rf = write_runfile(tmp_path, INSIDE.format(runtime=30, values='"3"'))
+    p = in_guest_popen("run", "-r", str(rf), "-o", str(tmp_path / "o"))
+    wait_param(guest, p, "3")
+    pids = guest_pids(guest)
+    assert len(pids) == 1
+    guest_sh(guest, "kill", "-9", pids[0])
+    p.communicate(timeout=300)
+    assert p.returncode != 0
+    # the killed run's fio, orphaned (a user would see it end): stopped so it cannot slow what follows
+    guest_sh(guest, "sh", "-c", "for d in /proc/[0-9]*; do grep -qsx fio $d/comm && kill -9 ${d#/proc/}; done; true")
+    assert guest_sh(guest, "cat", PARAM).strip() == "3"                 # left changed by the killed run
+    pools = guest_sh(guest, "zpool", "list", "-H", "-o", "name").split()
+    assert len(pools) == 1
+    # the next start: the tunable restored from the local journal, the leftover pool named, kept
+    rf2 = tmp_path / "again.toml"
+    rf2.write_text(INSIDE.format(runtime=2, values='"2"'))
+    res = in_guest("run", "-r", str(rf2), "-o", str(tmp_path / "o2"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"journal: restored zfs_vdev_async_write_max_active = {before}" in res.stdout
+    assert f"leftover zfsperf pools: {pools[0]}" in res.stdout
+    assert pools[0] in guest_sh(guest, "zpool", "list", "-H", "-o", "name").split()
+    assert guest_sh(guest, "cat", PARAM).strip() == before
+    # -x removes it
+    res = in_guest("run", "-x", "-r", str(rf2), "-o", str(tmp_path / "o3"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"-x: destroyed leftover zfsperf pool {pools[0]}" in res.stdout
+    assert guest_sh(guest, "zpool", "list", "-H", "-o", "name").strip() == ""
+
+
+def test_inside_the_guest_sigint(guest, tmp_path):
+    """SIGINT to `zfsperf guest run` reaches zfsperf in the guest: exit 3, tunable restored, no pool."""
+    before = guest_sh(guest, "cat", PARAM).strip()
+    rf = write_runfile(tmp_path, INSIDE.format(runtime=60, values='"3"'))
+    p = in_guest_popen("run", "-r", str(rf), "-o", str(tmp_path / "o"))
+    wait_param(guest, p, "3")
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 3, out + err
+    assert guest_sh(guest, "cat", PARAM).strip() == before
+    assert guest_sh(guest, "zpool", "list", "-H", "-o", "name").strip() == ""
+    assert guest_pids(guest) == [] or all(not guest_sh(guest, "sh", "-c", f"[ -d /proc/{x} ] && echo alive; true").strip()
+                                          for x in guest_pids(guest))
+    d = last_dir(out)
+    assert d.parent == tmp_path / "o" and (d / "run.json").exists()        # what it measured is on the host
+
+
+def test_inside_the_guest_the_default_suite(guest, tmp_path):
+    """`zfsperf run` with no arguments, unchanged, inside the guest: every case PASSes."""
+    res = in_guest("run", "-o", str(tmp_path / "o"), timeout=3600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    recs = records(d)
+    assert recs and all(r["status"] == "PASS" for r in recs), [(r["case"], r["status"]) for r in recs]
+    assert json.loads((d / "run.json").read_text())["target"]["implementation"] == "openzfs-linux"
+
+
+def test_receive_batch_and_starvation_sweep_inside_the_guest(guest, tmp_path):
+    """The built-in receive-batch and starvation tunable sweeps, run by zfsperf inside the guest."""
+    # the vdev files live on the guest's ext4 disk, not in its RAM (issue 14, item 3)
+    assert guest_sh(guest, "df", "/var/tmp").splitlines()[-1].split()[0] == "/dev/vda"
+    # the built-in runfile as shipped (2 x 2G prefilled vdevs, warm-up), with a smaller stream
+    res = in_guest("run", "-r", "receive-batch", "-D", "size=32M",
+                  "-I", "1", "-o", str(tmp_path / "rb"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    recs = records(last_dir(res.stdout))
+    assert [r["status"] for r in recs] == ["PASS", "PASS"]
+    assert {r["params"]["zfs_recv_write_batch_size"] for r in recs} == {"128K", "1M"}
+    assert all(r["figures"]["blocks"]["unit"] == "blocks/s" and r["figures"]["txgs"]["unit"] == "TXGs/s" for r in recs)
+    assert res.stdout.count("[TCG emulation: not a speed]") >= 2 or guest.state().accel == "kvm"
+    res = in_guest("run", "-r", "starvation", "-t", "starvation-tuned", "-I", "1", "-s", "512M",
+                  "-D", "runtime=3s", "-D", "reader_size=16M", "-D", "writer_size=32M", "-o", str(tmp_path / "st"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    recs = records(last_dir(res.stdout))
+    assert [r["status"] for r in recs] == ["PASS", "PASS"]
+    assert all("read_p99_ratio" in r["figures"] for r in recs)
+    assert all(r["histograms"]["read_loaded"]["count"] > 0 for r in recs)           # fio's latency histograms
+    assert json.loads((last_dir(res.stdout) / "run.json").read_text())["target"]["implementation"] == "openzfs-linux"

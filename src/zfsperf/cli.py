@@ -11,7 +11,7 @@ from pathlib import Path
 from . import __version__
 from .errors import InputError, ZfsperfError
 from .redact import redact, redact_argv
-from .units import parse_size
+from .units import EMULATED, parse_size
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -113,10 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zfs", default="2.3", help=argparse.SUPPRESS)
     p.add_argument("--arc-max", type=int, metavar="MB")
 
-    p = sub.add_parser("guest", help="the real OpenZFS guest under QEMU: build | up | down | status")
-    p.add_argument("guest_action", choices=["build", "up", "down", "status"],
-                   help="build the guest (cached), boot it, stop it, or show it")
+    p = sub.add_parser("guest", help="the real OpenZFS guest under QEMU: build | up | down | status | run -- ARGS",
+                       description="zfsperf guest build|up|down|status [--zfs 2.1|2.3]  |  zfsperf guest run "
+                                   "[--zfs 2.1|2.3] -- ZFSPERF-ARGS (zfsperf itself inside the guest, as a local "
+                                   "process on kernel OpenZFS; `run -o DIR` lands in DIR on this host)")
+    p.add_argument("guest_action", choices=["build", "up", "down", "status", "run"],
+                   help="build the guest (cached), boot it, stop it, show it, or run zfsperf inside it")
     p.add_argument("--zfs", default="2.3", help="OpenZFS series for the guest: 2.1 or 2.3 (default 2.3)")
+    p.add_argument("inside", nargs="*", help="run: the zfsperf command line for inside the guest, after --")
 
     p = sub.add_parser("corpus", help="sendfile corpus")
     csub = p.add_subparsers(dest="corpus_cmd", metavar="ACTION", required=True)
@@ -330,6 +334,12 @@ def cmd_guest(args: argparse.Namespace) -> int:
         raise InputError("guest takes build | up | down | status", field="guest")
     series = check_version(args.zfs)
     lab = Guest()
+    if args.guest_action == "run":
+        from .guest.inside import guest_run
+        return guest_run(list(args.inside or []), series)
+    if getattr(args, "inside", None):
+        raise InputError(f"guest {args.guest_action} takes no further arguments: {' '.join(args.inside)}",
+                         field="guest")
     if args.guest_action == "build":
         b = Builder(series).run()
         print(f"OpenZFS {b.zfs_version} for kernel {b.kernel}: {b.dir}")
@@ -481,8 +491,11 @@ def cmd_history(args: argparse.Namespace) -> int:
     else:
         for s in series:
             last = s.points[-1]
+            tcg = sum(p.run.accelerator == "tcg" for p in s.points)
             print(f"{s.case} / {s.figure}: {len(s.points)} runs, latest {last.value:.4g} {s.unit} "
-                  f"({last.run.name}), {len(s.change_points)} change point(s)")
+                  f"({last.run.name}), {len(s.change_points)} change point(s)"
+                  + (f"  {EMULATED}" + (f" ({tcg} of {len(s.points)} runs)" if tcg < len(s.points) else "")
+                     if tcg else ""))
             for c in s.change_points:
                 print(f"  at run {c.index + 1} ({c.run}): {c.before:.4g} -> {c.after:.4g} {s.unit} "
                       f"{c.change_pct:+.1f} %  p {c.p:.4f}  {c.verdict}"
@@ -533,7 +546,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                           "designs": {d: compare.DESIGNS[d] for d in sorted({c.design for c in cmp.changes})},
                           "changes": [c.as_dict() for c in cmp.changes], "geomeans": cmp.geomeans,
                           "failures": [f.as_dict() for f in cmp.failures], "unmatched": cmp.unmatched,
-                          "warnings": cmp.warnings}, indent=1))
+                          "warnings": cmp.warnings, "emulated": compare.emulated(cmp),
+                          "notes": compare.notes(cmp)}, indent=1))
     else:
         from .ui import Console
         compare.render(cmp, Console().rich, figures)

@@ -21,7 +21,7 @@ from typing import Callable
 from .. import proc
 from ..errors import InputError, TargetError
 from . import apt
-from .init_script import INIT
+from .init_script import IN_GUEST, INIT
 
 VERSIONS = {"2.3": "libzfs6linux libzpool6linux libnvpair3linux libuutil3linux",
             "2.1": "libzfs4linux libzpool5linux libnvpair3linux libuutil3linux"}
@@ -31,9 +31,12 @@ FIO_PKGS = ("fio libgfapi0 libnbd0 librados2 librbd1 libpmemblk1 libglusterfs0 l
 SSH_PKGS = ["dropbear-bin", "libtomcrypt1", "libtommath1"]
 # ext4 asks the crypto API for "crc32c" (a soft dependency that modprobe --show-depends does not
 # follow): without crc32c_generic the guest's vdev disk does not mount ("Cannot load crc32c driver")
-GUEST_MODULES = ["virtio_pci", "virtio_blk", "virtio_net", "crc32c_generic", "ext4", "loop", "zfs"]
+# 9p, 9pnet_virtio and overlay: the host's root shared read-only, with a tmpfs over it, for
+# zfsperf run inside the guest (`zfsperf guest run`)
+GUEST_MODULES = ["virtio_pci", "virtio_blk", "virtio_net", "crc32c_generic", "ext4", "loop", "9pnet_virtio", "9p",
+                 "overlay", "zfs"]
 # what a cached build must have been made with; a cache of an older format is built again
-BUILD_FORMAT = 2
+BUILD_FORMAT = 3         # 3: 9p and overlay modules, /sbin/zfsperf-in-guest
 ZFS_TOOLS = ["zpool", "zfs", "zdb", "zstream"]
 
 
@@ -232,6 +235,8 @@ class Builder:
         (st / "etc" / "shells").write_text("/bin/sh\n")
         os.symlink("/proc/mounts", st / "etc" / "mtab")
         (st / "init").write_text(INIT)
+        (st / "sbin" / "zfsperf-in-guest").write_text(IN_GUEST)
+        os.chmod(st / "sbin" / "zfsperf-in-guest", 0o755)
         os.chmod(st / "init", 0o755)
         with open(out / "initramfs.img", "wb") as f:
             find = subprocess.Popen(["find", ".", "-print0"], cwd=st, stdout=subprocess.PIPE)

@@ -7,6 +7,10 @@
   dropbear; a key pair made per lab; the guest's host key is pinned on first contact.
 - Storage: one sparse disk image formatted ext4 by the host, mounted at /var/tmp in the guest
   (where zfsperf puts vdev files).
+- Shares (9p): the host's root read-only (tag "hostroot"; the guest lays a tmpfs over it, so the
+  host's own Python and zfsperf run inside: guest/inside.py) and one writable host directory,
+  <guest dir>/exchange, at the same path in the guest, through which results come out. Nothing
+  else of the host is writable from the guest.
 - Every process is stopped by pid (QEMU's pid is in the state file).
 """
 
@@ -56,6 +60,8 @@ class GuestState:
     kernel: str
     started: float
     build_dir: str
+    hostroot: bool = False          # the host's root is mounted at /hostroot in the guest
+    exchange: str = ""              # the writable host directory shared with the guest
 
     def url(self) -> str:
         return f"ssh://root@127.0.0.1:{self.port}"
@@ -68,6 +74,10 @@ class Guest:
     @property
     def state_file(self) -> Path:
         return self.root / "state.json"
+
+    @property
+    def exchange(self) -> Path:
+        return self.root / "exchange"
 
     @property
     def key(self) -> Path:
@@ -108,13 +118,17 @@ class Guest:
                 raise TargetError(f"mkfs.ext4 on the guest disk failed: {res.error_text()}")
         accel = accelerator()
         port = _free_port()
+        self.exchange.mkdir(parents=True, exist_ok=True)
+        share = "security_model=none,multidevs=remap"
         key = base64.b64encode(Path(str(self.key) + ".pub").read_bytes().strip()).decode()
         argv = ["qemu-system-x86_64", *(["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else
                                          ["-accel", "tcg,thread=multi", "-cpu", "max"]),
                 "-smp", str(min(4, os.cpu_count() or 2)), "-m", str(MEM_MB), "-display", "none", "-monitor", "none",
                 "-serial", f"file:{self.root / 'serial.log'}", "-no-reboot",
                 "-kernel", str(build.kernel_image), "-initrd", str(build.initramfs),
-                "-append", f"console=ttyS0 quiet loglevel=4 panic=-1 zfsperf.key={key}",
+                "-append", f"console=ttyS0 quiet loglevel=4 panic=-1 zfsperf.key={key} zfsperf.exchange={self.exchange}",
+                "-virtfs", f"local,path=/,mount_tag=hostroot,readonly=on,{share}",
+                "-virtfs", f"local,path={self.exchange},mount_tag=exchange,{share}",
                 "-drive", f"file={disk},if=none,id=d0,format=raw,cache=unsafe", "-device", "virtio-blk-pci,drive=d0",
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:22", "-device", "virtio-net-pci,netdev=n0"]
         say(f"booting OpenZFS {build.zfs_version} on {build.kernel} under {accel.upper()}"
@@ -122,7 +136,8 @@ class Guest:
         with open(self.root / "qemu.log", "wb") as qlog:
             p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
                                  start_new_session=True)
-        st = GuestState(p.pid, port, accel, build.zfs_version, build.kernel, time.time(), str(build.dir))
+        st = GuestState(p.pid, port, accel, build.zfs_version, build.kernel, time.time(), str(build.dir),
+                        exchange=str(self.exchange))
         self.state_file.write_text(json.dumps(asdict(st), indent=1))
         try:
             self._wait_ready(p, st, timeout, say)
@@ -145,6 +160,11 @@ class Guest:
                 res = ssh.run(["cat", "/sys/module/zfs/version"], timeout=60)
                 ssh.close()                    # `up` ends here: leave no shared connection behind
                 if res.ok:
+                    st.hostroot = "@@HOSTROOT" in text
+                    if not st.hostroot:
+                        say("the guest has no view of the host's root: `zfsperf guest run` will not work "
+                            + " ".join(ln for ln in text.splitlines() if ln.startswith("@@WARN")))
+                    self.state_file.write_text(json.dumps(asdict(st), indent=1))
                     say(f"OpenZFS guest ready: {st.url()} (zfs {res.stdout.strip()}, qemu pid {p.pid})")
                     return
             time.sleep(1)

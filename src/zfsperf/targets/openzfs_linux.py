@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 from .. import proc
 from ..params import FileParams
@@ -16,6 +17,23 @@ from .kstat import Txg, parse_named, parse_txgs
 
 KSTAT = "proc/spl/kstat/zfs"
 PARAMS = "sys/module/zfs/parameters"
+
+
+def emulation(read: Callable[[str], str]) -> str | None:
+    """"tcg" on a QEMU machine without KVM (timings are CPU emulation, not speeds), "kvm" on QEMU
+    with KVM, None elsewhere. QEMU names itself in the DMI tables; only KVM gives the guest its
+    paravirtual clock. read(path relative to the root) gives a file's text."""
+    try:
+        vendor = read("sys/devices/virtual/dmi/id/sys_vendor").strip()
+    except OSError:
+        return None
+    if vendor != "QEMU":
+        return None
+    try:
+        clocks = read("sys/devices/system/clocksource/clocksource0/available_clocksource")
+    except OSError:
+        clocks = ""
+    return "kvm" if "kvm-clock" in clocks.split() else "tcg"
 
 
 def present(sysroot: str = "/") -> bool:
@@ -29,6 +47,7 @@ class OpenZfsLinuxTarget(Target):
         super().__init__(log)
         self.sysroot = Path(sysroot)
         self.params = self._make_params()
+        self.accelerator = emulation(lambda rel: self.files.read_text(str(self._p(rel))))
 
     def _make_params(self) -> FileParams:
         return FileParams(str(self.sysroot / PARAMS), files=self.files)

@@ -1,0 +1,177 @@
+"""`zfsperf guest run -- ARGS`: zfsperf itself inside the OpenZFS guest, as a local process.
+
+This is how most users run zfsperf: installed on a machine with kernel OpenZFS, `--target auto`
+finding /proc/spl/kstat/zfs and /sys/module/zfs/parameters, `zpool`/`zfs` run locally, tunables
+journaled in a local file. The guest sees the host's root read-only over 9p with a tmpfs laid over
+it (guest/init_script.py), so the host's own Python and zfsperf checkout run there unchanged, with
+OpenZFS's userland from the guest build first on PATH.
+
+- Results: `run -o DIR` (or the default ./zfsperf-results) is written in the guest to a fresh
+  directory under the writable exchange share and moved to DIR on the host when zfsperf ends,
+  however it ends; paths in the output are shown as their host paths.
+- Signals: SIGINT, SIGTERM and SIGHUP to `zfsperf guest run` are passed on to zfsperf in the guest
+  (its pid is in a pidfile there), which restores its tunables and removes its pools as it does
+  on any machine; its exit status is this command's.
+- A guest this command booted is stopped when it ends; a guest that was already up stays up.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..errors import InputError, TargetError
+from .vm import Guest, GuestState
+
+ROOT = "/hostroot"                                  # the host's root, as the guest mounts it
+IN_GUEST = "/opt/zfsperf-openzfs/bin/zfsperf-in-guest"
+# the guest mounts its own filesystems here, over the host's: a program or directory the guest
+# must reach cannot live under them
+SHADOWED = ("/proc", "/sys", "/dev", "/run", "/var/tmp")
+OUTDIR_FLAGS = ("-o", "--outdir")
+
+
+def split_outdir(args: list[str]) -> tuple[list[str], Path | None]:
+    """For `run`: args with the results directory taken out, and that directory (resolved on the
+    host; the default ./zfsperf-results when none is given). Other commands: (args, None)."""
+    if not args or args[0] != "run":
+        return list(args), None
+    if any(a == "--resume" or a.startswith("--resume=") for a in args):
+        raise InputError("guest run cannot resume a results directory: the guest sees the host's files "
+                         "read-only", field="--resume")
+    out: list[str] = []
+    dest = "zfsperf-results"
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in OUTDIR_FLAGS:
+            if i + 1 >= len(args):
+                raise InputError(f"{a} needs a directory", field=a)
+            dest = args[i + 1]
+            i += 2
+            continue
+        if a.startswith("--outdir="):
+            dest = a.split("=", 1)[1]
+        elif a.startswith("-o") and len(a) > 2 and not a.startswith("--"):
+            dest = a[2:]
+        else:
+            out.append(a)
+        i += 1
+    return out, Path(dest).expanduser().resolve()
+
+
+def shadowed(path: str) -> str | None:
+    """The guest mount that hides path from zfsperf inside the guest, or None."""
+    for m in SHADOWED:
+        if path == m or path.startswith(m + "/"):
+            return m
+    return None
+
+
+class InsideRun:
+    def __init__(self, lab: Guest, st: GuestState, say: Callable[[str], None] = print) -> None:
+        self.lab, self.st, self.say = lab, st, say
+        self.token = f"{os.getpid()}-{int(time.time() * 1000)}"
+        self.pidfile = f"/run/zfsperf-guest/{self.token}.pid"
+        self.proc: subprocess.Popen | None = None
+        self.signals = 0
+
+    def ssh_argv(self, command: list[str]) -> list[str]:
+        return ["ssh", "-p", str(self.st.port), "-o", "BatchMode=yes", "-o", "ConnectTimeout=15",
+                "-o", "ServerAliveInterval=15", *self.lab.ssh_options(), "root@127.0.0.1", "--",
+                shlex.join(command)]
+
+    def _forward(self, signum: int, _frame) -> None:
+        self.signals += 1
+        name = signal.Signals(signum).name[3:]
+        if self.signals > 2 and self.proc is not None:           # a third signal: stop waiting for the guest
+            self.proc.kill()
+            return
+        self.say(f"zfsperf guest run: passing SIG{name} on to zfsperf in the guest")
+        subprocess.run(self.ssh_argv(["sh", "-c", f"kill -{name} $(cat {ROOT}{self.pidfile})"]),
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+
+    def run(self, args: list[str]) -> int:
+        cwd = os.getcwd()
+        for what, path in (("the working directory", cwd), ("Python", sys.executable), ("zfsperf", str(Path(__file__).parents[1]))):
+            m = shadowed(path)
+            if m:
+                raise InputError(f"{what} ({path}) is under {m}, which the guest mounts over: run from elsewhere",
+                                 field="guest run")
+        args, dest = split_outdir(args)
+        xdir = Path(self.st.exchange) / self.token
+        if dest is not None:
+            xdir.mkdir(parents=True)
+            args = [args[0], "-o", str(xdir), *args[1:]]
+        command = ["chroot", ROOT, IN_GUEST, self.pidfile, cwd, sys.executable, "-m", "zfsperf.cli", *args]
+        old = {s: signal.signal(s, self._forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            # its own session: a Ctrl-C at the terminal reaches this process only, which passes it on,
+            # instead of ending ssh and leaving zfsperf in the guest to finish unwatched
+            self.proc = subprocess.Popen(self.ssh_argv(command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         text=True, bufsize=1, start_new_session=True)
+            assert self.proc.stdout is not None
+            for line in self.proc.stdout:
+                if dest is not None:
+                    line = line.replace(str(xdir), str(dest))
+                sys.stdout.write(line)
+                sys.stdout.flush()
+            rc = self.proc.wait()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+            if dest is not None:
+                self._collect(xdir, dest)
+            subprocess.run(self.ssh_argv(["rm", "-f", f"{ROOT}{self.pidfile}"]), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        if rc == 255:
+            raise TargetError("zfsperf in the guest ended without an exit status (killed by a signal), or ssh to "
+                              "the guest failed (exit 255): `zfsperf guest status` shows whether it is up")
+        return rc
+
+    def _collect(self, xdir: Path, dest: Path) -> None:
+        """Move what zfsperf wrote in the guest to dest on the host."""
+        try:
+            entries = sorted(xdir.iterdir())
+        except OSError:
+            return
+        if entries:
+            dest.mkdir(parents=True, exist_ok=True)
+        for e in entries:
+            target = dest / e.name
+            if e.is_symlink() and target.is_symlink():          # "current": now the newest run
+                target.unlink()
+            elif target.exists() or target.is_symlink():
+                target = dest / f"{e.name}-guest{self.token}"
+            shutil.move(str(e), str(target))
+        shutil.rmtree(xdir, ignore_errors=True)
+
+
+def guest_run(args: list[str], series: str, say: Callable[[str], None] = print) -> int:
+    if args and args[0] == "--":
+        args = args[1:]
+    if not args:
+        raise InputError("guest run needs a zfsperf command after --, e.g. `zfsperf guest run -- run`",
+                         field="guest run")
+    if args[0] == "guest":
+        raise InputError("guest run runs zfsperf inside the guest: `guest` is a host command", field="guest run")
+    lab = Guest()
+    st = lab.state()
+    booted = st is None
+    if st is None:
+        st = lab.up(series, say=say)
+    try:
+        if not st.hostroot or not st.exchange:
+            raise TargetError("the running OpenZFS guest has no view of the host's root (booted by an older "
+                              "zfsperf, or its 9p share failed: see serial.log): `zfsperf guest down`, then again")
+        return InsideRun(lab, st, say).run(args)
+    finally:
+        if booted:
+            lab.down(say=say)
