@@ -72,7 +72,7 @@ def by_arm(d: Path, figure: str = "throughput") -> dict[str, dict[int, float]]:
     for line in (d / "results.jsonl").read_text().splitlines():
         r = json.loads(line)
         if r["status"] == "PASS" and r["iteration"] >= 1:
-            arm = "/".join(f"{k}={v}" for k, v in sorted(r["params"].items())) or "all"
+            arm = "/".join(f"{k}={v}" for k, v in sorted(r.get("sweep", r.get("params", {})).items())) or "all"
             out.setdefault(arm, {})[r["iteration"]] = r["figures"][figure]["value"]
     return out
 

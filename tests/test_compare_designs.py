@@ -157,7 +157,7 @@ def test_interleaved_ab_of_a_real_property_is_called_with_its_interval(tmp_path,
     flipped = tmp_path / "flipped"
     shutil.copytree(d, flipped)
     lines = (d / "results.jsonl").read_text().splitlines()
-    gz = [ln for ln in lines if json.loads(ln)["params"].get("compression") == "gzip-9"]
+    gz = [ln for ln in lines if json.loads(ln)["sweep"].get("compression") == "gzip-9"]
     assert 0 < len(gz) < len(lines)
     (flipped / "results.jsonl").write_text("\n".join(gz + [ln for ln in lines if ln not in gz]) + "\n")
     ch2 = _tp(zfsperf("compare", str(flipped), "--json"))

@@ -12,6 +12,8 @@ from zfsperf.metrics import fiojson
 from zfsperf.metrics.quantize import quantize, render
 from zfsperf.workloads.fio import histograms, stats_figures
 
+pytestmark = pytest.mark.fast       # no ZFS, no daemon: pytest -m fast
+
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_jsonplus_numjobs2_merges_exactly(version):

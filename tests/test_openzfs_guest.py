@@ -94,7 +94,7 @@ def test_receive_sweep_and_fio_on_openzfs(guest, tmp_path):
     assert run["target"]["implementation"] == "openzfs-linux"
     assert run["target"]["zfs_version"].startswith("OpenZFS 2.3")
     assert run["target"]["accelerator"] == guest.state().accel
-    recv2 = next(r for r in recs if r["params"].get("threads") == 2)
+    recv2 = next(r for r in recs if r["sweep"].get("threads") == 2)
     assert recv2["figures"]["txgs"]["value"] > 0 and recv2["figures"]["blocks"]["value"] > 0
     # the stream's WRITE records against the blocks OpenZFS's own zdb finds in the received dataset
     blk = next(c for c in recv2["cross_checks"] if c["name"] == "stream WRITE records vs blocks on disk")
@@ -327,7 +327,7 @@ def test_receive_batch_and_starvation_sweep_inside_the_guest(guest, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     recs = records(last_dir(res.stdout))
     assert [r["status"] for r in recs] == ["PASS", "PASS"]
-    assert {r["params"]["zfs_recv_write_batch_size"] for r in recs} == {"128K", "1M"}
+    assert {r["sweep"]["zfs_recv_write_batch_size"] for r in recs} == {"128K", "1M"}
     assert all(r["figures"]["blocks"]["unit"] == "blocks/s" and r["figures"]["txgs"]["unit"] == "TXGs/s" for r in recs)
     assert res.stdout.count("[TCG emulation: not a speed]") >= 2 or guest.state().accel == "kvm"
     res = in_guest("run", "-r", "starvation", "-t", "starvation-tuned", "-I", "1", "-s", "512M",

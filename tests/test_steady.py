@@ -9,6 +9,8 @@ import pytest
 from conftest import zfsperf
 from zfsperf.steady import Criteria, check_metric, decide
 
+pytestmark = pytest.mark.fast       # no ZFS, no daemon: pytest -m fast
+
 SNIA = {"method": "snia"}
 
 

@@ -2,6 +2,8 @@ import pytest
 
 from zfsperf.units import format_duration, parse_duration, parse_human, parse_size
 
+pytestmark = pytest.mark.fast       # no ZFS, no daemon: pytest -m fast
+
 
 @pytest.mark.parametrize("text,expected", [
     ("512", 512), ("128K", 131072), ("1M", 1048576), ("2G", 2 << 30), ("1.5G", 3 << 29), ("256MiB", 256 << 20),

@@ -18,7 +18,7 @@ from .metrics import crosscheck
 from .metrics.sampler import Sampler, series_path
 from .params import Journal, TunableSession
 from .pool import PoolManager
-from .results.record import CaseOutcome, Status
+from .results.record import CaseOutcome, CaseRecord, Status, as_figures
 from .results.store import ResultsDir
 from .runfile import Case
 from .targets.base import Target
@@ -57,24 +57,20 @@ class CaseRunner:
         self.ui, self.control = ui, control
         self.keep_failed, self.verbose = keep_failed, verbose
 
-    def run(self, case: Case, it: int, prepared: Any, prep_error: str | None) -> dict[str, Any]:
+    def run(self, case: Case, it: int, prepared: Any, prep_error: str | None) -> CaseRecord:
         """One iteration (it < 0: a warm-up) of a case, from a fresh pool to its record."""
         rd, target, pools, journal = self.rd, self.target, self.pools, self.journal
         t = case.test
         log = rd.case_log(case.slug, it)
         target.log = log
-        record: dict[str, Any] = {"test": t.name, "case": case.id, "params": case.sweep, "iteration": it,
-                                  "workload": t.workload, "status": Status.FAIL, "figures": {}, "error": None,
-                                  "start": time.time()}
-        if target.accelerator:
-            record["accelerator"] = target.accelerator      # "tcg": every figure is emulation
+        record = CaseRecord(test=t.name, case=case.id, sweep=case.sweep, iteration=it, workload=t.workload,
+                            start=time.time(), accelerator=target.accelerator)   # "tcg": emulation
         t0 = time.monotonic()
         self.ui.case_start(case.id, it)
 
-        def finish(outcome: CaseOutcome) -> dict[str, Any]:
-            status, error = outcome.decide_status()
-            record["status"], record["error"] = status.value, error
-            record["duration"] = round(time.monotonic() - t0, 3)
+        def finish(outcome: CaseOutcome) -> CaseRecord:
+            record.status, record.error = outcome.decide_status()
+            record.duration = round(time.monotonic() - t0, 3)
             return record
 
         if prep_error:
@@ -90,9 +86,9 @@ class CaseRunner:
         outcome = CaseOutcome()
         try:
             pool = pools.create(t.pool, fs_properties=case.dataset)
-            record["pool"] = {"name": pool.name, "layout": t.pool.describe(), "dataset": case.dataset}
+            record.pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": case.dataset}
             if session is not None:
-                record["tunables"] = session.apply(case.tunables)
+                record.tunables = session.apply(case.tunables)
             ctx = CaseContext(target=target, pool=pool, params=case.params, log=log,
                               deadline=time.monotonic() + t.timeout, prepared=prepared,
                               live=self.ui.live if (self.verbose or self.ui.is_tty) else None,
@@ -105,10 +101,10 @@ class CaseRunner:
                                   interval=t.steady.interval, progress=ctx.current_progress,
                                   l2_capacity=pool.l2_capacity)
                 sampler.start()
-                record["series"] = str(sampler.path.relative_to(rd.path))
+                record.series = str(sampler.path.relative_to(rd.path))
                 self.control.check()
             if t.steady.mode == "gate":
-                record["steady"] = self._precondition(ctx, wl, sampler, t.steady,
+                record.steady = self._precondition(ctx, wl, sampler, t.steady,
                                                       wl.active_bytes(case.params, prepared))
             arc0, t_measure = self._arcstats(), sampler.elapsed() if sampler is not None else 0.0
             figures = wl.run(ctx)
@@ -127,7 +123,7 @@ class CaseRunner:
                     if iops:
                         checks.append(crosscheck.pool_ops(window, "iops", iops,
                                                           between or crosscheck.ops_obstacles(ctx.params, props)))
-            record["cross_checks"] = [c.to_json() for c in checks if c is not None]
+            record.cross_checks = [c.to_json() for c in checks if c is not None]
             for c in checks:
                 if c is not None and c.agrees is False:
                     self.ui.say(f"warning: {case.id}: cross-check disagrees: {c.describe()}")
@@ -135,15 +131,15 @@ class CaseRunner:
                 sampler.mark("workload end")
                 sampler.stop()
                 if t.steady.mode == "record":
-                    record["steady"] = judge_steady(sampler.snapshot(), t.steady, wl, ctx, figures)
-                record["sampler"] = sampler.overhead()
+                    record.steady = judge_steady(sampler.snapshot(), t.steady, wl, ctx, figures)
+                record.sampler = sampler.overhead()
                 dead = sampler.unreadable()
                 if dead:                     # said out loud: a null source must not pass for a quiet one
-                    record["sampler"]["unreadable"] = dead
+                    record.sampler["unreadable"] = dead
                     self.ui.say(f"warning: {case.id}: {', '.join(dead)} could not be read in any sample "
-                                f"of this case (see {record['series']})")
-            record["figures"] = figures
-            record.update(ctx.extra)
+                                f"of this case (see {record.series})")
+            record.figures = as_figures(figures)
+            record.add_detail(ctx.extra)
             outcome.figures = figures
             outcome.unmet = [m for m in (e.check(figures) for e in t.expect) if m]
         except CaseTimeout as e:
@@ -171,7 +167,7 @@ class CaseRunner:
         return finish(outcome)
 
     def run_duet(self, a: Case, b: Case, it: int, prepared: Any,
-                 prep_error: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+                 prep_error: str | None) -> tuple[CaseRecord, CaseRecord]:
         """One iteration of a duet: the two cases (one dataset property, two values) at the same
         time on one pool, a dataset each, so that whatever the machine does hits both alike. They
         swap places every iteration: on odd ones A's dataset is created and started first, on even
@@ -182,20 +178,16 @@ class CaseRunner:
         log = rd.case_log(a.slug, it)
         target.log = log
         first = [a, b] if it % 2 else [b, a]
-        records = {c.id: {"test": t.name, "case": c.id, "params": c.sweep, "iteration": it,
-                          "workload": t.workload, "status": Status.FAIL, "figures": {}, "error": None,
-                          "start": time.time()} for c in (a, b)}
+        records = {c.id: CaseRecord(test=t.name, case=c.id, sweep=c.sweep, iteration=it, workload=t.workload,
+                                    start=time.time(), accelerator=target.accelerator) for c in (a, b)}
         outcomes = {c.id: CaseOutcome() for c in (a, b)}
         t0 = time.monotonic()
         self.ui.case_start(f"{a.id} + {b.id}", it)
 
-        def finish() -> tuple[dict[str, Any], dict[str, Any]]:
+        def finish() -> tuple[CaseRecord, CaseRecord]:
             for cid, rec in records.items():
-                status, error = outcomes[cid].decide_status()
-                rec["status"], rec["error"] = status.value, error
-                rec["duration"] = round(time.monotonic() - t0, 3)
-                if target.accelerator:
-                    rec["accelerator"] = target.accelerator
+                rec.status, rec.error = outcomes[cid].decide_status()
+                rec.duration = round(time.monotonic() - t0, 3)
             return records[a.id], records[b.id]
 
         if prep_error:
@@ -213,11 +205,11 @@ class CaseRunner:
                 tag = "A" if c is a else "B"
                 fs = pool.dataset(f"duet{tag}", c.dataset)
                 sides[c.id] = pool.side(fs, f"{pool.mountpoint}/duet{tag}")
-                records[c.id]["pool"] = {"name": pool.name, "layout": t.pool.describe(), "dataset": c.dataset}
+                records[c.id].pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": c.dataset}
             if session is not None:
                 applied = session.apply(a.tunables)
                 for rec in records.values():
-                    rec["tunables"] = applied
+                    rec.tunables = applied
             deadline = time.monotonic() + t.timeout
             for c in first:                       # one process set: a signal stops both sides
                 ctxs[c.id] = CaseContext(target=target, pool=sides[c.id], params=c.params, log=log,
@@ -255,9 +247,9 @@ class CaseRunner:
                             for k, v in results[c.id].items()}
                     verdict = judge_steady(sampler.snapshot(), t.steady, wl, ctxs[a.id], both)
                 for rec in records.values():
-                    rec["series"] = str(sampler.path.relative_to(rd.path))
+                    rec.series = str(sampler.path.relative_to(rd.path))
                     if verdict is not None:
-                        rec["steady"] = verdict
+                        rec.steady = verdict
             for c in (a, b):
                 res, o = results.get(c.id), outcomes[c.id]
                 if isinstance(res, CaseTimeout):
@@ -268,8 +260,8 @@ class CaseRunner:
                     log.write("".join(traceback.format_exception(res)))
                     o.failure = f"internal error: {type(res).__name__}: {res}"
                 elif res is not None:
-                    records[c.id]["figures"] = res
-                    records[c.id].update(ctxs[c.id].extra)
+                    records[c.id].figures = as_figures(res)
+                    records[c.id].add_detail(ctxs[c.id].extra)
                     o.figures = res
                     o.unmet = [m for m in (e.check(res) for e in t.expect) if m]
         except (TargetError, InputError, OSError) as e:

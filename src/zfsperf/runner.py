@@ -34,7 +34,7 @@ from .ui import Console
 from .case import CaseRunner
 from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
-from .results.record import STATUSES, Status
+from .results.record import STATUSES, CaseRecord, Status
 from .report.abstats import MIN_BLOCKS
 
 HEADLINE = {name: wl.headline for name, wl in WORKLOADS.items()}     # the workloads say which figure
@@ -87,13 +87,13 @@ class Precision:
         self.failed = False
         self.t0 = time.monotonic()
 
-    def add(self, record: dict[str, Any]) -> None:
-        if record.get("status") != Status.PASS:
+    def add(self, record: CaseRecord) -> None:
+        if not record.passed:
             self.failed = True
             return
-        fig = (record.get("figures") or {}).get(self.headline)
-        if fig is not None:
-            self.values.append(float(fig["value"]))
+        v = record.value(self.headline)
+        if v is not None:
+            self.values.append(v)
 
     def achieved_pct(self) -> float | None:
         s = summarise(self.values)
@@ -165,7 +165,7 @@ class Runner:
             opts.interleave = sel.get("interleave", opts.interleave)
             opts.seed = sel.get("seed", opts.seed)
             opts.detect = sel.get("detect", opts.detect)
-            done = {(r["case"], r["iteration"]) for r in rd.results()}
+            done = {(r.case, r.iteration) for r in rd.results()}
         else:
             rf = load(opts.runfile, opts.defines)
         cases = rf.cases(tags=opts.tags, test=opts.test)
@@ -288,7 +288,7 @@ class Runner:
                                  case.test.budget, HEADLINE.get(case.test.workload, ""))
             if done:                         # --resume: what the interrupted run measured counts
                 for r in rd.results():
-                    if r.get("case") == case.id and int(r.get("iteration", 0)) >= 1:
+                    if r.case == case.id and r.iteration >= 1:
                         adaptive.add(r)
             states.append(_CaseState(case, adaptive, partner=partner))
         try:
@@ -347,12 +347,12 @@ class Runner:
         if verdict is not None:
             st.finished = True
             if adaptive.target_pct is not None:
-                record["precision"] = verdict        # why this was the case's last iteration
+                record.precision = verdict        # why this was the case's last iteration
         for rec in (record, other) if other is not None else (record,):
             rd.append_result(rec)
             self.ui.case_done(rec, HEADLINE.get(t.workload))
-        if self.opts.verbose and record.get("histograms"):
-            self.ui.say(render_histograms(record))
+        if self.opts.verbose and record.histograms:
+            self.ui.say(render_histograms(record.histograms))
 
     def _warmup(self, st: "_CaseState", rd: ResultsDir, target: Target, pools: PoolManager, journal: Journal,
                 prepared: Any, prep_error: str | None) -> None:
@@ -365,9 +365,9 @@ class Runner:
             rec = (self.cases.run_duet(case, st.partner, -w, prepared, None)[0] if st.partner is not None
                    else self.cases.run(case, -w, prepared, None))
             if self.opts.verbose:
-                self.ui.say(f"Warmup: {case.id} {w}/{case.test.warmup} [{rec['status']}]"
-                            + (f" {rec['error']}" if rec.get("error") else ""))
-            if rec["status"] != Status.PASS:
+                self.ui.say(f"Warmup: {case.id} {w}/{case.test.warmup} [{rec.status.value}]"
+                            + (f" {rec.error}" if rec.error else ""))
+            if not rec.passed:
                 return
 
     def _detected(self, rd: ResultsDir, states: list["_CaseState"], blocks: int, elapsed: float) -> bool:
@@ -480,7 +480,7 @@ class Runner:
         added to its history store (so the regression gate would not see it)."""
         self.ui.stop_progress()
         records = rd.results()
-        counts = {s: sum(1 for r in records if r["status"] == s) for s in STATUSES}
+        counts = {s: sum(1 for r in records if r.status == s) for s in STATUSES}
         table = case_table(records, SUMMARY_FIGURES)
         elapsed = time.time() - t_start
         lines = ["", "Results Summary"]
@@ -505,7 +505,7 @@ class Runner:
                          f"(add it later with `zfsperf history import {rd.path}`)")
         lines.append(f"Log directory:\t{rd.path}")
         text_table = self.ui.render_table(table)
-        summary = "\n".join(export.status_line(r, HEADLINE.get(r.get("workload", ""))) for r in records)
+        summary = "\n".join(export.status_line(r, HEADLINE.get(r.workload)) for r in records)
         rd.write_text("summary.txt", summary + "\n\n" + text_table + "\n" + "\n".join(lines) + "\n")
         report = self._write_derived(rd)
         if report:

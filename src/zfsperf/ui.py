@@ -23,7 +23,7 @@ from rich.table import Table as RichTable
 from .control import detach_output
 from .results.export import status_line
 from .results.tables import Table
-from .results.record import Status
+from .results.record import CaseRecord
 
 
 class Eta:
@@ -145,13 +145,12 @@ class Console:
     def progress_text(self, text: str) -> None:
         self.say(text)
 
-    def case_done(self, record: dict[str, Any], headline: str | None) -> None:
+    def case_done(self, record: CaseRecord, headline: str | None) -> None:
         if self.eta is not None:
-            d = record.get("duration")
-            self.eta.done(record.get("case", ""), float(d) if isinstance(d, (int, float)) else None)
+            self.eta.done(record.case, record.duration)
         if self._progress is not None:
             self._progress.advance(self._task)
-        if self.quiet and record["status"] == Status.PASS:
+        if self.quiet and record.passed:
             return
         self._print(status_line(record, headline))
 

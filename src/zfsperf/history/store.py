@@ -47,7 +47,6 @@ from typing import Any, Iterable, Iterator
 from ..errors import InputError, ZfsperfError
 from ..redact import redact, scrub
 from ..report.model import RunData, load_run
-from ..results.record import Status
 
 SCHEMA_VERSION = 3
 RUN_COLUMNS = ("path", "name", "started", "host", "os", "kernel", "implementation", "zfs_version", "pool_version",
@@ -309,8 +308,7 @@ def settings(run: RunData) -> dict[str, Any]:
 def case_seconds(run: RunData) -> Iterator[tuple[str, int, float]]:
     """(case, counted iterations with a duration, their seconds) of a run."""
     for cd in run.cases.values():
-        ds = [float(r["duration"]) for r in cd.records
-              if isinstance(r.get("duration"), (int, float)) and int(r.get("iteration", 1)) >= 1]
+        ds = [r.duration for r in cd.records if r.duration is not None and r.iteration >= 1]
         if ds:
             yield cd.case, len(ds), sum(ds)
 
@@ -318,7 +316,7 @@ def case_seconds(run: RunData) -> Iterator[tuple[str, int, float]]:
 def figure_rows(run_id: int, run: RunData) -> Iterator[tuple[Any, ...]]:
     for cd in run.cases.values():
         total = len(cd.records)
-        passed = sum(1 for r in cd.records if r["status"] == Status.PASS)
+        passed = len(cd.passed)
         for name in cd.figure_names():
             vals = cd.values(name)
             if not vals:

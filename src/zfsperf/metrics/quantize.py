@@ -60,10 +60,10 @@ def render(rows: list[list[int]], title: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def render_histograms(record: dict) -> str:
-    """A result's stored histograms, one per I/O class, titled like the starvation study's (latency in µs)."""
+def render_histograms(histograms: dict | None) -> str:
+    """A record's histograms, one per I/O class, titled like the starvation study's (latency in µs)."""
     parts = []
-    for _cls, h in (record.get("histograms") or {}).items():
+    for _cls, h in (histograms or {}).items():
         if h.get("buckets"):
             parts.append(render(h["buckets"], f"{h.get('title', _cls)} latency ({h.get('unit', 'us')})"))
     return "\n\n".join(parts)

@@ -250,7 +250,7 @@ def compare_runs(bases: list[RunData], news: list[RunData], noise_pct: float = N
         for nc in ncs:
             bad = {s: n for s, n in nc.statuses().items() if s in (Status.FAIL, Status.KILLED)}
             if bad and bc.passed:
-                err = next((r.get("error") for r in nc.records if r["status"] in bad and r.get("error")), "") or ""
+                err = next((r.error for r in nc.records if r.status in bad and r.error), "") or ""
                 cmp.failures.append(StatusChange(bc.case, bc.statuses(), nc.statuses(),
                                                  err.splitlines()[0][:200] if err else ""))
         _warn_unsteady(cmp, [(r.label, c) for r, c in zip(bases, bcs)] + [(r.label, c) for r, c in zip(news, ncs)])
@@ -350,8 +350,7 @@ def _warn_unsteady(cmp: Comparison, sides: list[tuple[str, CaseData | None]]) ->
 
 
 def _by_iteration(c: CaseData, name: str) -> dict[int, float]:
-    return {int(r["iteration"]): float(r["figures"][name]["value"]) for r in c.passed
-            if name in (r.get("figures") or {})}
+    return {r.iteration: r.figures[name].value for r in c.passed if name in r.figures}
 
 
 def ab_pairs(run: RunData, names: list[str] | None = None) -> list[tuple[CaseData, CaseData]]:

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from ..results import export
 from . import formats, html, openmetrics
+from ..results.record import CaseRecord
 from .model import RunData
 
 
@@ -21,7 +22,7 @@ class Exported:
     runs: list[RunData]
     reports: list[dict[str, Any]]
     comparison: Any = None                           # report.compare.Comparison, for HTML A/B
-    records: list[dict[str, Any]] = field(default_factory=list)   # every run's records, in order
+    records: list[CaseRecord] = field(default_factory=list)   # every run's records, in order
 
     @classmethod
     def of(cls, runs: list[RunData], reports: list[dict[str, Any]], comparison: Any = None) -> "Exported":

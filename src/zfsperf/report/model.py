@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..results.record import FORMAT_VERSION, Status
+from ..results.record import CaseRecord
 from ..results.stats import Summary, summarise
 from ..results.store import ResultsDir
 
@@ -21,45 +21,45 @@ class CaseData:
     test: str
     case: str
     workload: str
-    params: dict[str, Any]
-    records: list[dict[str, Any]] = field(default_factory=list)
+    sweep: dict[str, Any]
+    records: list[CaseRecord] = field(default_factory=list)
 
     @property
     def key(self) -> str:
-        return json.dumps([self.test, self.params], sort_keys=True, default=str)
+        return json.dumps([self.test, self.sweep], sort_keys=True, default=str)
 
     @property
-    def passed(self) -> list[dict[str, Any]]:
-        return [r for r in self.records if r["status"] == Status.PASS]
+    def passed(self) -> list[CaseRecord]:
+        return [r for r in self.records if r.passed]
 
     def statuses(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for r in self.records:
-            out[r["status"]] = out.get(r["status"], 0) + 1
+            out[r.status.value] = out.get(r.status.value, 0) + 1
         return out
 
     def figure_names(self) -> list[str]:
         names: dict[str, None] = {}
         for r in self.passed:
-            for k in r.get("figures") or {}:
+            for k in r.figures:
                 names.setdefault(k)
         return list(names)
 
     def values(self, name: str) -> list[float]:
-        return [float(r["figures"][name]["value"]) for r in self.passed if name in (r.get("figures") or {})]
+        return [r.figures[name].value for r in self.passed if name in r.figures]
 
     def unit(self, name: str) -> str:
         for r in self.passed:
-            f = (r.get("figures") or {}).get(name)
+            f = r.figures.get(name)
             if f:
-                return str(f.get("unit", ""))
+                return f.unit
         return ""
 
     def summary(self, name: str) -> Summary:
         return summarise(self.values(name))
 
     def steady(self) -> list[dict[str, Any]]:
-        return [r["steady"] for r in self.records if isinstance(r.get("steady"), dict)]
+        return [r.steady for r in self.records if r.steady is not None]
 
 
 @dataclass
@@ -67,7 +67,7 @@ class RunData:
     path: Path
     info: dict[str, Any]
     cases: dict[str, CaseData]
-    records: list[dict[str, Any]] = field(default_factory=list)    # every counted record, in run order
+    records: list[CaseRecord] = field(default_factory=list)    # every counted record, in run order
 
     @property
     def label(self) -> str:
@@ -88,13 +88,6 @@ class RunData:
                 + f", runfile {(self.info.get('runfile') or {}).get('source', '?')}")
 
 
-def case_params(r: dict[str, Any]) -> dict[str, Any]:
-    """What identifies a case across runs: its test and its sweep point (what a runfile sweeps,
-    tunables and dataset properties included). Settings fixed for the whole run — the A/B itself —
-    are deliberately not part of it."""
-    return dict(r.get("params") or {})
-
-
 def load_run(path: str | Path) -> RunData:
     p = Path(path).resolve()          # "current" names the run it points at
     if not p.is_dir():
@@ -104,18 +97,14 @@ def load_run(path: str | Path) -> RunData:
         info = rd.run_info()
     except (OSError, ValueError):
         info = {}                   # a run killed before run.json: the records still count
-    fmt = info.get("format", 1)
-    if not isinstance(fmt, int) or fmt > FORMAT_VERSION:
-        raise InputError(f"results format {fmt!r} is newer than this zfsperf reads ({FORMAT_VERSION}): "
-                         "read it with the zfsperf that wrote it", file=str(p / "run.json"), field="format")
     cases: dict[str, CaseData] = {}
-    records: list[dict[str, Any]] = []
-    for r in rd.results():
-        if not isinstance(r, dict) or "case" not in r or "status" not in r:
-            continue
-        if int(r.get("iteration", 1)) < 1:
+    records: list[CaseRecord] = []
+    for r in rd.results():          # refuses a newer format by name
+        if r.iteration < 1:
             continue                # warm-up iterations are logged, never counted
-        cd = CaseData(r.get("test", r["case"]), r["case"], r.get("workload", ""), case_params(r))
+        # a case is its test and its sweep point (tunables and dataset properties it sweeps
+        # included); settings fixed for the whole run (the A/B itself) are deliberately not part of it
+        cd = CaseData(r.test, r.case, r.workload, dict(r.sweep))
         cases.setdefault(cd.key, cd).records.append(r)
         records.append(r)
     # the plan's order (run.json "cases"), not the order records happened to be written in: in an

@@ -33,10 +33,10 @@ def thread_scaling(run: RunData) -> bytes | None:
     and corpus."""
     lines: dict[str, list[tuple[int, CaseData]]] = {}
     for c in run.cases.values():
-        if c.workload != "receive" or "threads" not in c.params or not c.passed:
+        if c.workload != "receive" or "threads" not in c.sweep or not c.passed:
             continue
-        label = c.test + "".join(f" {k}={v}" for k, v in c.params.items() if k != "threads" and not isinstance(v, dict))
-        lines.setdefault(label, []).append((int(c.params["threads"]), c))
+        label = c.test + "".join(f" {k}={v}" for k, v in c.sweep.items() if k != "threads" and not isinstance(v, dict))
+        lines.setdefault(label, []).append((int(c.sweep["threads"]), c))
     lines = {k: sorted(v, key=lambda x: x[0]) for k, v in lines.items() if len(v) >= 2}
     if not lines:
         return None
@@ -199,9 +199,9 @@ def series_for(run: RunData) -> list[tuple[Path, dict[str, Any] | None]]:
     """Each case's series of its first counted iteration (with its recorded verdict)."""
     out = []
     for c in run.cases.values():
-        for r in sorted(c.records, key=lambda r: r.get("iteration", 0)):
-            if r.get("series"):
-                out.append((run.path / r["series"], r.get("steady")))
+        for r in sorted(c.records, key=lambda r: r.iteration):
+            if r.series:
+                out.append((run.path / r.series, r.steady))
                 break
     return out
 

@@ -25,7 +25,7 @@ def figure_rows(case: CaseData) -> list[dict[str, Any]]:
     for name in case.figure_names():
         vals = case.values(name)
         s = case.summary(name)
-        its = [r["iteration"] for r in case.passed if name in (r.get("figures") or {})]
+        its = [r.iteration for r in case.passed if name in r.figures]
         rows.append({"figure": name, "unit": case.unit(name), "n": s.n, "mean": _num(s.mean),
                      "median": _num(s.median), "stddev": _num(s.stddev), "cv_pct": _num(s.cv),
                      "min": _num(s.min), "max": _num(s.max), "ci95": [_num(s.ci_low), _num(s.ci_high)],
@@ -49,7 +49,7 @@ def class_table(case: CaseData) -> list[dict[str, Any]]:
     """Seed 003's table averaged over iterations: class | avg latency | stddev | iops | throughput."""
     acc: dict[str, list[dict[str, Any]]] = {}
     for r in case.passed:
-        for row in r.get("class_table") or []:
+        for row in r.class_table or []:
             acc.setdefault(row["class"], []).append(row)
     out = []
     for cls in FIO_CLASS_ORDER:
@@ -66,7 +66,7 @@ def merged_histograms(case: CaseData) -> dict[str, dict[str, Any]]:
     """Each class's quantize histogram summed over the case's iterations."""
     out: dict[str, dict[str, Any]] = {}
     for r in case.passed:
-        for key, h in (r.get("histograms") or {}).items():
+        for key, h in (r.histograms or {}).items():
             o = out.setdefault(key, {"title": h.get("title", key), "unit": h.get("unit", "us"), "counts": {}})
             for b, c in h.get("buckets") or []:
                 o["counts"][b] = o["counts"].get(b, 0) + c
@@ -103,7 +103,7 @@ def cross_check_summary(case: CaseData) -> list[dict[str, Any]]:
     many iterations agreed (of those judged)."""
     by: dict[str, list[dict[str, Any]]] = {}
     for r in case.passed:
-        for c in r.get("cross_checks") or []:
+        for c in r.cross_checks or []:
             by.setdefault(c["name"], []).append(c)
     out = []
     for name, cs in by.items():
@@ -121,13 +121,13 @@ def build(run: RunData) -> dict[str, Any]:
     for c in run.cases.values():
         rows = figure_rows(c)
         warnings += outlier_warnings(c, rows)
-        warnings += [f"{c.case}: iteration {r.get('iteration')}: cross-check disagrees: {w}"
-                     for r in c.records for w in crosscheck.summary(r.get("cross_checks") or [])]
-        cases.append({"test": c.test, "case": c.case, "workload": c.workload, "params": c.params,
+        warnings += [f"{c.case}: iteration {r.iteration}: cross-check disagrees: {w}"
+                     for r in c.records for w in crosscheck.summary(r.cross_checks or [])]
+        cases.append({"test": c.test, "case": c.case, "workload": c.workload, "params": c.sweep,
                       "statuses": c.statuses(), "figures": rows, "class_table": class_table(c),
                       "histograms": merged_histograms(c), "steady": steady_summary(c),
                       "cross_checks": cross_check_summary(c),
-                      "errors": sorted({r["error"] for r in c.records if r.get("error")})})
+                      "errors": sorted({r.error for r in c.records if r.error})})
     t = run.info.get("target") or {}
     return {"path": str(run.path), "target": t, "host": run.info.get("host"), "runfile": (run.info.get("runfile") or {}).get("source"),
             "zfsperf_version": run.info.get("zfsperf_version"), "start": run.info.get("start"),

@@ -8,49 +8,49 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from ..units import emulation_label, format_duration, format_figure
-from .record import STATUSES, Status
+from .record import STATUSES, CaseRecord, Status
 
 
-def junit_xml(records: list[dict[str, Any]], suite: str = "zfsperf") -> str:
-    counts = {s: sum(1 for r in records if r["status"] == s) for s in STATUSES}
-    total_time = sum(float(r.get("duration", 0)) for r in records)
+def junit_xml(records: list[CaseRecord], suite: str = "zfsperf") -> str:
+    counts = {s: sum(1 for r in records if r.status == s) for s in STATUSES}
+    total_time = sum(r.duration or 0.0 for r in records)
     ts = ET.Element("testsuites")
     s = ET.SubElement(ts, "testsuite", name=suite, tests=str(len(records)), failures=str(counts[Status.FAIL]),
                       errors=str(counts[Status.KILLED]), skipped=str(counts[Status.SKIP]), time=f"{total_time:.3f}")
     for r in records:
-        tc = ET.SubElement(s, "testcase", classname=r["test"], name=f"{r['case']} iter={r['iteration']}",
-                           time=f"{float(r.get('duration', 0)):.3f}")
+        tc = ET.SubElement(s, "testcase", classname=r.test, name=f"{r.case} iter={r.iteration}",
+                           time=f"{r.duration or 0.0:.3f}")
         props = ET.SubElement(tc, "properties")
-        for k, v in (r.get("params") or {}).items():
+        for k, v in r.sweep.items():
             ET.SubElement(props, "property", name=f"param.{k}", value=str(v))
-        for k, f in (r.get("figures") or {}).items():
-            ET.SubElement(props, "property", name=f"figure.{k}", value=f"{f['value']:.6g} {f['unit']}")
-        if r["status"] == Status.FAIL:
-            ET.SubElement(tc, "failure", message=(r.get("error") or "")[:500]).text = r.get("error") or ""
-        elif r["status"] == Status.KILLED:
-            ET.SubElement(tc, "error", message=Status.KILLED).text = r.get("error") or "timed out"
-        elif r["status"] == Status.SKIP:
-            ET.SubElement(tc, "skipped", message=r.get("error") or "")
+        for k, f in r.figures.items():
+            ET.SubElement(props, "property", name=f"figure.{k}", value=f"{f.value:.6g} {f.unit}")
+        if r.status is Status.FAIL:
+            ET.SubElement(tc, "failure", message=(r.error or "")[:500]).text = r.error or ""
+        elif r.status is Status.KILLED:
+            ET.SubElement(tc, "error", message=Status.KILLED).text = r.error or "timed out"
+        elif r.status is Status.SKIP:
+            ET.SubElement(tc, "skipped", message=r.error or "")
     ET.indent(ts)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(ts, encoding="unicode") + "\n"
 
 
-def results_csv(records: list[dict[str, Any]]) -> str:
-    fig_names = sorted({k for r in records for k in (r.get("figures") or {})})
+def results_csv(records: list[CaseRecord]) -> str:
+    fig_names = sorted({k for r in records for k in r.figures})
     units = {}
     for r in records:
-        for k, f in (r.get("figures") or {}).items():
-            units.setdefault(k, f["unit"])
-    param_names = sorted({k for r in records for k in (r.get("params") or {})})
+        for k, f in r.figures.items():
+            units.setdefault(k, f.unit)
+    param_names = sorted({k for r in records for k in r.sweep})
     header = ["test", "case", "iteration", "status", "duration_s", *param_names,
               *[f"{n} ({units[n]})" for n in fig_names], "error"]
     rows = []
     for r in records:
-        figs = r.get("figures") or {}
-        rows.append([r["test"], r["case"], r["iteration"], r["status"], f"{float(r.get('duration', 0)):.3f}",
-                     *[_cell((r.get("params") or {}).get(p, "")) for p in param_names],
-                     *[f"{figs[n]['value']:.6g}" if n in figs else "" for n in fig_names],
-                     r.get("error") or ""])
+        figs = r.figures
+        rows.append([r.test, r.case, r.iteration, r.status.value, f"{r.duration or 0.0:.3f}",
+                     *[_cell(r.sweep.get(p, "")) for p in param_names],
+                     *[f"{figs[n].value:.6g}" if n in figs else "" for n in fig_names],
+                     r.error or ""])
     return csv_text(header, rows)
 
 
@@ -69,15 +69,14 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def status_line(r: dict[str, Any], headline: str | None = None) -> str:
+def status_line(r: CaseRecord, headline: str | None = None) -> str:
     """One line per case, in the ZFS Test Suite's style."""
-    figs = r.get("figures") or {}
-    text = f"Test: {r['case']} iter={r['iteration']} [{format_duration(float(r.get('duration', 0)))}] " \
-           f"[{r['status']}]"
-    if r["status"] == Status.PASS and headline and headline in figs:
-        text += " " + format_figure(figs[headline]["value"], figs[headline]["unit"])
-        if emulation_label(r.get("accelerator")):
-            text += "  " + emulation_label(r.get("accelerator"))
-    elif r["status"] != Status.PASS and r.get("error"):
-        text += " " + r["error"].splitlines()[0][:200]
+    figs = r.figures
+    text = f"Test: {r.case} iter={r.iteration} [{format_duration(r.duration or 0.0)}] [{r.status.value}]"
+    if r.passed and headline and headline in figs:
+        text += " " + format_figure(figs[headline].value, figs[headline].unit)
+        if emulation_label(r.accelerator):
+            text += "  " + emulation_label(r.accelerator)
+    elif not r.passed and r.error:
+        text += " " + r.error.splitlines()[0][:200]
     return text

@@ -1,18 +1,23 @@
-"""The typed side of a result: its Status, the one place a case's status is decided, the keys of
-a record, and the version of the results format (as pyperf versions its JSON).
+"""The typed result: a case iteration's record (`CaseRecord`, one line of results.jsonl) with its
+`Figure`s and `Status`, the one place a status is decided, and the version of the results format.
+The runner writes these classes and report, compare, steady and history read the same classes back
+(as pyperf writes and reads its JSON with its own `Run` and `Benchmark`).
 
 FORMAT_VERSION history:
   1  (no "format" key in run.json) zfsperf 0.1, until statuses became an enum
   2  run.json carries "format"; every record's status is one of Status
-A reader refuses a results directory written in a newer format than it knows (exit 2)."""
+  3  a record's sweep point is its "sweep" (format 2 called it "params"); records are written
+     and read by CaseRecord.to_json / CaseRecord.from_json
+A reader refuses a results directory written in a newer format than it knows (exit 2) and reads
+every older one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, TypedDict
+from typing import Any
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 class Status(str, Enum):
@@ -68,22 +73,95 @@ class CaseOutcome:
         return status, error
 
 
-class CaseRecord(TypedDict, total=False):
-    """One line of results.jsonl (documented in the README's results section)."""
-    test: str
-    case: str
-    params: dict[str, Any]
-    iteration: int               # from 1; warm-ups (negative) are never recorded
-    workload: str
-    status: str                  # a Status value
-    error: str | None
-    figures: dict[str, dict[str, Any]]     # name -> {"value": number, "unit": str}
-    start: float
-    duration: float
-    pool: dict[str, Any]
-    tunables: dict[str, dict[str, str]]
-    steady: dict[str, Any]
-    series: str
-    sampler: dict[str, Any]
-    accelerator: str
-    precision: dict[str, Any]
+@dataclass(frozen=True)
+class Figure:
+    """A number a case yields, with its unit (`throughput` 364.3 MiB/s)."""
+    value: float
+    unit: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "unit": self.unit}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Figure":
+        return cls(value=float(d["value"]), unit=str(d.get("unit", "")))
+
+
+def as_figures(figures: dict[str, dict[str, Any]]) -> dict[str, Figure]:
+    """A workload's figures ({name: {"value", "unit"}}) as Figures."""
+    return {k: Figure.from_json(f) for k, f in figures.items()}
+
+
+# keys of a record's JSON that CaseRecord names; every other key is workload detail
+_FIELDS = ("test", "case", "sweep", "iteration", "workload", "status", "error", "figures", "start",
+           "duration", "pool", "tunables", "series", "steady", "sampler", "cross_checks", "precision",
+           "accelerator", "histograms", "class_table")
+
+
+@dataclass(kw_only=True)
+class CaseRecord:
+    """One iteration of one case: what was measured and how (one line of results.jsonl)."""
+    test: str                    # the runfile's [[test]] name
+    case: str                    # the case id: the test at its sweep point ("receive threads=2")
+    sweep: dict[str, Any]        # the sweep point: the value of every key the test sweeps
+    iteration: int               # from 1; warm-ups (negative) are logged, never recorded
+    workload: str                # receive, fio, mixed
+    status: Status = Status.FAIL
+    error: str | None = None     # why it is not PASS (or what its teardown could not do)
+    figures: dict[str, Figure] = field(default_factory=dict)
+    start: float = 0.0           # wall clock (epoch seconds) at the case's start
+    duration: float | None = None     # seconds, from a fresh pool to the record
+    pool: dict[str, Any] | None = None        # name, layout, dataset properties
+    tunables: dict[str, dict[str, str]] | None = None   # name -> {"before", "set"}
+    series: str | None = None    # the sampled series, relative to the results directory
+    steady: dict[str, Any] | None = None      # the steady-state verdict of the series (steady.summary)
+    sampler: dict[str, Any] | None = None     # the sampler's overhead and unreadable sources
+    cross_checks: list[dict[str, Any]] | None = None   # metrics.crosscheck.CrossCheck.to_json()
+    precision: dict[str, Any] | None = None   # adaptive: why this was the case's last iteration
+    accelerator: str | None = None            # "tcg"/"kvm" in a QEMU guest: under TCG, emulation
+    histograms: dict[str, Any] | None = None  # latency histograms by class (fio, zpool iostat -w)
+    class_table: list[dict[str, Any]] | None = None    # fio's per-class latency table
+    detail: dict[str, Any] = field(default_factory=dict)  # workload detail: streams, rounds, hosts
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASS
+
+    def value(self, name: str) -> float | None:
+        f = self.figures.get(name)
+        return None if f is None else f.value
+
+    def add_detail(self, extra: dict[str, Any]) -> None:
+        """What a workload recorded beside its figures (CaseContext.extra)."""
+        for k, v in extra.items():
+            if k in ("histograms", "class_table"):
+                setattr(self, k, v)
+            else:
+                self.detail[k] = v
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"test": self.test, "case": self.case, "sweep": self.sweep,
+                               "iteration": self.iteration, "workload": self.workload,
+                               "status": self.status.value, "error": self.error,
+                               "figures": {k: f.to_json() for k, f in self.figures.items()},
+                               "start": self.start, "duration": self.duration}
+        for k in _FIELDS[10:]:
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = v
+        out.update(self.detail)
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], fmt: int = FORMAT_VERSION) -> "CaseRecord":
+        """A record of results format fmt (1, 2 or 3). A format-2 directory resumed by this zfsperf
+        holds records of both formats: each is read by its own keys."""
+        known = {k: d[k] for k in _FIELDS[10:] if d.get(k) is not None}
+        sweep = d["sweep"] if "sweep" in d else d.get("params") if fmt < 3 else None
+        return cls(test=str(d.get("test", d["case"])), case=str(d["case"]), sweep=dict(sweep or {}),
+                   iteration=int(d.get("iteration", 1)), workload=str(d.get("workload", "")),
+                   status=Status(d["status"]), error=d.get("error"),
+                   figures={k: Figure.from_json(f) for k, f in (d.get("figures") or {}).items()},
+                   start=float(d.get("start") or 0.0),
+                   duration=float(d["duration"]) if isinstance(d.get("duration"), (int, float)) else None,
+                   detail={k: v for k, v in d.items() if k not in _FIELDS and k != "params"}, **known)

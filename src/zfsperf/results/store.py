@@ -20,7 +20,7 @@ from typing import Any, Iterator
 from ..errors import InputError
 from ..proc import CommandLog
 
-from .record import STATUSES
+from .record import FORMAT_VERSION, STATUSES, CaseRecord
 
 
 class ResultsDir:
@@ -75,8 +75,8 @@ class ResultsDir:
             os.fsync(f.fileno())
         os.replace(tmp, self.path / name)
 
-    def append_result(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, separators=(",", ":"), default=str)
+    def append_result(self, record: CaseRecord) -> None:
+        line = json.dumps(record.to_json(), separators=(",", ":"), default=str)
         with open(self.path / "results.jsonl", "a", encoding="utf-8") as f:
             f.write(line + "\n")
             f.flush()
@@ -96,8 +96,23 @@ class ResultsDir:
         except (OSError, ValueError) as e:
             raise InputError(f"cannot read run.json: {e}", file=str(self.path / "run.json")) from None
 
-    def results(self) -> list[dict[str, Any]]:
-        return list(iter_results(self.path / "results.jsonl"))
+    def format(self) -> int:
+        """The results format the directory was written in (1 before run.json carried it; a run
+        killed before its run.json was written is this zfsperf's own)."""
+        try:
+            fmt = json.loads((self.path / "run.json").read_text()).get("format", 1)
+        except (OSError, ValueError):
+            return FORMAT_VERSION
+        if not isinstance(fmt, int) or fmt > FORMAT_VERSION:
+            raise InputError(f"results format {fmt!r} is newer than this zfsperf reads ({FORMAT_VERSION}): "
+                             "read it with the zfsperf that wrote it", file=str(self.path / "run.json"),
+                             field="format")
+        return fmt
+
+    def results(self) -> list[CaseRecord]:
+        """Every record, in the order written, as CaseRecords of this directory's format."""
+        fmt = self.format()
+        return [CaseRecord.from_json(r, fmt) for r in iter_results(self.path / "results.jsonl") if "case" in r]
 
 
 def iter_results(path: Path) -> Iterator[dict[str, Any]]:

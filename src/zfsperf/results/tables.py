@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..steady.rounds import case_verdict
 from ..workloads import headline
 from .stats import summarise
-from .record import Status
+from .record import CaseRecord
 
 # preferred column order; other figures follow alphabetically
 ORDER = ["throughput", "blocks", "txgs", "per_stream", "iops", "bw", "read_iops", "write_iops", "read_bw", "write_bw",
@@ -32,33 +31,33 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
-def case_table(records: list[dict[str, Any]], summary: dict[str, list[str]] | None = None,
+def case_table(records: list[CaseRecord], summary: dict[str, list[str]] | None = None,
                full: bool = False) -> Table:
     """summary: workload -> the figures its summary shows (the workloads say; None: every figure)."""
     summary = summary or {}
-    cases: dict[str, list[dict[str, Any]]] = {}
+    cases: dict[str, list[CaseRecord]] = {}
     for r in records:
-        cases.setdefault(r["case"], []).append(r)
+        cases.setdefault(r.case, []).append(r)
     figs: dict[str, str] = {}
     for r in records:
-        if r["status"] == Status.PASS:
-            keep = summary.get(r.get("workload", ""))
-            for k, f in (r.get("figures") or {}).items():
+        if r.passed:
+            keep = summary.get(r.workload)
+            for k, f in r.figures.items():
                 if full or keep is None or k in keep:
-                    figs.setdefault(k, f["unit"])
+                    figs.setdefault(k, f.unit)
     order = ORDER + [n for w in summary.values() for n in w if n not in ORDER]
     names = [n for n in order if n in figs] + sorted(n for n in figs if n not in order and n != "bytes")
-    sampled = any(isinstance(r.get("steady"), dict) for r in records)
+    sampled = any(r.steady is not None for r in records)
     t = Table(columns=["case", "status", "n"] + (["steady"] if sampled else [])
               + [f"{n} ({figs[n]})" for n in names], title="mean over iterations (CV %)")
     for case, recs in cases.items():
-        passed = [r for r in recs if r["status"] == Status.PASS]
-        statuses = sorted({r["status"] for r in recs})
+        passed = [r for r in recs if r.passed]
+        statuses = sorted({r.status.value for r in recs})
         row = [case, "/".join(statuses), str(len(passed))]
         if sampled:
             row.append(steady_cell(recs))
         for n in names:
-            vals = [r["figures"][n]["value"] for r in passed if n in (r.get("figures") or {})]
+            vals = [r.figures[n].value for r in passed if n in r.figures]
             if not vals:
                 row.append("-")
                 continue
@@ -68,9 +67,9 @@ def case_table(records: list[dict[str, Any]], summary: dict[str, list[str]] | No
     return t
 
 
-def steady_cell(recs: list[dict[str, Any]]) -> str:
+def steady_cell(recs: list[CaseRecord]) -> str:
     """The case's steady-state verdict in a few words, with its time to steady when it had one."""
-    v = case_verdict(recs, headline(recs[0].get("workload", "")))
+    v = case_verdict(recs, headline(recs[0].workload))
     if v is None:
         return "-"
     text = v.short()

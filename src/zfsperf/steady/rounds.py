@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..results.record import Status
+from ..results.record import CaseRecord
 
 ROUNDS_WINDOW = 5            # SNIA PTS: the last 5 rounds
 ROUNDS_RANGE = 0.20          # max - min <= 20 % of the mean
@@ -141,31 +141,32 @@ def within(steady: dict[str, Any], window: int) -> str | None:
     return None
 
 
-def case_verdict(records: list[dict[str, Any]], headline: str) -> CaseSteady | None:
+def case_verdict(records: list[CaseRecord], headline: str) -> CaseSteady | None:
     """The verdict of one case from its records (None: nothing was sampled or measured)."""
-    passed = [r for r in records if r.get("status") == Status.PASS and int(r.get("iteration", 1)) >= 1]
-    sampled = [r for r in passed if isinstance(r.get("steady"), dict)]
+    passed = [r for r in records if r.passed and r.iteration >= 1]
+    sampled = [(r, r.steady) for r in passed if r.steady is not None]
     if not passed or not sampled:
         return None
-    window = int(((sampled[0]["steady"].get("criteria") or {}).get("window")) or 10)
-    for r in sampled:
-        against = within(r["steady"], window)
+    first = sampled[0][1]
+    window = int(((first.get("criteria") or {}).get("window")) or 10)
+    for r, st in sampled:
+        against = within(st, window)
         if against:
-            return CaseSteady(False, f"iteration {r['iteration']}: {against}", len(passed))
-    tts = [r["steady"]["time_to_steady"] for r in sampled if r["steady"].get("time_to_steady") is not None
-           and r["steady"].get("samples", 0) >= window]
+            return CaseSteady(False, f"iteration {r.iteration}: {against}", len(passed))
+    tts = [st["time_to_steady"] for _r, st in sampled if st.get("time_to_steady") is not None
+           and st.get("samples", 0) >= window]
     tts_mean = sum(tts) / len(tts) if tts else None
-    measured = [r for r in passed if headline in (r.get("figures") or {})]
-    values = [float(r["figures"][headline]["value"]) for r in measured]
+    measured = [r for r in passed if headline in r.figures]
+    values = [r.figures[headline].value for r in measured]
     if len(values) < MIN_ROUNDS:
-        judged = any((r["steady"].get("samples") or 0) >= window for r in sampled)
+        judged = any((st.get("samples") or 0) >= window for _r, st in sampled)
         if judged:
             return CaseSteady(True, "each iteration steady at its time scale", len(values),
                               time_to_steady_s=tts_mean)
         return CaseSteady(None, f"{len(values)} iteration(s), each too short for a window at its time scale "
                                 f"(the rounds rule needs {MIN_ROUNDS})", len(values))
     last = min(len(values), ROUNDS_WINDOW)
-    method = (sampled[0]["steady"].get("criteria") or {}).get("method") or sampled[0]["steady"].get("method")
+    method = (first.get("criteria") or {}).get("method") or first.get("method")
     if method == "snia":
         ok, rng, slope = rounds_rule(values)
         if not ok:
@@ -174,7 +175,7 @@ def case_verdict(records: list[dict[str, Any]], headline: str) -> CaseSteady | N
         return CaseSteady(True, f"the last {last} iterations within {rng:.1f} % (range), trend {slope:.1f} %",
                           len(values), rng, slope, tts_mean)
     r = noise_aware_rule(values)
-    window_its = [int(r.get("iteration", 0)) for r in measured][-last:]       # the window's iteration numbers
+    window_its = [m.iteration for m in measured][-last:]       # the window's iteration numbers
     full = 100 * float(np.ptp(values[-last:])) / abs(float(np.mean(values[-last:])))
     apart = (f", iteration {window_its[r.apart]} set apart at {r.apart_pct:+.0f} %"   # named where it mattered
              if r.apart is not None and full > 100 * ROUNDS_RANGE else "")

@@ -1,0 +1,137 @@
+"""Golden files: what report, compare and history print for a stored results directory.
+
+`tests/fixtures/results-format2/receive-fio` is a real run (zfs-fuse, receive threads=1,2 and a
+fio randread, 3 iterations, steady state recorded) written in results format 2. Every exporter's
+text, compare's verdicts and the history series read from it must stay byte-for-byte what they
+were when the directory was written: a reader that changes a figure, a unit, a verdict or a
+column is caught here in a second, without ZFS. Run with UPDATE_GOLDEN=1 to rewrite the goldens
+after a deliberate change, and review the diff.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from zfsperf import cli
+
+pytestmark = pytest.mark.fast
+
+STORED = Path(__file__).resolve().parent / "fixtures" / "results-format2"
+RUN = STORED / "receive-fio"
+GOLDEN = STORED / "golden"
+A, B = "receive threads=1", "receive threads=2"
+
+VIEWS = {
+    "report.json": ["report", "--format", "json"],
+    "report.md": ["report", "--format", "md"],
+    "report.csv": ["report", "--format", "csv"],
+    "report.openmetrics": ["report", "--format", "openmetrics"],
+    "report.results-csv": ["report", "--format", "results-csv"],
+    "report.junit": ["report", "--format", "junit"],
+    "compare-cases.json": ["compare", "--no-history", "--format", "json", "{run}", "--cases", A, B],
+    "compare-cases.md": ["compare", "--no-history", "--format", "md", "{run}", "--cases", A, B],
+    "compare-self.md": ["compare", "--no-history", "--format", "md", "{run}", "{run}"],
+}
+
+
+def _cli(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(argv)
+    return code, out.getvalue()
+
+
+def _view(name: str, run: Path) -> str:
+    argv = [a.replace("{run}", str(run)) for a in VIEWS[name]]
+    if argv[0] == "report":
+        argv.append(str(run))
+    code, text = _cli(argv)
+    assert code in (0, 1), (name, code)
+    return text.replace(str(run), "<RUN>")
+
+
+def _check(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode())
+    assert text == path.read_bytes().decode(), f"{name} differs from its golden file {path}"
+
+
+@pytest.fixture
+def run(tmp_path) -> Path:
+    """A copy of the stored directory: readers must not write into it, and paths stay fixed."""
+    dst = tmp_path / "receive-fio"
+    shutil.copytree(RUN, dst)
+    return dst
+
+
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_view_matches_golden(name, run):
+    _check(name, _view(name, run))
+
+
+def test_history_series_matches_golden(run, tmp_path):
+    store = tmp_path / "history.sqlite"
+    code, _ = _cli(["history", "--store", str(store), "import", str(run)])
+    assert code == 0
+    code, text = _cli(["history", "--store", str(store), "--json", "--case", A])
+    assert code == 0
+    series = json.loads(text)
+    for s in series if isinstance(series, list) else [series]:
+        for key in ("imported", "store"):
+            s.pop(key, None)
+    _check("history.json", json.dumps(series, indent=1, sort_keys=True).replace(str(run), "<RUN>") + "\n")
+
+
+def test_format2_records_read_as_written(run):
+    """Every record of the stored format-2 file is read: the sweep point from its `params`."""
+    from zfsperf.report.model import load_run
+    data = load_run(run)
+    raw = [json.loads(x) for x in (RUN / "results.jsonl").read_text().splitlines() if x.strip()]
+    assert len(data.records) == len(raw) == 9
+    assert {c.case for c in data.cases.values()} == {A, B, "randread"}
+    threads = sorted(int(c.sweep["threads"]) for c in data.cases.values() if c.test == "receive")
+    assert threads == [1, 2]
+
+
+def test_format3_reads_like_format2(run, tmp_path):
+    """The same records written by this zfsperf (format 3: CaseRecord.to_json) read back to the same
+    report, compare and every exporter's text as the stored format-2 file: one typed record, two formats."""
+    from zfsperf.results.record import FORMAT_VERSION, CaseRecord
+    from zfsperf.results.store import ResultsDir
+    assert FORMAT_VERSION == 3
+    old = ResultsDir.open(run).results()
+    info = json.loads((run / "run.json").read_text())
+    assert info["format"] == 2
+    (run / "run.json").write_text(json.dumps(info | {"format": 3}))
+    lines = [json.dumps(r.to_json()) for r in old]
+    assert all('"sweep"' in ln and '"params"' not in ln for ln in lines)
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+    new = ResultsDir.open(run).results()
+    assert new == old
+    assert [CaseRecord.from_json(r.to_json()) for r in new] == new
+    for name in VIEWS:
+        _check(name, _view(name, run))
+
+
+def test_record_keeps_workload_detail(run):
+    """What a workload records beside its figures (receive's streams and rounds, fio's histograms,
+    class table and latency kinds) survives a round trip: nothing a record carried is dropped."""
+    from zfsperf.results.store import ResultsDir
+    recs = ResultsDir.open(run).results()
+    raw = [json.loads(x) for x in (RUN / "results.jsonl").read_text().splitlines() if x.strip()]
+    for r, d in zip(recs, raw):
+        back = r.to_json()
+        assert back.pop("sweep") == d.pop("params")
+        assert back == d
+    fio = [r for r in recs if r.workload == "fio"]
+    assert fio and all(r.histograms and r.class_table and "latency_kind" in r.detail for r in fio)
+    assert all(r.detail.get("rounds") for r in recs if r.workload == "receive")
