@@ -57,7 +57,7 @@ class CaseOutcome:
             status, error = Status.SKIP, self.skipped
         elif self.failure is not None:
             status, error = Status.FAIL, self.failure
-        elif self.figures is None:
+        elif not self.figures:          # nothing measured is no result, whatever the workload said
             status, error = Status.FAIL, "the workload returned no figures"
         elif self.unmet:
             status, error = Status.FAIL, "; ".join(self.unmet)

@@ -1,0 +1,195 @@
+"""The runner around a measurement, on the fake target (tests/fakes.py) in seconds: the order of a
+case's lifecycle, every status, adaptive precision, interleaved blocks, signals and resume.
+
+What ZFS does is not in question here (the fake target answers every command as a success and no
+pool exists); the real-ZFS tests check the same paths on the session's zfs-fuse daemon."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import pytest
+
+from fakes import TUNABLES, FakeTarget, ScriptedWorkload, interrupt_self, runfile
+from zfsperf import runner as runner_mod
+from zfsperf import workloads
+from zfsperf.errors import Unavailable
+from zfsperf.machine import RunLock
+from zfsperf.params import Journal
+from zfsperf.results.record import Status
+from zfsperf.results.store import ResultsDir
+from zfsperf.workloads.base import CaseTimeout, WorkloadFailed, figure
+
+pytestmark = pytest.mark.fast
+
+
+class Harness:
+    def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.tmp = tmp
+        monkeypatch.setenv("ZFSPERF_STATE", str(tmp / "state"))
+        monkeypatch.setenv("ZFSPERF_LAB", str(tmp / "lab"))
+        self.target = FakeTarget(tmp / "target")
+        self.wl = ScriptedWorkload(self.target)
+        monkeypatch.setitem(workloads.WORKLOADS, "scripted", self.wl)
+        monkeypatch.setitem(workloads.SUMMARY_FIGURES, "scripted", ["throughput"])
+        monkeypatch.setitem(runner_mod.HEADLINE, "scripted", "throughput")
+        monkeypatch.setattr(runner_mod, "open_target", lambda spec, **kw: self.target)
+
+    def run(self, rf: Path, **opts) -> tuple[int, Path, list]:
+        o = runner_mod.RunOptions(runfile=str(rf), outdir=str(self.tmp / "out"), vdev_dir=str(self.tmp / "vdev"),
+                                  check="off", store=None, quiet=True, argv=["run", "-r", str(rf)], **opts)
+        r = runner_mod.Runner(o)
+        r.lock = RunLock(self.tmp / "run.lock")
+        code = r.run()
+        d = Path(opts["resume"]) if opts.get("resume") else (self.tmp / "out" / "current").resolve()
+        return code, d, ResultsDir.open(d).results()
+
+    def workload_calls(self) -> list[tuple[str, int]]:
+        return [(e[1], e[2]) for e in self.target.events if e[0] == "workload"]
+
+    def tunables_now(self) -> dict[str, str]:
+        return self.target.read_tunables()
+
+
+@pytest.fixture
+def h(tmp_path, monkeypatch) -> Harness:
+    return Harness(tmp_path, monkeypatch)
+
+
+def _index(events, pred, start=0):
+    return next(i for i in range(start, len(events)) if pred(events[i]))
+
+
+def test_case_lifecycle_order(h, tmp_path):
+    """Each iteration: a fresh pool, then its tunables, then the workload, then the tunables put
+    back, then the pool destroyed; the next iteration starts only after all of that."""
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n'
+                 'tunables = { zfs_txg_timeout = [1, 10] }\n', iterations=2)
+    code, _d, recs = h.run(rf)
+    assert code == 0
+    ev = h.target.events
+    i = 0
+    for case_value in ("1", "10"):
+        for it in (1, 2):
+            create = _index(ev, lambda e: e[0] == "run" and e[1][:2] == ["zpool", "create"], i)
+            setv = _index(ev, lambda e: e == ("set", "zfs_txg_timeout", case_value), i)
+            work = _index(ev, lambda e: e[0] == "workload" and e[2] == it, i)
+            restore = _index(ev, lambda e: e == ("set", "zfs_txg_timeout", TUNABLES["zfs_txg_timeout"]), work)
+            destroy = _index(ev, lambda e: e[0] == "run" and e[1][:2] == ["zpool", "destroy"], work)
+            assert create < setv < work < restore and work < destroy, ev[i:destroy + 1]
+            i = max(restore, destroy) + 1
+    assert [(r.case, r.iteration, r.status) for r in recs] == [
+        ("t zfs_txg_timeout=1", 1, Status.PASS), ("t zfs_txg_timeout=1", 2, Status.PASS),
+        ("t zfs_txg_timeout=10", 1, Status.PASS), ("t zfs_txg_timeout=10", 2, Status.PASS)]
+    assert [r.sweep for r in recs][::2] == [{"zfs_txg_timeout": 1}, {"zfs_txg_timeout": 10}]
+    assert h.tunables_now() == TUNABLES and h.target.pools == {} and h.target.closed
+    assert not Journal().entries()
+
+
+def test_every_status_and_the_exit_code(h, tmp_path):
+    """PASS only for a workload that ran, returned figures and met its expectations; a failure,
+    a timeout, a missing feature, an empty result and an unmet expectation each get their status
+    and their reason; the run exits 1."""
+    def script(ctx):
+        mode = ctx.params["mode"]
+        if mode == "fail":
+            raise WorkloadFailed("fio exited 1: no space left on device")
+        if mode == "timeout":
+            raise CaseTimeout("the receive was still running")
+        if mode == "skip":
+            raise Unavailable("this target has no zpool iostat -w")
+        if mode == "empty":
+            return {}
+        return {"throughput": figure(float(ctx.params.get("level", 100)), "MiB/s")}
+    h.wl.script = script
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n'
+                 'mode = ["ok", "fail", "timeout", "skip", "empty"]\n\n'
+                 '[[test]]\nname = "e"\nworkload = "scripted"\nmode = "ok"\nlevel = [10, 100]\n'
+                 'expect = { throughput = ">= 50 MiB/s" }\n', iterations=1)
+    code, _d, recs = h.run(rf)
+    got = {r.sweep.get("mode") or ("slow" if r.sweep["level"] == 10 else "fast"): (r.status, r.error or "")
+           for r in recs}
+    assert got["fast"] == (Status.PASS, "")
+    assert got["ok"] == (Status.PASS, "")
+    assert got["fail"][0] is Status.FAIL and "no space left" in got["fail"][1]
+    assert got["timeout"][0] is Status.KILLED and "still running" in got["timeout"][1]
+    assert got["skip"][0] is Status.SKIP and "iostat -w" in got["skip"][1]
+    assert got["empty"][0] is Status.FAIL and "no figures" in got["empty"][1]
+    assert got["slow"][0] is Status.FAIL and ">= 50" in got["slow"][1]
+    assert code == 1
+    assert h.target.pools == {}
+
+
+def test_a_tunable_the_target_lacks_is_a_skip(h, tmp_path):
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n'
+                 'tunables = { zfs_vdev_async_write_max_active = 3 }\n', iterations=1)
+    code, _d, recs = h.run(rf)
+    assert [r.status for r in recs] == [Status.SKIP] and "zfs_vdev_async_write_max_active" in recs[0].error
+    assert h.workload_calls() == []                                 # nothing ran, no pool was made
+    assert all(c[1] != "create" for c in h.target.commands("zpool"))
+    assert code == 0
+
+
+@pytest.mark.parametrize("values,stopped_by,n", [
+    ([100.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9, 100.0], "precision reached", 3),
+    ([60.0, 140.0, 70.0, 130.0, 65.0, 135.0, 80.0, 120.0], "max_iterations", 6),
+])
+def test_adaptive_precision_stops_for_its_reason(h, tmp_path, values, stopped_by, n):
+    seq = iter(values)
+    h.wl.script = lambda ctx: {"throughput": figure(next(seq), "MiB/s")}
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nmax_iterations = 6\n',
+                 iterations=3)
+    code, _d, recs = h.run(rf, precision=2.0)
+    assert code == 0 and len(recs) == n
+    last = recs[-1].precision
+    assert last["stopped_by"] == stopped_by and last["iterations"] == n and last["target_pct"] == 2.0
+    assert all(r.precision is None for r in recs[:-1])
+
+
+def test_interleaved_blocks_hold_every_case_once_in_a_seeded_order(h, tmp_path):
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nlevel = [1, 2, 3]\n',
+                 iterations=6)
+    code, d, recs = h.run(rf, interleave=True, seed=7)
+    assert code == 0
+    calls = h.workload_calls()
+    blocks = [calls[i:i + 3] for i in range(0, len(calls), 3)]
+    assert len(blocks) == 6
+    for i, block in enumerate(blocks, start=1):
+        assert sorted(c for c, _ in block) == ["t__level=1", "t__level=2", "t__level=3"]
+        assert {it for _, it in block} == {i}
+    assert len({tuple(c for c, _ in b) for b in blocks}) > 1        # the order is drawn per block
+    assert json.loads((d / "run.json").read_text())["selection"]["seed"] == 7
+    first = calls
+    h.target.events.clear()
+    h.run(rf, interleave=True, seed=7)
+    assert h.workload_calls() == first                              # the seed gives the order again
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
+def test_a_signal_abandons_the_case_and_resume_finishes_the_run(h, tmp_path, sig):
+    """A signal mid-case: that iteration is not a result (no record), its tunables are put back and
+    its pool destroyed, the run says it was interrupted; --resume runs exactly what is missing."""
+    fired = []
+
+    def script(ctx):
+        if ctx.params["level"] == 2 and ctx.iteration == 2 and not fired:
+            fired.append(1)
+            interrupt_self(sig)
+        return {"throughput": figure(float(ctx.params["level"]), "MiB/s")}
+    h.wl.script = script
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nlevel = [1, 2]\n'
+                 'tunables = { zfs_txg_timeout = 9 }\n', iterations=3)
+    code, d, recs = h.run(rf)
+    assert code != 0 and fired
+    assert [(r.sweep["level"], r.iteration) for r in recs] == [(1, 1), (1, 2), (1, 3), (2, 1)]
+    assert json.loads((d / "run.json").read_text())["interrupted"] is True
+    assert h.tunables_now() == TUNABLES and h.target.pools == {} and not Journal().entries()
+    h.target.events.clear()
+    code, d2, recs = h.run(rf, resume=str(d))
+    assert code == 0 and d2 == d
+    assert h.workload_calls() == [("t__level=2", 2), ("t__level=2", 3)]
+    assert sorted((r.sweep["level"], r.iteration) for r in recs) == [(lv, i) for lv in (1, 2) for i in (1, 2, 3)]
+    assert all(r.status is Status.PASS for r in recs)
+    assert h.tunables_now() == TUNABLES and h.target.pools == {}
