@@ -3,7 +3,7 @@ resume and signals tested in seconds, without ZFS (tests/test_lifecycle.py).
 
 FakeTarget is a kernel-OpenZFS-shaped target with no kernel: arcstats replay output captured from
 OpenZFS 2.3.2 (tests/fixtures/openzfs-2.3.2), tunables are files in a directory laid out like
-/sys/module/zfs/parameters (the real FileParams backend and the real journal), and the zpool/zfs
+/sys/module/zfs/parameters (the real FileTunables backend and the real journal), and the zpool/zfs
 commands zfsperf runs are recorded in order and answered as the real tools answer a success. No pool
 exists anywhere: what these tests check is what zfsperf does around a measurement, never a figure
 of ZFS. Every real-ZFS path stays tested by the tests that use the session's zfs-fuse daemon.
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from zfsperf import proc
-from zfsperf.params import FileParams
+from zfsperf.tunables import FileTunables
 from zfsperf.pool import OWNER_PROP
 from zfsperf.targets.base import Target
 from zfsperf.targets.kstat import parse_named
@@ -29,7 +29,7 @@ ARCSTATS = FIXTURES / "openzfs-2.3.2" / "kstat_arcstats_final.txt"
 TUNABLES = {"zfs_txg_timeout": "5", "zfs_dirty_data_max": "4294967296", "zfs_recv_write_batch_size": "1048576"}
 
 
-class LoggedParams(FileParams):
+class LoggedTunables(FileTunables):
     """The real file backend, with each set written to the event list (the lifecycle order)."""
 
     def __init__(self, directory: str, events: list[tuple[Any, ...]]) -> None:
@@ -51,7 +51,7 @@ class FakeTarget(Target):
         pdir.mkdir(parents=True, exist_ok=True)
         for k, v in TUNABLES.items():
             (pdir / k).write_text(v + "\n")
-        self.params = LoggedParams(str(pdir), self.events)
+        self.tunables = LoggedTunables(str(pdir), self.events)
         self.pools: dict[str, str] = {}               # name -> owner mark
         self.arcstats = parse_named(ARCSTATS.read_text(), "arcstats")
         self.closed = False
@@ -116,7 +116,7 @@ class ScriptedWorkload:
 
     def __init__(self, target: FakeTarget, script: Callable[[CaseContext], Figures] | None = None) -> None:
         self.target = target
-        self.script = script or (lambda ctx: {"throughput": figure(float(ctx.params.get("level", 100)), "MiB/s")})
+        self.script = script or (lambda ctx: {"throughput": figure(float(ctx.fields.get("level", 100)), "MiB/s")})
 
     def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
         pass
@@ -128,7 +128,7 @@ class ScriptedWorkload:
         self.target.events.append(("workload", ctx.case_id, ctx.iteration))
         return self.script(ctx)
 
-    def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
+    def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
         return None
 
     def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import zfsperf
-from zfsperf.params import BackendSpec, FileParams, Journal, open_backend, replay
+from zfsperf.tunables import BackendSpec, FileTunables, Journal, open_backend, replay
 from zfsperf.results.record import FORMAT_VERSION, CaseOutcome, Status
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "zfsperf"
@@ -30,12 +30,12 @@ def _function_level_imports(path: Path) -> list[str]:
 def test_tunables_and_targets_import_each_other_nowhere_inside_functions():
     """Issue 16.1: tunables.py imported target modules and the targets imported tunables (a
     circle held together by five function-level imports). Parameter backends now live in
-    params/, which imports no target; nothing there, in targets/ or in zfsfuse/ imports inside a
+    tunables/, which imports no target; nothing there, in targets/ or in zfsfuse/ imports inside a
     function."""
-    found = [x for d in ("params", "targets", "zfsfuse") for p in sorted((SRC / d).glob("*.py"))
+    found = [x for d in ("tunables", "targets", "zfsfuse") for p in sorted((SRC / d).glob("*.py"))
              for x in _function_level_imports(p)]
     assert found == [], found
-    res = subprocess.run([sys.executable, "-c", "import sys, zfsperf.params; "
+    res = subprocess.run([sys.executable, "-c", "import sys, zfsperf.tunables; "
                           "print(sorted(m for m in sys.modules if m.startswith('zfsperf.')))"],
                          capture_output=True, text=True, check=True)
     loaded = json.loads(res.stdout.replace("'", '"'))
@@ -47,6 +47,7 @@ def test_tunables_and_targets_import_each_other_nowhere_inside_functions():
 def test_old_homes_are_gone():
     """Issue 16.5: zfs-fuse in one package; `target/` renamed (build tools skip a `target/` folder)."""
     assert not (SRC / "target").exists() and not (SRC / "tunables.py").exists() and not (SRC / "lab.py").exists()
+    assert not (SRC / "params").exists()         # the tunables package says tunable (glossary)
     assert [p.name for p in SRC.glob("_*.py")] == ["__init__.py"]
     assert {p.name for p in (SRC / "zfsfuse").glob("*.py")} >= {"daemon.py", "nsholder.py", "syslogd.py", "target.py"}
 
@@ -56,7 +57,7 @@ def test_backend_spec_is_structured_and_reads_old_journal_strings(tmp_path):
     d = tmp_path / "params"
     d.mkdir()
     (d / "zfs_txg_timeout").write_text("5\n")
-    fp = FileParams(str(d))
+    fp = FileTunables(str(d))
     assert fp.spec == BackendSpec("files", str(d)) and BackendSpec.from_json(fp.spec.as_dict()) == fp.spec
     remote = BackendSpec("sysctl", ssh={"url": "ssh://root@h:22", "options": []})
     assert BackendSpec.from_json(json.loads(json.dumps(remote.as_dict()))) == remote

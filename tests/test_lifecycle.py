@@ -17,7 +17,7 @@ from zfsperf import runner as runner_mod
 from zfsperf import workloads
 from zfsperf.errors import Unavailable
 from zfsperf.machine import RunLock
-from zfsperf.params import Journal
+from zfsperf.tunables import Journal
 from zfsperf.results.record import Status
 from zfsperf.results.store import ResultsDir
 from zfsperf.workloads.base import CaseTimeout, WorkloadFailed, figure
@@ -36,6 +36,9 @@ class Harness:
         monkeypatch.setitem(workloads.SUMMARY_FIGURES, "scripted", ["throughput"])
         monkeypatch.setitem(runner_mod.HEADLINE, "scripted", "throughput")
         monkeypatch.setattr(runner_mod, "open_target", lambda spec, **kw: self.target)
+        # daemons an earlier zfsperf left behind are the real tests' business (tests/faults/
+        # test_orphans.py): a fake run must not read or consume this machine's guard notes
+        monkeypatch.setattr(runner_mod.Runner, "_orphans", lambda self, cleanup: None)
 
     def run(self, rf: Path, **opts) -> tuple[int, Path, list]:
         o = runner_mod.RunOptions(runfile=str(rf), outdir=str(self.tmp / "out"), vdev_dir=str(self.tmp / "vdev"),
@@ -93,7 +96,7 @@ def test_every_status_and_the_exit_code(h, tmp_path):
     a timeout, a missing feature, an empty result and an unmet expectation each get their status
     and their reason; the run exits 1."""
     def script(ctx):
-        mode = ctx.params["mode"]
+        mode = ctx.fields["mode"]
         if mode == "fail":
             raise WorkloadFailed("fio exited 1: no space left on device")
         if mode == "timeout":
@@ -102,7 +105,7 @@ def test_every_status_and_the_exit_code(h, tmp_path):
             raise Unavailable("this target has no zpool iostat -w")
         if mode == "empty":
             return {}
-        return {"throughput": figure(float(ctx.params.get("level", 100)), "MiB/s")}
+        return {"throughput": figure(float(ctx.fields.get("level", 100)), "MiB/s")}
     h.wl.script = script
     rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n'
                  'mode = ["ok", "fail", "timeout", "skip", "empty"]\n\n'
@@ -174,10 +177,10 @@ def test_a_signal_abandons_the_case_and_resume_finishes_the_run(h, tmp_path, sig
     fired = []
 
     def script(ctx):
-        if ctx.params["level"] == 2 and ctx.iteration == 2 and not fired:
+        if ctx.fields["level"] == 2 and ctx.iteration == 2 and not fired:
             fired.append(1)
             interrupt_self(sig)
-        return {"throughput": figure(float(ctx.params["level"]), "MiB/s")}
+        return {"throughput": figure(float(ctx.fields["level"]), "MiB/s")}
     h.wl.script = script
     rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nlevel = [1, 2]\n'
                  'tunables = { zfs_txg_timeout = 9 }\n', iterations=3)
@@ -193,3 +196,12 @@ def test_a_signal_abandons_the_case_and_resume_finishes_the_run(h, tmp_path, sig
     assert sorted((r.sweep["level"], r.iteration) for r in recs) == [(lv, i) for lv in (1, 2) for i in (1, 2, 3)]
     assert all(r.status is Status.PASS for r in recs)
     assert h.tunables_now() == TUNABLES and h.target.pools == {}
+
+
+def test_target_lab_is_refused_by_name(tmp_path):
+    """`lab` names only the embedded zfs-fuse daemon (glossary): `--target lab`, once an old spelling
+    of the guest, is an input error that says which target to use, before anything is started."""
+    from conftest import zfsperf
+    res = zfsperf("run", "--target", "lab", "-o", str(tmp_path / "out"), "--no-history", "--check", "off")
+    assert res.returncode == 2 and "--target guest" in res.stderr and "--target zfs-fuse" in res.stderr
+    assert not (tmp_path / "out").exists()

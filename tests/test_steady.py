@@ -168,6 +168,9 @@ def test_step_onset_and_classes():
         step = np.where(t < 48, 1.0, factor)
         v = decide(synthetic({k: step for k in LOAD}, 0.05, 3), headline="workload_mibs")
         assert v.steady and abs(v.onset - 49) <= 2, v.onset
+        # one base for every onset: the verdict's is the latest of its metrics' (all 1-based)
+        assert v.onset == max(m.onset for m in v.metrics.values() if m.steady and m.onset is not None)
+        assert all(m.onset >= 1 for m in v.metrics.values() if m.onset is not None)
         assert v.metrics["workload_mibs"].kind == kind and v.metrics["arc_size_frac"].kind == "flat"
         assert v.metrics["workload_mibs"].changepoints and abs(v.metrics["workload_mibs"].changepoints[0] - 48) <= 2
     # a lone spike is not a regime, even in the last sample

@@ -16,7 +16,7 @@ from .control import Control, Interrupted
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
 from .metrics import crosscheck
 from .metrics.sampler import Sampler, series_path
-from .params import Journal, TunableSession
+from .tunables import Journal, TunableSession
 from .pool import PoolManager
 from .results.record import CaseOutcome, CaseRecord, Status, as_figures
 from .results.store import ResultsDir
@@ -89,7 +89,7 @@ class CaseRunner:
             record.pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": case.dataset}
             if session is not None:
                 record.tunables = session.apply(case.tunables)
-            ctx = CaseContext(target=target, pool=pool, params=case.params, log=log,
+            ctx = CaseContext(target=target, pool=pool, fields=case.fields, log=log,
                               deadline=time.monotonic() + t.timeout, prepared=prepared,
                               live=self.ui.live if (self.verbose or self.ui.is_tty) else None,
                               workdir=rd.path, case_id=case.slug, iteration=it)
@@ -105,7 +105,7 @@ class CaseRunner:
                 self.control.check()
             if t.steady.mode == "gate":
                 record.steady = self._precondition(ctx, wl, sampler, t.steady,
-                                                      wl.active_bytes(case.params, prepared))
+                                                      wl.active_bytes(case.fields, prepared))
             arc0, t_measure = self._arcstats(), sampler.elapsed() if sampler is not None else 0.0
             figures = wl.run(ctx)
             self.control.check()                   # a workload whose processes a signal stopped is no result
@@ -116,13 +116,13 @@ class CaseRunner:
                 bw = (figures.get(wl.bandwidth_figure) or {}).get("value") if wl.bandwidth_figure else None
                 if bw:
                     props = self._dataset_properties(ctx)
-                    seconds = ctx.measure_seconds or parse_duration(ctx.params.get("runtime", 10))
-                    between = crosscheck.bandwidth_obstacles(wl.name, ctx.params, props, seconds)
+                    seconds = ctx.measure_seconds or parse_duration(ctx.fields.get("runtime", 10))
+                    between = crosscheck.bandwidth_obstacles(wl.name, ctx.fields, props, seconds)
                     checks.append(crosscheck.pool_bandwidth(window, wl.bandwidth_figure, bw, between))
                     iops = (figures.get("iops") or {}).get("value") if wl.name == "fio" else None
                     if iops:
                         checks.append(crosscheck.pool_ops(window, "iops", iops,
-                                                          between or crosscheck.ops_obstacles(ctx.params, props)))
+                                                          between or crosscheck.ops_obstacles(ctx.fields, props)))
             record.cross_checks = [c.to_json() for c in checks if c is not None]
             for c in checks:
                 if c is not None and c.agrees is False:
@@ -212,7 +212,7 @@ class CaseRunner:
                     rec.tunables = applied
             deadline = time.monotonic() + t.timeout
             for c in first:                       # one process set: a signal stops both sides
-                ctxs[c.id] = CaseContext(target=target, pool=sides[c.id], params=c.params, log=log,
+                ctxs[c.id] = CaseContext(target=target, pool=sides[c.id], fields=c.fields, log=log,
                                          deadline=deadline, prepared=prepared, workdir=rd.path,
                                          case_id=c.slug, iteration=it, procs=procs, sharers=2)
             self.control.active = procs

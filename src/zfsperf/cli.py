@@ -55,7 +55,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-k", "--keep-failed", action="store_true", help="keep the pool and files of a failed case")
     p.add_argument("--target", default="auto",
                    help="auto | zfs-fuse | openzfs | guest (the OpenZFS guest) | ssh://user@host[:port] (default auto)")
-    p.add_argument("--params-dir", help="use a directory laid out like /sys/module/zfs/parameters for tunables")
+    p.add_argument("--tunables-dir", "--params-dir", dest="tunables_dir",
+                   help="use a directory laid out like /sys/module/zfs/parameters for tunables "
+                        "(--params-dir: the old spelling)")
     p.add_argument("--resume", metavar="DIR", help="finish the cases an interrupted run in DIR did not")
     p.add_argument("--arc-max", type=int, metavar="MB", help="zfs-fuse ARC size in MB (embedded daemon only)")
     p.add_argument("--check", choices=["warn", "strict", "off"], default="warn",
@@ -252,7 +254,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
                       defines=_defines(args.define),
                       vdev_dir=args.vdev_dir, vdev_size=vdev_size, prefill=args.prefill, outdir=args.outdir,
                       keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet, target=args.target,
-                      params_dir=args.params_dir, resume=args.resume, cleanup=args.cleanup,
+                      tunables_dir=args.tunables_dir, resume=args.resume, cleanup=args.cleanup,
                       disks=disks, force=args.force, arc_max_mb=args.arc_max, argv=redact_argv(["zfsperf", *argv]),
                       precision=precision, interleave=args.interleave or detect is not None, seed=args.seed,
                       detect=detect, keep_signal_handlers=True,
@@ -429,7 +431,7 @@ def cmd_steady(args: argparse.Namespace) -> int:
     for name, m in sorted(v.metrics.items()):
         level = "-" if m.mean != m.mean else f"{m.mean:.6g}"
         mark = " (headline)" if name == v.headline else ""
-        onset = "-" if m.onset is None else str(m.onset + 1)
+        onset = "-" if m.onset is None else str(m.onset)
         cps = ", ".join(str(i + 1) for i in m.changepoints) or "-"
         print(f"{name:<28} {level:>14} {m.kind or '':<16} {onset:>6}  {cps}{mark}")
     return 0

@@ -31,7 +31,7 @@ from typing import Any
 from .errors import InputError
 from .pool import LAYOUTS, PoolSpec, check_property_name
 from .steady import SteadySpec
-from .params import normalise_value
+from .tunables import normalise_value
 from .units import parse_duration, parse_size
 from .workloads import WORKLOADS
 
@@ -159,7 +159,7 @@ class TestSpec:
 class Case:
     test: TestSpec
     sweep: dict[str, Any]                  # only the swept keys -> this case's value
-    params: dict[str, Any]                 # workload fields with this case's values
+    fields: dict[str, Any]                 # workload fields with this case's values
     dataset: dict[str, str]
     tunables: dict[str, str]               # normalised for the kernel
 

@@ -27,9 +27,9 @@ from .results.store import ResultsDir
 from .metrics.quantize import render_histograms
 from .results.tables import case_table
 from .runfile import Case, Runfile, load, loads
-from .targets.factory import open_target
+from .targets.factory import check_spec, open_target
 from .targets.base import Target
-from .params import Journal, replay
+from .tunables import Journal, replay
 from .ui import Console
 from .case import CaseRunner
 from .control import Control, Interrupted
@@ -54,7 +54,7 @@ class RunOptions:
     verbose: bool = False
     quiet: bool = False
     target: str = "auto"
-    params_dir: str | None = None
+    tunables_dir: str | None = None
     resume: str | None = None
     cleanup: bool = False
     disks: list[str] = field(default_factory=list)
@@ -179,6 +179,7 @@ class Runner:
                 c.test.pool.prefill = True
             c.test.pool.validate()
         check_disks(opts.disks, opts.force)
+        check_spec(opts.target, opts.tunables_dir)
         store_url = self._check_store()
         # one run at a time on a machine, and the machine looked at before anything is touched
         self.lock.acquire(opts.argv)
@@ -201,7 +202,7 @@ class Runner:
         try:
             self.ui.say(f"Starting ZFS target ({opts.target}) ...")
             target = open_target(opts.target, log=target_log, arc_max_mb=opts.arc_max_mb,
-                                 params_dir=opts.params_dir)
+                                 tunables_dir=opts.tunables_dir)
             if target.accelerator == "tcg":
                 self.ui.say("warning: the target is a QEMU guest under TCG (software emulation): its formats, "
                             "behaviour and tunables are real, its timings are not speeds")

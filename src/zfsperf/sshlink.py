@@ -1,6 +1,6 @@
 """The ssh link to a remote machine: one shared connection, commands as argv lists quoted once for
 the remote shell (with LC_ALL=C), and the file operations (FileOps) zfsperf needs there. A leaf
-module: targets (targets/ssh.py) and tunables backends (params/) both build on it."""
+module: targets (targets/ssh.py) and tunables backends (tunables/) both build on it."""
 
 from __future__ import annotations
 

@@ -94,17 +94,35 @@ def emulation_label(accelerator: str | None) -> str:
     return EMULATED if accelerator == "tcg" else ""
 
 
-def format_figure(value: float, unit: str) -> str:
-    """A figure with its unit, at a precision a reader can use."""
+# ---------------------------------------------------------------- facts about figures
+# The one home of what a figure's unit says: which way is better, and how it is written. A
+# workload may override the direction of one of its figures (Workload.directions; read through
+# workloads.figure_direction); figures without a known direction are shown, never judged.
+HIGHER_BETTER_UNITS = {"MiB/s", "IOPS", "blocks/s", "ops"}
+LOWER_BETTER_UNITS = {"us", "ms", "s", "x"}
+# context, not a goodness: how often the pool synced (TXGs/s), how much was moved (B)
+CONTEXT_UNITS = {"TXGs/s", "B"}
+
+
+def unit_direction(unit: str) -> int:
+    """+1 when higher is better, -1 when lower is better, 0 when not judged (context)."""
+    return 1 if unit in HIGHER_BETTER_UNITS else -1 if unit in LOWER_BETTER_UNITS else 0
+
+
+def format_number(value: float | None) -> str:
+    """A figure's number at a precision a reader can use ("-" when there is none)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return f"- {unit}"
+        return "-"
     mag = abs(value)
     if mag >= 1000:
-        text = f"{value:,.0f}"
-    elif mag >= 100:
-        text = f"{value:.1f}"
-    elif mag >= 1:
-        text = f"{value:.2f}"
-    else:
-        text = f"{value:.3g}"
-    return f"{text} {unit}"
+        return f"{value:,.0f}"
+    if mag >= 100:
+        return f"{value:.1f}"
+    if mag >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def format_figure(value: float | None, unit: str) -> str:
+    """A figure with its unit."""
+    return f"{format_number(value)} {unit}"

@@ -57,7 +57,7 @@ def test_existing_dataset_without_force_is_fail(target, vdev_root, small_corpus,
         except WorkloadFailed as e:
             assert "exists" in str(e) and "-F" in str(e), str(e)
         # with force = true (zfs receive -F) the same receive goes through
-        ctx.params["force"] = True
+        ctx.fields["force"] = True
         ctx.round = 0
         figs = ReceiveWorkload().run(ctx)
         assert figs["bytes"]["value"] == small_corpus.stream.length

@@ -131,13 +131,13 @@ POOL_BW_MARGIN_PCT = 5.0     # metadata writes (+2 % measured) and the 1 s repor
 WRITE_CHECK_MIN_S = 30       # fio writes: judged against zpool iostat only over at least this long
 
 
-def bandwidth_obstacles(workload: str, params: Mapping[str, Any], props: Mapping[str, str], seconds: float
+def bandwidth_obstacles(workload: str, fields: Mapping[str, Any], props: Mapping[str, str], seconds: float
                         ) -> str | None:
     """What stands between a workload's bandwidth and the pool's, in words, or None when nothing
     does. props: the dataset's compression and primarycache as ZFS reports them."""
     if set(props) != {"compression", "primarycache"}:
         return "the dataset's compression and primarycache could not be read"
-    rw = str(params.get("rw", ""))
+    rw = str(fields.get("rw", ""))
     why = []
     if props["compression"] != "off":
         why.append(f"compression={props['compression']}")
@@ -152,10 +152,10 @@ def bandwidth_obstacles(workload: str, params: Mapping[str, Any], props: Mapping
     return ", ".join(why) or None
 
 
-def ops_obstacles(params: Mapping[str, Any], props: Mapping[str, str]) -> str | None:
+def ops_obstacles(fields: Mapping[str, Any], props: Mapping[str, str]) -> str | None:
     """Why a fio case's I/Os are not one pool operation each, or None when they are: random reads
     with the data uncached and the metadata cached (`primarycache=metadata`)."""
-    rw = str(params.get("rw", ""))
+    rw = str(fields.get("rw", ""))
     if rw != "randread":
         return f"rw={rw}: the pool gathers writes into txgs and aggregates and prefetches sequential I/O"
     cache = props.get("primarycache", "?")

@@ -26,7 +26,7 @@ from scipy import stats as sps
 from ..errors import InputError
 from ..steady.rounds import case_verdict
 from ..workloads import figure_direction, headline
-from ..workloads.base import unit_direction
+from ..units import unit_direction
 from . import abstats
 from .model import CaseData, RunData
 from ..results.record import Status

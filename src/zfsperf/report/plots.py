@@ -119,8 +119,8 @@ def steady_chart(series_path: Path, verdict: dict[str, Any] | None, title: str |
         if tj:
             ax.axvspan(tj[0], tj[-1], color="0.85", alpha=0.5, zorder=0)
         m = v.metrics.get(name)
-        if m is not None and m.steady and m.onset is not None and m.onset < len(tj):
-            ax.axvspan(tj[m.onset], tj[-1], color="tab:green", alpha=0.18, zorder=0)
+        if m is not None and m.steady and m.onset is not None and m.onset <= len(tj):
+            ax.axvspan(tj[m.onset - 1], tj[-1], color="tab:green", alpha=0.18, zorder=0)
         for cp in (m.changepoints if m is not None else []):
             if 0 <= cp < len(tj):
                 ax.axvline(tj[cp], color="tab:red", ls=":", lw=1.2)

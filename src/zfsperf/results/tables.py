@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..steady.rounds import case_verdict
 from ..workloads import headline
+from ..units import format_number
 from .stats import summarise
 from .record import CaseRecord
 
@@ -17,18 +18,6 @@ class Table:
     columns: list[str] = field(default_factory=list)
     rows: list[list[str]] = field(default_factory=list)
     title: str = ""
-
-
-def _fmt(v: float) -> str:
-    if v != v:
-        return "-"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    if abs(v) >= 100:
-        return f"{v:.1f}"
-    if abs(v) >= 1:
-        return f"{v:.2f}"
-    return f"{v:.3g}"
 
 
 def case_table(records: list[CaseRecord], summary: dict[str, list[str]] | None = None,
@@ -62,7 +51,7 @@ def case_table(records: list[CaseRecord], summary: dict[str, list[str]] | None =
                 row.append("-")
                 continue
             s = summarise(vals)
-            row.append(_fmt(s.mean) + (f" ({s.cv:.1f}%)" if s.n > 1 and s.cv == s.cv else ""))
+            row.append(format_number(s.mean) + (f" ({s.cv:.1f}%)" if s.n > 1 and s.cv == s.cv else ""))
         t.rows.append(row)
     return t
 

@@ -205,7 +205,7 @@ def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
         before = float(np.median(yc[max(0, s - c.window):s]))
         better = level < before if lower_is_better(name) else level > before
         kind = "warm-up" if better else "slowdown"
-    return MetricCheck(name, True, level, float(np.ptp(y[s:])), exc, kind=kind, onset=int(idx[s]), changepoints=cps)
+    return MetricCheck(name, True, level, float(np.ptp(y[s:])), exc, kind=kind, onset=int(idx[s]) + 1, changepoints=cps)
 
 
 def decide(samples: list[dict[str, Any]], c: Criteria, *, active_bytes: int | None = None,
@@ -230,11 +230,11 @@ def decide(samples: list[dict[str, Any]], c: Criteria, *, active_bytes: int | No
         return Verdict(False, None, n, c, checks, headline=head,
                        note=f"{len(passing)} of {len(others)} other metrics steady (quorum {c.quorum:.0%})")
     onset = max(m.onset for m in [h, *passing] if m.onset is not None)
-    first = onset + c.window                     # 1-based count: W steady samples seen
+    first = onset - 1 + c.window                 # 1-based count: W steady samples seen
     if active_bytes is not None:
         while first <= n and cache_ok(samples[first - 1], active_bytes) is False:
             first += 1
         if first > n:
             return Verdict(False, None, n, c, checks, headline=head,
                            note="metrics steady, but the cache gate never held")
-    return Verdict(True, first, n, c, checks, onset=onset + 1, headline=head, note=note)
+    return Verdict(True, first, n, c, checks, onset=onset, headline=head, note=note)

@@ -52,7 +52,7 @@ class MetricCheck:
     slope_ok: bool = True
     zero: bool = False                    # readable but 0 in every sample: not evidence of anything
     kind: str | None = None               # changepoint class
-    onset: int | None = None              # changepoint: 0-based sample index where the steady segment starts
+    onset: int | None = None              # changepoint: the 1-based first sample of the steady segment
     changepoints: list[int] = field(default_factory=list)
 
     @property

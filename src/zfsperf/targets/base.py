@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from .. import guard, proc
 from ..errors import Unavailable
 from ..fileops import LOCAL, FileOps
-from ..params import Journal, ParamsBackend, TunableSession
+from ..tunables import Journal, TunableBackend, TunableSession
 from .kstat import Txg
 
 
@@ -30,7 +30,7 @@ class Target(ABC):
 
     def __init__(self, log: proc.CommandLog = proc.NULL_LOG) -> None:
         self.log = log
-        self.params: ParamsBackend | None = None     # FileParams, SysctlParams, or None (zfs-fuse)
+        self.tunables: TunableBackend | None = None     # FileTunables, SysctlTunables, or None (zfs-fuse)
 
     # ------------------------------------------------------------------ commands
     def wrap(self, argv: Sequence[str]) -> list[str]:
@@ -127,30 +127,30 @@ class Target(ABC):
 
     # ------------------------------------------------------------------ tunables
     def tunable_names(self) -> list[str]:
-        return self.params.names() if self.params is not None else []
+        return self.tunables.names() if self.tunables is not None else []
 
     def has_tunable(self, name: str) -> bool:
-        return self.params is not None and self.params.has(name)
+        return self.tunables is not None and self.tunables.has(name)
 
     def get_tunable(self, name: str) -> str:
-        if self.params is None:
+        if self.tunables is None:
             raise Unavailable(f"{self.impl} has no tunables at run time")
-        return self.params.get(name)
+        return self.tunables.get(name)
 
     def set_tunable(self, name: str, value: str) -> None:
-        if self.params is None:
+        if self.tunables is None:
             raise Unavailable(f"{self.impl} has no tunables at run time")
-        self.params.set(name, value)
+        self.tunables.set(name, value)
 
     def read_tunables(self) -> dict[str, str]:
         """Every tunable's value in one go (one round trip over ssh); {} without tunables."""
-        return self.params.read_all() if self.params is not None else {}
+        return self.tunables.read_all() if self.tunables is not None else {}
 
     def tunable_session(self, journal: Journal, log: proc.CommandLog | None = None) -> TunableSession:
         """Set tunables for one case through the journal; restore() puts every one back."""
-        if self.params is None:
+        if self.tunables is None:
             raise Unavailable(f"{self.impl} has no tunables at run time")
-        return TunableSession(self.params, journal, log)
+        return TunableSession(self.tunables, journal, log)
 
     # ------------------------------------------------------------------ files
     def device_path(self, dev: str) -> str:

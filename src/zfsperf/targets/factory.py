@@ -11,7 +11,7 @@ import platform
 from pathlib import Path
 
 from .. import proc
-from ..params import FileParams
+from ..tunables import FileTunables
 from ..errors import InputError, TargetError
 from ..zfsfuse.daemon import Lab, lab_dir_from_env
 from ..zfsfuse.target import ZfsFuseTarget
@@ -24,7 +24,7 @@ from .openzfs_linux import OpenZfsLinuxTarget, present
 
 __all__ = ["Target", "open_target", "SPECS"]
 
-SPECS = ("auto", "zfs-fuse", "openzfs", "guest", "lab")     # lab: the old spelling of guest
+SPECS = ("auto", "zfs-fuse", "openzfs", "guest")
 
 
 def _kernel_openzfs(log: proc.CommandLog) -> Target | None:
@@ -48,19 +48,29 @@ def _zfs_fuse(log: proc.CommandLog, arc_max_mb: int | None) -> Target:
     return ZfsFuseTarget(lab, owns_lab=True, log=log)
 
 
-def open_target(spec: str = "auto", *, log: proc.CommandLog = proc.NULL_LOG,
-                arc_max_mb: int | None = None, params_dir: str | None = None) -> Target:
-    """The target for spec. params_dir replaces its tunables with a directory laid out like
-    /sys/module/zfs/parameters (how the journal and restore are tested without a kernel)."""
+def check_spec(spec: str, tunables_dir: str | None = None) -> None:
+    """An input error (exit 2) for a target spec or a tunables directory that cannot be used, said
+    before anything is started or written."""
+    if spec == "lab":              # an old spelling of guest; "lab" now names only the embedded daemon
+        raise InputError("unknown target 'lab': the OpenZFS guest is --target guest; the embedded zfs-fuse "
+                         "daemon (zfsperf lab) is --target zfs-fuse", field="target")
     if spec not in SPECS and not spec.startswith("ssh://"):
         raise InputError(f"unknown target {spec!r} (expected one of: {', '.join(SPECS)}, ssh://user@host[:port])",
                          field="target")
-    if params_dir is not None and not os.path.isdir(params_dir):
-        raise InputError("not a directory", file=params_dir, field="--params-dir")
+    if tunables_dir is not None and not os.path.isdir(tunables_dir):
+        raise InputError("not a directory", file=tunables_dir, field="--tunables-dir")
     if spec.startswith("ssh://"):
         parse_url(spec)                      # an input error before anything is contacted
+
+
+def open_target(spec: str = "auto", *, log: proc.CommandLog = proc.NULL_LOG,
+                arc_max_mb: int | None = None, tunables_dir: str | None = None) -> Target:
+    """The target for spec. tunables_dir replaces its tunables with a directory laid out like
+    /sys/module/zfs/parameters (how the journal and restore are tested without a kernel)."""
+    check_spec(spec, tunables_dir)
+    if spec.startswith("ssh://"):
         t = open_ssh(spec, log)
-    elif spec in ("guest", "lab"):
+    elif spec == "guest":
         t = open_guest_target(log)
     elif spec == "auto":
         t = _kernel_openzfs(log) or _zfs_fuse(log, arc_max_mb)
@@ -71,6 +81,6 @@ def open_target(spec: str = "auto", *, log: proc.CommandLog = proc.NULL_LOG,
         if k is None:
             raise TargetError("no kernel OpenZFS on this machine (/proc/spl/kstat/zfs is absent)")
         t = k
-    if params_dir is not None:
-        t.params = FileParams(params_dir)
+    if tunables_dir is not None:
+        t.tunables = FileTunables(tunables_dir)
     return t

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import proc
-from ..params import SysctlParams
+from ..tunables import SysctlTunables
 from .base import Target
 from .kstat import Txg, parse_sysctl, parse_txgs
 
@@ -13,7 +13,7 @@ class OpenZfsFreeBsdTarget(Target):
 
     def __init__(self, log: proc.CommandLog = proc.NULL_LOG) -> None:
         super().__init__(log)
-        self.params = SysctlParams(log)
+        self.tunables = SysctlTunables(log)
 
     def zfs_version(self) -> str:
         res = self.run(["sysctl", "-n", "vfs.zfs.version.module"], log=proc.NULL_LOG)

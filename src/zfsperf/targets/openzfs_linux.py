@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import proc
-from ..params import FileParams
+from ..tunables import FileTunables
 from .base import Target
 from .kstat import Txg, parse_named, parse_txgs
 
@@ -46,11 +46,11 @@ class OpenZfsLinuxTarget(Target):
     def __init__(self, sysroot: str = "/", log: proc.CommandLog = proc.NULL_LOG) -> None:
         super().__init__(log)
         self.sysroot = Path(sysroot)
-        self.params = self._make_params()
+        self.tunables = self._make_tunables()
         self.accelerator = emulation(lambda rel: self.files.read_text(str(self._p(rel))))
 
-    def _make_params(self) -> FileParams:
-        return FileParams(str(self.sysroot / PARAMS), files=self.files)
+    def _make_tunables(self) -> FileTunables:
+        return FileTunables(str(self.sysroot / PARAMS), files=self.files)
 
     def _p(self, rel: str) -> Path:
         return self.sysroot / rel

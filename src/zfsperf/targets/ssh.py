@@ -19,7 +19,7 @@ from ..errors import TargetError
 from ..sshlink import ZFS_FUSE_SOCKET, Ssh, retry_ssh_failure
 from .base import Target
 from .kstat import parse_zdb_txg
-from ..params import FileParams, SysctlParams
+from ..tunables import FileTunables, SysctlTunables
 from .openzfs_freebsd import OpenZfsFreeBsdTarget
 from .openzfs_linux import KSTAT, PARAMS, OpenZfsLinuxTarget
 
@@ -93,8 +93,8 @@ class SshOpenZfsLinux(_SshMixin, OpenZfsLinuxTarget):
         self.files = ssh
         super().__init__("/", log)
 
-    def _make_params(self) -> FileParams:
-        return FileParams(f"/{PARAMS}", files=self.ssh, ssh=self.ssh.spec())
+    def _make_tunables(self) -> FileTunables:
+        return FileTunables(f"/{PARAMS}", files=self.ssh, ssh=self.ssh.spec())
 
 
 class SshOpenZfsFreeBsd(_SshMixin, OpenZfsFreeBsdTarget):
@@ -102,7 +102,7 @@ class SshOpenZfsFreeBsd(_SshMixin, OpenZfsFreeBsdTarget):
         self.ssh = ssh
         self.files = ssh
         super().__init__(log)
-        self.params = SysctlParams(log, runner=ssh.run, ssh=ssh.spec())
+        self.tunables = SysctlTunables(log, runner=ssh.run, ssh=ssh.spec())
 
 
 class SshZfsFuse(_SshMixin, Target):

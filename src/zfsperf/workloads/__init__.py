@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .base import Workload, unit_direction
+from ..units import unit_direction
+from .base import Workload
 from .fio import FioWorkload
 from .mixed import MixedWorkload
 from .receive import ReceiveWorkload

@@ -19,17 +19,6 @@ def figure(value: float, unit: str) -> dict[str, Any]:
     return {"value": float(value), "unit": unit}
 
 
-# which way is better when a workload does not say for a figure, by unit (figures without a known
-# direction are shown, never judged; TXGs/s is context — how often the pool synced — not a goodness)
-HIGHER_BETTER_UNITS = {"MiB/s", "IOPS", "blocks/s", "ops"}
-LOWER_BETTER_UNITS = {"us", "ms", "s", "x"}
-
-
-def unit_direction(unit: str) -> int:
-    """+1 when higher is better, -1 when lower is better, 0 when not judged."""
-    return 1 if unit in HIGHER_BETTER_UNITS else -1 if unit in LOWER_BETTER_UNITS else 0
-
-
 class WorkloadFailed(Exception):
     """The workload ran and failed: the case is FAIL with this text (never PASS)."""
 
@@ -42,7 +31,7 @@ class CaseTimeout(Exception):
 class CaseContext:
     target: Target
     pool: Pool
-    params: dict[str, Any]               # the test's fields with this case's sweep point filled in
+    fields: dict[str, Any]               # the test's workload fields with this case's sweep point filled in
     log: proc.CommandLog
     deadline: float                      # time.monotonic() after which the case is KILLED
     procs: proc.ProcessSet = field(default_factory=proc.ProcessSet)
@@ -115,7 +104,7 @@ class Workload(Protocol):
         """Run one case (or one precondition round, ctx.phase) on ctx.pool and return its figures,
         or raise WorkloadFailed. Must be re-runnable on the same pool (ctx.round differs)."""
 
-    def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
+    def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
         """The active data set of a case, for the steady-state cache gate."""
 
     def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:

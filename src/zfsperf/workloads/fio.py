@@ -298,11 +298,11 @@ class FioWorkload:
         """fio reports its counts once per status interval: finer samples see its steps."""
         return float(STATUS_INTERVAL), f"fio's status interval ({STATUS_INTERVAL} s)"
 
-    def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
-        return parse_size(params.get("size", "128M")) * int(params.get("numjobs", 1))
+    def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
+        return parse_size(fields.get("size", "128M")) * int(fields.get("numjobs", 1))
 
     def run(self, ctx: CaseContext) -> Figures:
-        p = ctx.params
+        p = ctx.fields
         runtime = parse_duration(p.get("runtime", 10))
         if ctx.phase == "precondition":
             runtime = max(1.0, ctx.remaining() - 5)        # until the runner says steady (SIGINT)

@@ -67,12 +67,12 @@ class MixedWorkload:
     def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:
         return 1.0, "fio's status interval (1 s)"
 
-    def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
-        return sum(parse_size(params[r].get("size", "128M")) * int(params[r].get("numjobs", 1))
+    def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
+        return sum(parse_size(fields[r].get("size", "128M")) * int(fields[r].get("numjobs", 1))
                    for r in ("reader", "writer"))
 
     def run(self, ctx: CaseContext) -> Figures:
-        p = ctx.params
+        p = ctx.fields
         runtime = ctx.measure_seconds or parse_duration(p.get("runtime", 10))
         if ctx.phase == "precondition":
             runtime = max(1.0, ctx.remaining() - 5)

@@ -121,15 +121,15 @@ class ReceiveWorkload:
     def _round(self, ctx: CaseContext, *, keep: bool, txgs: bool = True) -> Round:
         """One round: every receive started together and waited for; keep=False destroys what it
         received afterwards (untimed), so that rounds can follow each other on one pool."""
-        corpus: corpus_mod.Corpus = ctx.prepared[corpus_mod.describe_spec(ctx.params["corpus"])]
-        threads = int(ctx.params.get("threads", 1))
+        corpus: corpus_mod.Corpus = ctx.prepared[corpus_mod.describe_spec(ctx.fields["corpus"])]
+        threads = int(ctx.fields.get("threads", 1))
         target, pool = ctx.target, ctx.pool
         parent = f"{pool.root}/rcv" + (str(ctx.round) if ctx.round else "")   # a fresh parent per round
         res = target.run(["zfs", "create", "-p", "-o", "mountpoint=none", parent])
         if not res.ok:
             raise WorkloadFailed(f"zfs create {parent}: {res.error_text()}")
         names = [f"{parent}/s{i}" for i in range(threads)]
-        force = ["-F"] if ctx.params.get("force") else []
+        force = ["-F"] if ctx.fields.get("force") else []
         if corpus.base is not None:          # incremental: the base goes in first, untimed
             for name in names:
                 r = target.run(["zfs", "receive", *force, name], stdin_file=corpus.base.on_target or corpus.base.path,
@@ -217,7 +217,7 @@ class ReceiveWorkload:
         """A case (or a precondition round): one round, or with `duration` rounds back to back
         until that long has passed, so that a measurement outlasts what caches absorb and the
         sampler sees enough samples for a steady verdict. Figures are over all rounds' timed parts."""
-        duration = parse_duration(ctx.params["duration"]) if ctx.params.get("duration") else 0.0
+        duration = parse_duration(ctx.fields["duration"]) if ctx.fields.get("duration") else 0.0
         txg_rate: float | None = None
         if ctx.phase != "measure" or not duration:
             rounds = [self._round(ctx, keep=ctx.phase == "measure")]
@@ -303,7 +303,7 @@ class ReceiveWorkload:
         res = ctx.target.run(["zdb", "-dddd", dataset], timeout=120)
         if not res.ok:
             return None
-        judged = (ctx.params.get("corpus") or {}).get("kind", "file") != "file"
+        judged = (ctx.fields.get("corpus") or {}).get("kind", "file") != "file"
         return crosscheck.stream_blocks(last.writes // len(last.streams), crosscheck.zdb_blocks(res.stdout), judged)
 
     @staticmethod
@@ -322,9 +322,9 @@ class ReceiveWorkload:
             return None, "receive rounds (length unknown)"
         return wall / rounds, f"a receive round ({wall / rounds:.2f} s, {rounds} rounds)"
 
-    def active_bytes(self, params: dict[str, Any], prepared: Any) -> int | None:
-        corpus: corpus_mod.Corpus = prepared[corpus_mod.describe_spec(params["corpus"])]
-        return corpus.stream.length * int(params.get("threads", 1))
+    def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
+        corpus: corpus_mod.Corpus = prepared[corpus_mod.describe_spec(fields["corpus"])]
+        return corpus.stream.length * int(fields.get("threads", 1))
 
     def _verify(self, ctx: CaseContext, parent: str, threads: int, snapshot: str = "") -> None:
         """Every receive must have left its dataset and THE snapshot its stream creates (for an

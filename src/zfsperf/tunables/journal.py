@@ -13,7 +13,7 @@ from typing import Any, Callable
 from .. import proc
 from ..errors import TargetError
 from ..proc import pid_alive
-from .backend import BackendSpec, ParamsBackend, open_backend
+from .backend import BackendSpec, TunableBackend, open_backend
 
 
 def _same(entry: dict[str, Any], backend: BackendSpec, name: str) -> bool:
@@ -104,7 +104,7 @@ def replay(journal: Journal, say: Callable[[str], None] | None = None) -> list[s
 class TunableSession:
     """Sets tunables for one case through the journal and puts every one back."""
 
-    def __init__(self, backend: ParamsBackend, journal: Journal, log: proc.CommandLog | None = None) -> None:
+    def __init__(self, backend: TunableBackend, journal: Journal, log: proc.CommandLog | None = None) -> None:
         self.backend = backend
         self.journal = journal
         self.log = log

@@ -57,7 +57,7 @@ class BackendSpec:
         return (f"{self.path}" if self.kind == "files" else "sysctl vfs.zfs") + where
 
 
-class ParamsBackend(Protocol):
+class TunableBackend(Protocol):
     spec: BackendSpec
 
     def names(self) -> list[str]: ...
@@ -67,7 +67,7 @@ class ParamsBackend(Protocol):
     def read_all(self) -> dict[str, str]: ...
 
 
-class FileParams:
+class FileTunables:
     """Tunables as files, one per parameter, through a FileOps (this host's, or an ssh link's)."""
 
     def __init__(self, directory: str, files: FileOps | None = None, ssh: dict[str, Any] | None = None) -> None:
@@ -111,7 +111,7 @@ class FileParams:
 Runner = Callable[..., proc.Completed]
 
 
-class SysctlParams:
+class SysctlTunables:
     """FreeBSD tunables: `sysctl vfs.zfs.<scope>.<name>`, by canonical (Linux) name."""
 
     def __init__(self, log: proc.CommandLog = proc.NULL_LOG, runner: Runner | None = None,
@@ -152,9 +152,9 @@ class SysctlParams:
             raise TargetError(f"cannot set {name}={value}: {res.error_text()}")
 
 
-def open_backend(spec: BackendSpec) -> ParamsBackend:
+def open_backend(spec: BackendSpec) -> TunableBackend:
     """The backend a spec names (a journal replay after a crash), reconnecting over ssh if remote."""
     link = Ssh(spec.ssh["url"], spec.ssh.get("options") or []) if spec.ssh else None
     if spec.kind == "sysctl":
-        return SysctlParams(runner=link.run if link else None, ssh=spec.ssh)
-    return FileParams(str(spec.path), files=link, ssh=spec.ssh)
+        return SysctlTunables(runner=link.run if link else None, ssh=spec.ssh)
+    return FileTunables(str(spec.path), files=link, ssh=spec.ssh)
