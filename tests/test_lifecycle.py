@@ -205,3 +205,20 @@ def test_target_lab_is_refused_by_name(tmp_path):
     res = zfsperf("run", "--target", "lab", "-o", str(tmp_path / "out"), "--no-history", "--check", "off")
     assert res.returncode == 2 and "--target guest" in res.stderr and "--target zfs-fuse" in res.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_capabilities_are_declared_and_recorded(h, tmp_path):
+    """A target says what it has in one declared value (recorded in run.json); the core reads that,
+    and no module discovers a target's features by probing attribute names."""
+    import re
+    caps = h.target.capabilities()
+    assert (caps.tunables, caps.txgs, caps.iostat_forms, caps.daemon_recovery, caps.remote, caps.accelerator) == \
+        (True, False, (), False, False, None)
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=1)
+    _code, d, _recs = h.run(rf)
+    assert json.loads((d / "run.json").read_text())["target"]["capabilities"] == caps.as_dict()
+    src = Path(__file__).resolve().parents[1] / "src" / "zfsperf"
+    probing = re.compile(r"\b(getattr|hasattr)\(\s*(self\.)?(ctx\.)?(target|tgt|t)\b")
+    found = [f"{p}:{i}" for p in src.rglob("*.py") for i, line in enumerate(p.read_text().splitlines(), 1)
+             if probing.search(line)]
+    assert found == []

@@ -30,8 +30,7 @@ from .workloads.base import CaseContext, CaseTimeout, WorkloadFailed
 
 def daemon_gone(target: Target) -> bool:
     """zfs-fuse's daemon died (a kernel OpenZFS has none to die)."""
-    lab = target.daemon()
-    return lab is not None and not lab.daemon_alive()
+    return target.capabilities().daemon_recovery and not target.daemon().daemon_alive()
 
 
 def judge_steady(samples: list[dict[str, Any]], spec: steady.SteadySpec, wl: Any, ctx: CaseContext,

@@ -13,6 +13,8 @@ from typing import Protocol
 
 
 class FileOps(Protocol):
+    remote: bool                                          # on another machine (one round trip costs)
+
     def read_text(self, path: str) -> str: ...           # OSError when unreadable
     def write_text(self, path: str, text: str) -> None: ...
     def write_param(self, path: str, text: str) -> None: ...
@@ -27,6 +29,7 @@ class FileOps(Protocol):
 
 class LocalFiles:
     """This host's files."""
+    remote = False
 
     def read_text(self, path: str) -> str:
         with open(path, encoding="utf-8", errors="replace") as f:

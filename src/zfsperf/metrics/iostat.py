@@ -173,7 +173,8 @@ class PoolLatency:
         self.seconds = max(1, int(round(seconds)))
         self.columns: list[str] = []
         self.procs: list = []
-        self.available = "-w" in target.iostat_forms() and "-Hp" in target.iostat_forms()
+        forms = target.capabilities().iostat_forms
+        self.available = "-w" in forms and "-Hp" in forms
 
     def start(self) -> None:
         if not self.available:

@@ -35,8 +35,10 @@ class IostatReader:
 
     def __init__(self, target: Target, pool: str, interval: int) -> None:
         self.target, self.pool, self.interval = target, pool, interval
-        self.hp = "-Hp" in target.iostat_forms()
-        self.latency = self.hp and "-l" in target.iostat_forms()
+        caps = target.capabilities()
+        self.hp = "-Hp" in caps.iostat_forms
+        self.latency = self.hp and "-l" in caps.iostat_forms
+        self.has_txgs = caps.txgs
         argv = ["zpool", "iostat"]
         if self.hp:
             argv += ["-Hp", "-y"] + (["-l"] if self.latency else [])
@@ -208,7 +210,7 @@ class Sampler:
                 dict.fromkeys(("pool_kops", "pool_mibs") + (("pool_lat_ms",) if self.iostat.latency else ()))
             metrics.update(pm)
         # txgs (OpenZFS): the newest committed txg, for context
-        if self.target.has_txgs():
+        if self.has_txgs:
             txg = self._safe(lambda: self.target.txg(self.pool))
             if txg is not None:
                 info["txg"] = txg

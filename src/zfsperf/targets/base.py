@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 from .. import guard, proc
@@ -17,6 +18,21 @@ from ..errors import Unavailable
 from ..fileops import LOCAL, FileOps
 from ..tunables import Journal, TunableBackend, TunableSession
 from .kstat import Txg
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a target has, as its class declares it (the way fio's engines declare their flags); the
+    core checks these, never a target's attribute names. Recorded in run.json with the target."""
+    tunables: bool                   # module parameters read and set at run time (a tunable backend)
+    txgs: bool                       # the per-pool txgs kstat (txg numbers and sync times)
+    iostat_forms: tuple[str, ...]    # `zpool iostat` forms that work: "human", "-Hp", "-l", "-w", "-q", "-r"
+    daemon_recovery: bool            # an embedded daemon that can die during a case and be restarted
+    remote: bool                     # commands run on another machine, through a transport (ssh)
+    accelerator: str | None          # "tcg" / "kvm" in a QEMU guest: under TCG timings are not speeds
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"iostat_forms": list(self.iostat_forms)}
 
 
 class Target(ABC):
@@ -76,6 +92,12 @@ class Target(ABC):
     def pool_version(self) -> str:
         return "5000 (feature flags)"
 
+    def capabilities(self) -> Capabilities:
+        """The declarations below, in one value (subclasses declare; nothing here probes)."""
+        return Capabilities(tunables=self.tunables is not None, txgs=self.has_txgs(),
+                            iostat_forms=tuple(self.iostat_forms()), daemon_recovery=self.daemon() is not None,
+                            remote=self.remote, accelerator=self.accelerator)
+
     def info(self) -> dict[str, Any]:
         names = self.tunable_names()
         return {
@@ -87,6 +109,7 @@ class Target(ABC):
             "zpool_iostat_forms": self.iostat_forms(),
             "tunables": len(names),
             **({"accelerator": self.accelerator} if self.accelerator else {}),
+            "capabilities": self.capabilities().as_dict(),
         }
 
     # ------------------------------------------------------------------ kstats

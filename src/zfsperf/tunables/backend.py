@@ -78,7 +78,7 @@ class FileTunables:
     def names(self) -> list[str]:
         try:
             names = self.files.listdir(str(self.directory))
-            if getattr(self.files, "remote", False):      # one round trip, not one per name
+            if self.files.remote:      # one round trip, not one per name
                 return names
             return [n for n in names if (self.directory / n).is_file()]
         except OSError:

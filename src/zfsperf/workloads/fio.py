@@ -239,7 +239,7 @@ class FioRun:
             t0 = time.monotonic()
             out, err, rc = self._run_once()
             quick_ssh_failure = (rc == 255 and not out.strip() and time.monotonic() - t0 < 5
-                                 and self.ctx.target.remote and not self.clients)
+                                 and self.ctx.target.capabilities().remote and not self.clients)
             if not quick_ssh_failure or delay is None or self.ctx.procs.cancelled:
                 return out, err, rc
             self.ctx.log.write(f"# ssh failed to start fio (exit 255): retried in {delay} s")
