@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How fast is the history store? Import N results directories (default 10,000) into a fresh
-SQLite store and analyse every series for change points, timed separately; goal (issue 15): both
+SQLite store and analyse every series for change points, timed separately; goal: both
 together ≤ 5 s on this machine. The directories are written first (untimed): each a run.json and a
 results.jsonl of one receive case with 3 iterations and 5 figures, throughput stepping down 20 %
 at 60 % of the history, so the analysis has one change point to find in each series.

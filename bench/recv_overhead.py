@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """zfsperf's receive throughput vs a plain `zfs receive < file` of the same stream (goal >= 0.98).
 
-Fair by construction (issue 12, defect 4): one zfs-fuse lab, one pre-filled pool, one stream; both
+Fair by construction: one zfs-fuse lab, one pre-filled pool, one stream; both
 receive into a parent with mountpoint=none (so neither mounts through FUSE), zfsperf's with its
 sampler running as in a real case; in every round the order of the two is drawn at random, so
 drift and cache warmth hit both alike. Prints both medians, their ratio, and the 95 % CI of the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Soak: 16 concurrent receives plus the sampler, repeated for 10 minutes (issue 8, item 8).
+"""Soak: 16 concurrent receives plus the sampler, repeated for 10 minutes.
 
 Runs `zfsperf run` on the embedded zfs-fuse with a receive case of 16 threads (sampler on, steady
 verdict recorded) and as many iterations as fit in the duration, samples zfsperf's own RSS every

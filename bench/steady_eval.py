@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How well do the steady-state detectors decide? The changepoint method (zfsperf's default), the
-SNIA range/slope vote (`method = "snia"`, the seed's) and fio's `iops_slope` rule, side by side on
+SNIA range/slope vote (`method = "snia"`, SNIA PTS) and fio's `iops_slope` rule, side by side on
 the same labelled series, then on real series recorded on zfs-fuse.
 
 Synthetic series: the metrics the sampler records (workload_mibs is the headline, pool_mibs,
@@ -25,12 +25,12 @@ Scores, per class, noise and detector:
                 before the truth's (a measurement would include unsettled data)
   missed        not declared on a series that settles at least W samples before its end
   onset error   median |declared onset − true onset| in samples, over the series declared steady
-Goals (issue 13): false-steady ≤ 5 % and missed ≤ 10 % on every class up to 15 % noise; median
+Goals: false-steady ≤ 5 % and missed ≤ 10 % on every class up to 15 % noise; median
 onset error ≤ W/2.
 
 Real series: `--series FILE…`, or recorded here by zfsperf itself on zfs-fuse (a receive case
 and a fio case, gated with a window they cannot meet so the whole series is kept); shown per
-detector (no ground truth), and drawn with `--chart DIR` (the README's chart).
+detector (no ground truth), and drawn with `--chart DIR` (a steady-state chart per real series).
 Usage: bench/steady_eval.py [--seeds 40] [--n 120] [--window 10] [--noise 0.02,0.05,...]
                             [--series FILE ...] [--no-real] [--real-seconds 90] [--chart DIR]
 """

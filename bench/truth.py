@@ -10,7 +10,7 @@ zfsperf's in each iteration, side by side:
                                  fio moved data in (reads past the ARC: primarycache=none; writes)
   ARC hit ratio                  the sampler's access-weighted ratio vs arcstats counters at the
                                  case's start and end (percentage points)
-Goal (issue 24): within 2 % where no cache or compression intervenes.
+Goal: within 2 % where no cache or compression intervenes.
 Usage: bench/truth.py [-I 3] [--keep DIR]
 """
 

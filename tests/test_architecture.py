@@ -1,4 +1,4 @@
-"""Issue 16: one home per concern. These fail when a concern drifts back to where it was."""
+"""One home per concern. These fail when a concern drifts back to where it was."""
 
 import ast
 import json
@@ -28,7 +28,7 @@ def _function_level_imports(path: Path) -> list[str]:
 
 
 def test_tunables_and_targets_import_each_other_nowhere_inside_functions():
-    """Issue 16.1: tunables.py imported target modules and the targets imported tunables (a
+    """The old tunables.py imported target modules and the targets imported tunables (a
     circle held together by five function-level imports). Parameter backends now live in
     tunables/, which imports no target; nothing there, in targets/ or in zfsfuse/ imports inside a
     function."""
@@ -45,7 +45,7 @@ def test_tunables_and_targets_import_each_other_nowhere_inside_functions():
 
 
 def test_old_homes_are_gone():
-    """Issue 16.5: zfs-fuse in one package; `target/` renamed (build tools skip a `target/` folder)."""
+    """zfs-fuse in one package; `target/` renamed (build tools skip a `target/` folder)."""
     assert not (SRC / "target").exists() and not (SRC / "tunables.py").exists() and not (SRC / "lab.py").exists()
     assert not (SRC / "params").exists()         # the tunables package says tunable (glossary)
     assert [p.name for p in SRC.glob("_*.py")] == ["__init__.py"]
@@ -53,7 +53,7 @@ def test_old_homes_are_gone():
 
 
 def test_backend_spec_is_structured_and_reads_old_journal_strings(tmp_path):
-    """Issue 16.1: backend specs were strings built in ssh.py and parsed in two places."""
+    """Backend specs were strings built in ssh.py and parsed in two places."""
     d = tmp_path / "params"
     d.mkdir()
     (d / "zfs_txg_timeout").write_text("5\n")
@@ -88,7 +88,7 @@ def test_backend_spec_is_structured_and_reads_old_journal_strings(tmp_path):
      "(the zfs-fuse daemon died during the case; zfsperf restarted it)"),
 ])
 def test_one_place_decides_a_status(outcome, status, text):
-    """Issue 16.2/3: PASS/FAIL was decided in three files; now CaseOutcome.decide_status() only."""
+    """PASS/FAIL was decided in three files; now CaseOutcome.decide_status() only."""
     assert outcome.decide_status() == (status, text)
     assert json.dumps(status) == f'"{status.value}"'                 # a str enum: records stay plain JSON
     users = [p for p in SRC.rglob("*.py") if '"PASS"' in p.read_text() and p.name != "record.py"]
@@ -96,7 +96,7 @@ def test_one_place_decides_a_status(outcome, status, text):
 
 
 def test_results_format_version(tmp_path):
-    """Issue 16.3: run.json says its format; a newer one is refused by name, exit 2."""
+    """run.json says its format; a newer one is refused by name, exit 2."""
     d = tmp_path / "20260101T000000"
     d.mkdir()
     (d / "results.jsonl").write_text(json.dumps({"test": "t", "case": "t", "iteration": 1, "status": "PASS",
@@ -109,7 +109,7 @@ def test_results_format_version(tmp_path):
 
 
 def test_one_exporter_interface(tmp_path):
-    """Issue 16.3: one exporter interface, one CSV writer (there were two)."""
+    """One exporter interface, one CSV writer (there were two)."""
     from zfsperf.report.exporters import EXPORTERS
     assert set(EXPORTERS) == {"md", "csv", "json", "openmetrics", "results-csv", "junit", "html"}
     writers = [p for p in SRC.rglob("*.py") if "csv.writer(" in p.read_text()]
@@ -117,7 +117,7 @@ def test_one_exporter_interface(tmp_path):
 
 
 def test_the_guest_has_its_own_word():
-    """Issue 16.5: `lab` is zfs-fuse; the OpenZFS guest is `guest` (`lab openzfs` still works, and says so)."""
+    """`lab` is zfs-fuse; the OpenZFS guest is `guest` (`lab openzfs` still works, and says so)."""
     res = zfsperf("guest", "status", env={**os.environ, "ZFSPERF_GUEST_DIR": "/nonexistent/zfsperf-guest"})
     assert res.returncode == 0, res.stderr
     old = zfsperf("lab", "openzfs", "status", env={**os.environ, "ZFSPERF_GUEST_DIR": "/nonexistent/zfsperf-guest"})
@@ -126,7 +126,7 @@ def test_the_guest_has_its_own_word():
 
 
 def test_workloads_own_their_facts():
-    """Issue 16.4: headline, summary figures and directions live on the workload (they were in
+    """Headline, summary figures and directions live on the workload (they were in
     runner, tables and model), and no workload imports report/ (quantize is in metrics/)."""
     from zfsperf.workloads import WORKLOADS, figure_direction
     for name, wl in WORKLOADS.items():

@@ -1,5 +1,6 @@
 """fio JSON parsers on output captured from real fio-3.33 against real OpenZFS, and the quantize
-renderer against seed 003's exact layout."""
+renderer against the exact layout of the read-starvation study's quantize histograms (DTrace-style
+power-of-two buckets: value, bar of @, count)."""
 
 import json
 import subprocess
@@ -103,7 +104,7 @@ def _old(obj, version):
 
 @pytest.mark.parametrize("version", ["fio-3.7", "fio-2.2.10"])
 def test_fio_older_than_3_18_is_refused_clearly(version):
-    """Issue 12, defect 8: without N the merged latency was the first job's, and fio 2.x bytes are
+    """Without N the merged latency was the first job's, and fio 2.x bytes are
     KiB: refused, naming the version, instead of a number that looks right."""
     obj = json.loads(fixture("openzfs-2.3.2", "fio_randrw_70-30_4k_numjobs2_jsonplus.json"))
     with pytest.raises(InputError, match=version.replace(".", r"\.") + ".*3.18"):

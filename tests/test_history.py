@@ -1,4 +1,4 @@
-"""Issue 15: every run in one store; change points across runs, on real zfs-fuse runs; the same
+"""Every run in one store; change points across runs, on real zfs-fuse runs; the same
 code against a real PostgreSQL server started here (Debian's postgresql), never a mock."""
 
 import json

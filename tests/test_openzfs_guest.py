@@ -1,4 +1,4 @@
-"""Real OpenZFS 2.3 in a QEMU guest (issue 7): zfsperf builds it (cached), boots it, and measures it
+"""Real OpenZFS 2.3 in a QEMU guest: zfsperf builds it (cached), boots it, and measures it
 through its real interfaces over ssh — the same target code as for an OpenZFS host. Under TCG the
 timings are emulation: these tests check behaviour, formats and tunables, never speeds."""
 
@@ -167,7 +167,7 @@ def test_a_guest_without_its_vdev_disk_does_not_come_up(guest, tmp_path):
     assert Guest(root).state() is None            # its qemu was stopped
 
 
-# ---------------------------------------------------------------- zfsperf inside the guest (issue 23)
+# ---------------------------------------------------------------- zfsperf inside the guest
 # `zfsperf guest run -- ARGS` runs zfsperf itself in the guest as a local process: the local OpenZFS
 # target (/proc/spl/kstat/zfs, /sys/module/zfs/parameters, zpool/zfs run locally, a local journal),
 # the way a user runs it on a machine with kernel OpenZFS.
@@ -319,7 +319,7 @@ def test_inside_the_guest_the_default_suite(guest, tmp_path):
 
 def test_receive_batch_and_starvation_sweep_inside_the_guest(guest, tmp_path):
     """The built-in receive-batch and starvation tunable sweeps, run by zfsperf inside the guest."""
-    # the vdev files live on the guest's ext4 disk, not in its RAM (issue 14, item 3)
+    # the vdev files live on the guest's ext4 disk, not in its RAM
     assert guest_sh(guest, "df", "/var/tmp").splitlines()[-1].split()[0] == "/dev/vda"
     # the built-in runfile as shipped (2 x 2G prefilled vdevs, warm-up), with a smaller stream
     res = in_guest("run", "-r", "receive-batch", "-D", "size=32M",

@@ -195,7 +195,7 @@ def test_html_report_in_headless_chromium(ab_runs, tmp_path):
 
 
 def test_a_case_that_fails_in_new_fails_the_gate(ab_runs, tmp_path):
-    """Issue 12, defect 1: NEW's iterations all FAIL (a real run on zfs-fuse whose expectation is
+    """NEW's iterations all FAIL (a real run on zfs-fuse whose expectation is
     unmet): the case does not vanish, it is shown and --fail-on-regression exits 1."""
     rf = tmp_path / "failing.toml"
     rf.write_text(AB.format(comp="off").replace("threads = 1", 'threads = 1\nexpect = { throughput = ">= 1000000 MiB/s" }')
@@ -226,7 +226,7 @@ def test_some_iterations_failing_in_new_fail_the_gate(tmp_path):
 
 
 def test_exact_p_with_ties_and_no_ci_where_none_exists(tmp_path):
-    """Issue 12, defects 2 and 3: [1,1,1,1] vs [2,2,2,2] has exact p = 2/70 (the normal approximation
+    """[1,1,1,1] vs [2,2,2,2] has exact p = 2/70 (the normal approximation
     said 0.013, below the smallest p any test of 4 vs 4 can give); 2-3 iterations a side get no
     "95 % CI" at all, 5 a side get a distribution-free one that holds the change."""
     from zfsperf.report.compare import compare_values, min_p

@@ -106,7 +106,7 @@ def test_malformed_runfile_cli_exit_2_touches_nothing(tmp_path):
 
 
 def test_missing_sendfile_is_exit_2_before_anything_starts(tmp_path):
-    """Issue 14, item 4: a corpus file that is not there is bad input, named with its line, and
+    """A corpus file that is not there is bad input, named with its line, and
     nothing starts (no daemon, no results directory, no vdev files)."""
     path = tmp_path / "rf.toml"
     path.write_text(textwrap.dedent("""\
@@ -125,7 +125,7 @@ def test_missing_sendfile_is_exit_2_before_anything_starts(tmp_path):
 
 
 def test_steady_method_and_tolerance_fields(tmp_path):
-    """Issue 13: the runfile chooses the detector; a wrong method is exit 2 naming file, line, field."""
+    """The runfile chooses the detector; a wrong method is exit 2 naming file, line, field."""
     from zfsperf.runfile import load
     ok = tmp_path / "ok.toml"
     ok.write_text('[[test]]\nname = "t"\nworkload = "fio"\nsteady = { method = "snia", tolerance = 0.1 }\n')

@@ -198,7 +198,7 @@ runtime = 1
     ("99%", 12, "30m", "precision reached", None),   # reached after the least, however many that takes
 ])
 def test_adaptive_precision_stops_and_says_why(tmp_path, lab, precision, maximum, budget, stopped_by, n):
-    """Issue 12: iterations go on until the headline's 95 % CI half-width is within the target share
+    """Iterations go on until the headline's 95 % CI half-width is within the target share
     of the mean (at least `iterations`), up to max_iterations or the budget; the last record says why."""
     import numpy as np
     from scipy import stats as sps

@@ -162,7 +162,7 @@ def test_gate_in_the_runner_and_offline_agreement(lab, tmp_path):
 
 
 def test_pool_metrics_are_read_under_a_comma_decimal_locale(target, vdev_root, tmp_path, monkeypatch):
-    """Issue 12, defect 9: zfs-fuse's `zpool iostat` honours the locale (11,4T under de_DE) and
+    """Zfs-fuse's `zpool iostat` honours the locale (11,4T under de_DE) and
     every pool sample used to become null. zfsperf runs its tools with LC_ALL=C."""
     loc = tmp_path / "locales"
     loc.mkdir()
@@ -188,7 +188,7 @@ def test_pool_metrics_are_read_under_a_comma_decimal_locale(target, vdev_root, t
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_l2arc_fill_is_allocated_bytes_and_l2_reads_are_a_metric(version):
-    """Issue 12, defect 10: l2_size_frac divides l2_asize (what the cache device holds) by its
+    """L2_size_frac divides l2_asize (what the cache device holds) by its
     capacity, not the logical l2_size; L2ARC reads, which the pool row of `zpool iostat` leaves
     out, are their own metric (l2_read_mibs)."""
     before = parse_named(fixture(version, "kstat_arcstats_before_load.txt"))

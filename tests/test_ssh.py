@@ -134,7 +134,7 @@ def test_run_over_ssh_creates_measures_destroys(sshd, lab, tmp_path):
 
 
 def test_remote_receive_reads_a_copy_on_the_remote_host(sshd, lab, tmp_path):
-    """Issue 12, defect 6: the sendfile is copied to the remote host once and zfs receive reads it
+    """The sendfile is copied to the remote host once and zfs receive reads it
     there; nothing of the stream goes through ssh while a receive is timed."""
     vdevs = tmp_path / "vdevs"
     rf = write_runfile(tmp_path, SSH_RUN.split("[[test]]\nname = \"fio\"")[0])

@@ -1,4 +1,4 @@
-"""A plain clone of this repository runs its whole test suite on its own (issue 14, item 1): no test,
+"""A plain clone of this repository runs its whole test suite on its own: no test,
 benchmark or module reads the steering folder beside the checkout."""
 
 import re

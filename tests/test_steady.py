@@ -1,5 +1,5 @@
 """The steady-state detectors on series whose answer is known by construction: the SNIA range/slope
-vote (method "snia", the seed's) and the changepoint method (the default, issue 13)."""
+vote (method "snia": the SNIA PTS range and slope rule) and the changepoint method (the default)."""
 
 import json
 
@@ -81,7 +81,7 @@ def test_cli_steady_json_and_errors(tmp_path):
 @pytest.mark.parametrize("text", ["", "hello, not a series\n", '{"zfsperf_version": "0.1.0", "host": "x"}\n',
                                   '{"status": "PASS", "figures": {}}\n{"status": "FAIL", "figures": {}}\n'])
 def test_cli_steady_on_a_file_that_is_not_a_series_is_exit_2(tmp_path, text):
-    """Issue 14, item 4: not "0 samples ... never steady" and exit 0, but a clear error."""
+    """Not "0 samples ... never steady" and exit 0, but a clear error."""
     p = tmp_path / "not-a-series.jsonl"
     p.write_text(text)
     res = zfsperf("steady", str(p))
@@ -90,7 +90,7 @@ def test_cli_steady_on_a_file_that_is_not_a_series_is_exit_2(tmp_path, text):
 
 
 def test_cli_and_runner_share_one_default_window(tmp_path):
-    """Issue 12, defect 13: `zfsperf steady` without --window decides as the runner does."""
+    """`zfsperf steady` without --window decides as the runner does."""
     from zfsperf.steady import SteadySpec
     p = tmp_path / "s.jsonl"
     p.write_text("\n".join(json.dumps(x) for x in series({"arc_size_pct": [80.0] * 15})))
@@ -101,7 +101,7 @@ def test_cli_and_runner_share_one_default_window(tmp_path):
     assert out["steady"] is True and out["first_steady_index"] == w
 
 
-# ---------------------------------------------------------------- issue 13: the changepoint method
+# ---------------------------------------------------------------- The changepoint method
 LOAD = ("workload_mibs", "pool_mibs", "pool_kops")
 
 
@@ -117,7 +117,7 @@ def synthetic(shape: dict[str, np.ndarray], noise: float, seed: int) -> list[dic
 
 
 def test_default_is_changepoint_and_steady_under_real_noise():
-    """Issue 13: the SNIA rule missed 60 % of steady series at 8 % noise and all at 10 % (real fio
+    """The SNIA rule missed 60 % of steady series at 8 % noise and all at 10 % (real fio
     IOPS swing ±30 %). The default method calls a flat series at 10 % and 15 % noise steady from
     its start; SNIA's own answer on the same series is kept to show the difference."""
     assert Criteria().method == "changepoint"
@@ -130,11 +130,11 @@ def test_default_is_changepoint_and_steady_under_real_noise():
             steady_cp += v.steady and v.onset <= Criteria().window // 2
             steady_snia += decide(s, Criteria(**SNIA)).steady
         assert steady_cp >= 19, (noise, steady_cp)
-        assert steady_snia <= 12, (noise, steady_snia)          # what the seed's rule made of it
+        assert steady_snia <= 12, (noise, steady_snia)          # what the SNIA rule made of it
 
 
 def test_exponential_arc_fill_is_not_steady_before_it_has_filled():
-    """Issue 13: a slow exponential ARC fill was called steady 100 % of the time, ~7.5 % below its
+    """A slow exponential ARC fill was called steady 100 % of the time, ~7.5 % below its
     final level. The changepoint onset is where the load is within the tolerance (5 %) of its
     final level (give or take W/2 samples), and a fill cut off before it levels is not steady."""
     n, t = 120, np.arange(120, dtype=float)
@@ -182,7 +182,7 @@ def test_step_onset_and_classes():
 
 
 def test_headline_has_a_veto():
-    """Issue 13: a slowly warming metric was outvoted by flat ones (70 % of 4 lets one fail). When
+    """A slowly warming metric was outvoted by flat ones (70 % of 4 lets one fail). When
     it is the workload's headline, no vote makes the system steady."""
     n, t = 120, np.arange(120, dtype=float)
     s = synthetic({"workload_mibs": 1 + 0.5 * t / n}, 0.02, 5)
@@ -198,7 +198,7 @@ def test_headline_has_a_veto():
 
 @pytest.mark.parametrize("method", ["changepoint", "snia"])
 def test_nothing_read_or_only_zeros_is_not_steady(method):
-    """Issue 13: a series whose metrics are all null, or stuck at 0, was "steady"."""
+    """A series whose metrics are all null, or stuck at 0, was "steady"."""
     n = 40
     c = Criteria(window=10, method=method)
     v = decide(series({"a": [None] * n, "b": [None] * n}), c)

@@ -160,7 +160,7 @@ def test_noise_is_not_a_transient_across_iterations():
     noise with no monotonic run. SNIA's least-squares slope read it as a -23 % trend and called the
     case not steady; the default rule asks whether the drift is real (a t-test of the slope) and large."""
     noisy = [686, 661, 596, 546, 604]
-    assert rounds.case_verdict(_iters(noisy, "snia"), "t").steady is False        # the seed's rule, as asked
+    assert rounds.case_verdict(_iters(noisy, "snia"), "t").steady is False        # the SNIA rule, as asked
     v = rounds.case_verdict(_iters(noisy), "t")
     assert v.steady is True and "no significant trend" in v.why, v
     # one iteration hit by a burst is set apart and named; the others decide the range

@@ -1,4 +1,4 @@
-"""Crash-safe results (issue 8, item 7): results.jsonl is appended and fsynced per case, so a run
+"""Crash-safe results: results.jsonl is appended and fsynced per case, so a run
 killed with SIGKILL at any point leaves a directory that `zfsperf report` reads, with every finished
 case whole."""
 

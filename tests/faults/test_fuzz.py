@@ -1,4 +1,4 @@
-"""Bad input, fuzzed (issue 8, item 6): every parser of tool output and the runfile loader give a
+"""Bad input, fuzzed: every parser of tool output and the runfile loader give a
 value or a clear error (InputError, or StreamError for send streams) — never another exception.
 Seeds are the real captures in tests/fixtures and real zfs-fuse output; hypothesis mutates them."""
 

@@ -1,4 +1,4 @@
-"""Never harm what is not ours (issue 8, item 4): a pool created outside zfsperf before the run (with
+"""Never harm what is not ours: a pool created outside zfsperf before the run (with
 a name zfsperf would have chosen), a pool in KEEP even with --force, and used disks (tests in
 test_disks.py and test_safety.py beside this file)."""
 

@@ -1,4 +1,4 @@
-"""SIGINT/SIGTERM at many points of a real run (issue 14, item 2): whatever the run is doing when
+"""SIGINT/SIGTERM at many points of a real run: whatever the run is doing when
 the signal lands (opening the target, making a corpus, creating a pool, setting a tunable, starting
 the sampler, mid-workload, tearing down, writing results), it ends with exit 3, every tunable
 restored, its pools and vdev files gone, no process of its own left and no traceback."""

@@ -1,4 +1,4 @@
-"""SIGINT and SIGTERM during a case, and kill -9 of zfsperf itself (issue 8, item 3), for real:
+"""SIGINT and SIGTERM during a case, and kill -9 of zfsperf itself, for real:
 processes stopped by pid, tunables restored, the case's pool destroyed, what finished written, the
 summary printed, exit 3; after kill -9 the next start restores from the journal, names what was
 left, and -x removes it."""

@@ -1,4 +1,4 @@
-"""Receive errors are never PASS, and a full pool is FAIL with ENOSPC named (issue 8, items 2 and 5).
+"""Receive errors are never PASS, and a full pool is FAIL with ENOSPC named.
 All on real zfs-fuse with real streams."""
 
 import time
@@ -100,7 +100,7 @@ def test_receive_larger_than_the_pool_is_fail(tmp_path, lab):
 
 
 def test_receive_error_that_is_not_a_timeout_is_not_killed(target, vdev_root, small_corpus, tmp_path):
-    """Issue 14, item 5: only a timeout is KILLED. A real receive whose wait fails with an I/O
+    """Only a timeout is KILLED. A real receive whose wait fails with an I/O
     error (injected into that one call) is an error of its own, which the runner reports as FAIL."""
     import errno
 
@@ -127,7 +127,7 @@ def test_receive_error_that_is_not_a_timeout_is_not_killed(target, vdev_root, sm
 
 
 def test_incremental_receive_must_leave_its_own_snapshot(target, vdev_root, tmp_path):
-    """Issue 12, defect 7: after the base is received, s0@base exists; a receive that 'succeeds'
+    """After the base is received, s0@base exists; a receive that 'succeeds'
     without creating @inc must not pass the check (any snapshot used to satisfy it)."""
     import pytest
 
@@ -153,7 +153,7 @@ def test_incremental_receive_must_leave_its_own_snapshot(target, vdev_root, tmp_
 
 
 def test_each_stream_is_timed_by_its_own_exit(target, vdev_root, small_corpus, tmp_path):
-    """Issue 12, defect 5: ends used to be stamped in collection order, so a stream that finished
+    """Ends used to be stamped in collection order, so a stream that finished
     while an earlier one was still being waited for got that one's end. Here the wait for stream 0
     is held up by 1.5 s (injected after its real exit): the other streams keep their own times."""
     class SlowFirstWait(proc.ProcessSet):

@@ -3,7 +3,7 @@
 Two methods behind one `decide()`, one record and one CLI (`zfsperf steady --method`):
 - `changepoint` (the default): change points per metric (PELT), classes flat / warm-up / slowdown /
   no steady state, the workload's headline metric has a veto (steady/changepoint.py);
-- `snia`: the seed's SNIA PTS range/slope rule per window and a vote across metrics (steady/snia.py).
+- `snia`: the SNIA PTS range/slope rule per window and a vote across metrics (steady/snia.py).
 A series is a list of samples {"t": seconds, "metrics": {name: number | null}, "info": {...}}.
 """
 

@@ -22,7 +22,7 @@ seconds of work on a shared machine: on the 2-core machines this was built on, t
 suite's iterations spread with a CV of 8-10 % with no transient in them (one iteration hit by a
 second of host slowness; receive rounds 300 ms, then 500 ms, then 300 ms again). On pure noise
 of that size, SNIA's least-squares slope over 5 points exceeds its 10 % a third of the time (its
-standard error is about 1.26 CV), so the seed's rule called steady cases "not steady" at random.
+standard error is about 1.26 CV), so the SNIA rounds rule called steady cases "not steady" at random.
 The default (steady method "changepoint") therefore asks the two questions SNIA's criteria stand
 for in a way noise cannot answer by itself:
 
@@ -36,7 +36,7 @@ What that costs, measured on simulated iterations (bench/steady_eval.py prints i
 it says "not steady" 3 % of the time at a 5 % CV and 11 % at 8 % (SNIA's rule: 13 % and 52 %); a
 15 % drift over the 5 iterations it calls not steady 95 % of the time at a 2 % CV but only 41 % at
 5 % (SNIA: 99 %, 82 %) -- five noisy numbers cannot show a drift, and the verdict says how far the
-line moved and how sure the test was, so a reader can judge. `method = "snia"` applies the seed's
+line moved and how sure the test was, so a reader can judge. `method = "snia"` applies the SNIA PTS
 rule exactly.
 """
 
