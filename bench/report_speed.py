@@ -17,7 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from zfsperf.report import formats, summary
+from zfsperf.report import summary
+from zfsperf.report.export import Exported, csv as csv_export, json as json_export
 from zfsperf.report.model import load_run
 
 
@@ -60,8 +61,8 @@ def main() -> None:
     t0 = time.perf_counter()
     reports = [summary.build(load_run(d)) for d in dirs]
     t1 = time.perf_counter()
-    formats.to_csv(reports)
-    formats.to_json(reports)
+    csv_export.render_reports(reports)
+    json_export.render(Exported([], reports))
     t2 = time.perf_counter()
     records = sum(sum(sum(c["statuses"].values()) for c in r["cases"]) for r in reports)
     print(f"{args.runs} runs, {records} results: read + summarised in {t1 - t0:.2f} s (goal <= 2 s); "

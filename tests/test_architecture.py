@@ -109,11 +109,13 @@ def test_results_format_version(tmp_path):
 
 
 def test_one_exporter_interface(tmp_path):
-    """One exporter interface, one CSV writer (there were two)."""
-    from zfsperf.report.exporters import EXPORTERS
+    """One exporter interface, one module per output format, one CSV writer (there were two)."""
+    from zfsperf.report.export import EXPORTERS
     assert set(EXPORTERS) == {"md", "csv", "json", "openmetrics", "results-csv", "junit", "html"}
+    modules = {p.stem for p in (SRC / "report" / "export").glob("*.py")} - {"__init__", "cells", "terminal"}
+    assert modules == {"markdown", "csv", "json", "openmetrics", "results_csv", "junit", "html"}
     writers = [p for p in SRC.rglob("*.py") if "csv.writer(" in p.read_text()]
-    assert [p.name for p in writers] == ["export.py"], writers
+    assert [p.name for p in writers] == ["cells.py"], writers
 
 
 def test_the_guest_has_its_own_word():

@@ -438,18 +438,19 @@ def cmd_steady(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import exporters, formats, summary
+    from .report import export, summary
+    from .report.export import terminal
     from .report.model import load_run
     runs = [load_run(d) for d in args.dirs]
     reports = [summary.build(r) for r in runs]
-    x = exporters.Exported.of(runs, reports)
+    x = export.Exported.of(runs, reports)
     if args.format == "terminal":
         from .ui import Console
-        formats.to_terminal(reports, Console().rich, histograms=not args.no_histograms)
+        terminal.show(reports, Console().rich, histograms=not args.no_histograms)
     else:
-        sys.stdout.write(exporters.EXPORTERS[args.format].render(x))
+        sys.stdout.write(export.EXPORTERS[args.format].render(x))
     if args.html:
-        out = exporters.EXPORTERS["html"].write(x, Path(args.html))
+        out = export.EXPORTERS["html"].write(x, Path(args.html))
         print(f"HTML report: {out}", file=sys.stderr)
     return 0
 
@@ -554,9 +555,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from .ui import Console
         compare.render(cmp, Console().rich, figures)
     if args.html:
-        from .report import exporters, summary
+        from .report import export, summary
         runs = [base, new] if base is not new else [base]
-        exporters.EXPORTERS["html"].write(exporters.Exported.of(runs, [summary.build(r) for r in runs], cmp),
+        export.EXPORTERS["html"].write(export.Exported.of(runs, [summary.build(r) for r in runs], cmp),
                                           Path(args.html))
     if not cmp.changes and not cmp.failures:
         print("zfsperf: no case matches between the two directories", file=sys.stderr)

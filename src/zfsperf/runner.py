@@ -20,8 +20,10 @@ from .errors import InputError, Refused, ZfsperfError
 from .redact import redact
 from .pool import PoolManager, check_disks, cleanup_leftovers, describe_leftovers, finish_pools
 from . import machine
-from .results import export, runinfo
-from .report import exporters
+from .results import runinfo
+from .results.statusline import status_line
+from .report import export
+from .report.export import junit, results_csv
 from .results.stats import summarise
 from .results.store import ResultsDir
 from .metrics.quantize import render_histograms
@@ -506,7 +508,7 @@ class Runner:
                          f"(add it later with `zfsperf history import {rd.path}`)")
         lines.append(f"Log directory:\t{rd.path}")
         text_table = self.ui.render_table(table)
-        summary = "\n".join(export.status_line(r, HEADLINE.get(r.workload)) for r in records)
+        summary = "\n".join(status_line(r, HEADLINE.get(r.workload)) for r in records)
         rd.write_text("summary.txt", summary + "\n\n" + text_table + "\n" + "\n".join(lines) + "\n")
         report = self._write_derived(rd)
         if report:
@@ -557,13 +559,13 @@ class Runner:
             return url, redact(f"{type(e).__name__}: {e}")
 
     def _write_derived(self, rd: ResultsDir) -> Path | None:
-        """junit.xml, results.csv and report.html (report/exporters.py); a failure here never
+        """junit.xml, results.csv and report.html (report/export/); a failure here never
         fails the run, and the first two are written from the records even then."""
         try:
-            return exporters.write_results_dir(rd.path)["html"]
+            return export.write_results_dir(rd.path)["html"]
         except Exception as e:  # noqa: BLE001
             self.ui.say(f"warning: could not write the derived files: {type(e).__name__}: {e}")
             records = rd.results()
-            rd.write_text("junit.xml", export.junit_xml(records))
-            rd.write_text("results.csv", export.results_csv(records))
+            rd.write_text("junit.xml", junit.junit_xml(records))
+            rd.write_text("results.csv", results_csv.results_csv(records))
             return None

@@ -21,7 +21,7 @@ from rich.text import Text
 from rich.table import Table as RichTable
 
 from .control import detach_output
-from .results.export import status_line
+from .results.statusline import status_line
 from .results.tables import Table
 from .results.record import CaseRecord
 

@@ -9,11 +9,18 @@ import html
 from pathlib import Path
 from typing import Any
 
-from . import plots
-from .compare import COLUMNS, Comparison, design_lines, notes, table_rows
-from .formats import STAT_COLUMNS, _stat_cells, _status, _steady_line, class_rows, cross_check_line, header_line
-from .model import RunData
-from ..metrics.quantize import render
+from typing import TYPE_CHECKING
+
+from .. import plots
+from ..compare import COLUMNS, Comparison, design_lines, notes, table_rows
+from ..model import RunData
+from ...metrics.quantize import render as render_histogram
+from .cells import STAT_COLUMNS, class_rows, cross_check_line, header_line, stat_cells, status, steady_line
+
+if TYPE_CHECKING:
+    from . import Exported
+
+NAME, FILENAME = "html", "report.html"
 
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
@@ -47,18 +54,18 @@ def run_section(run: RunData, rep: dict[str, Any]) -> str:
                    "emulation artefacts, not speeds.</p>")
     out.append(_img(plots.thread_scaling(run), "thread scaling"))
     for case in rep["cases"]:
-        out.append(f"<h3>{html.escape(case['case'])} <span class=note>({html.escape(_status(case))})</span></h3>")
+        out.append(f"<h3>{html.escape(case['case'])} <span class=note>({html.escape(status(case))})</span></h3>")
         if case["figures"]:
-            out.append(_table(["figure", *STAT_COLUMNS], [[r["figure"], *_stat_cells(r)] for r in case["figures"]]))
+            out.append(_table(["figure", *STAT_COLUMNS], [[r["figure"], *stat_cells(r)] for r in case["figures"]]))
         for e in case["errors"]:
             out.append(f'<p class="warn">{html.escape(e)}</p>')
         if case["class_table"]:
             out.append(_table(["class", "avg latency", "stddev", "iops", "throughput"], class_rows(case)))
         if case["histograms"]:
             out.append(_img(plots.histograms([(run.label, case["histograms"])]), f"latency histograms {case['case']}"))
-            out.append("<pre>" + html.escape("\n\n".join(render(h["buckets"], f"{h['title']} latency ({h['unit']})")
+            out.append("<pre>" + html.escape("\n\n".join(render_histogram(h["buckets"], f"{h['title']} latency ({h['unit']})")
                                                          for h in case["histograms"].values())) + "</pre>")
-        for line in (_steady_line(case["steady"]), cross_check_line(case)):
+        for line in (steady_line(case["steady"]), cross_check_line(case)):
             if line:
                 out.append(f"<p>{html.escape(line)}</p>")
     for path, verdict in plots.series_for(run):
@@ -127,3 +134,11 @@ def history_document(series: list[Any], store: str) -> str:
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>zfsperf history</title>"
             f"<style>{CSS}</style></head><body><h1>zfsperf history</h1>{''.join(out)}"
             f"<script>{SCRIPT}</script></body></html>")
+
+
+def render(x: "Exported") -> str:
+    return document(list(zip(x.runs, x.reports)), x.comparison)
+
+
+def write_export(x: "Exported", path: Path) -> Path:
+    return write(Path(path), list(zip(x.runs, x.reports)), x.comparison)

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import Exported
+
+NAME, FILENAME = "openmetrics", "report.prom"
 
 UNIT_WORDS = {"%": "percent", "B": "bytes", "s": "seconds", "us": "microseconds", "ms": "milliseconds",
               "ns": "nanoseconds", "x": "ratio"}
@@ -55,7 +60,7 @@ def _num(x: float) -> str:
     return repr(float(x)) if math.isfinite(x) else ("+Inf" if x > 0 else "-Inf" if x < 0 else "NaN")
 
 
-def render(reports: list[dict[str, Any]]) -> str:
+def render_reports(reports: list[dict[str, Any]]) -> str:
     families: dict[str, dict[str, Any]] = {}
 
     def add(name: str, kind: str, help_: str, labels: dict[str, Any], value: float) -> None:
@@ -98,3 +103,7 @@ def render(reports: list[dict[str, Any]]) -> str:
         out += [f"{name}{_labels(lab)} {_num(v)}" for lab, v in fam["samples"]]
     out.append("# EOF")
     return "\n".join(out) + "\n"
+
+
+def render(x: "Exported") -> str:
+    return render_reports(x.reports)

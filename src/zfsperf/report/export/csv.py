@@ -1,0 +1,30 @@
+"""The per-case report as CSV (`--format csv`): one row per case and figure, its statistics."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import cells
+
+if TYPE_CHECKING:
+    from . import Exported
+
+NAME, FILENAME = "csv", "report.csv"
+
+
+def render_reports(reports: list[dict[str, Any]]) -> str:
+    rows = []
+    for rep in reports:
+        for case in rep["cases"]:
+            for r in case["figures"]:
+                rows.append([rep["path"], case["test"], case["case"], r["figure"], r["unit"], r["n"],
+                             *(("" if r[k] is None else f"{r[k]:.6g}") for k in ("mean", "median", "stddev",
+                                                                               "cv_pct", "min", "max")),
+                             *("" if x is None else f"{x:.6g}" for x in r["ci95"]),
+                             " ".join(str(i) for i in r["outliers"])])
+    return cells.csv_text(["results", "test", "case", "figure", "unit", "n", "mean", "median", "stddev", "cv_pct", "min",
+                     "max", "ci95_low", "ci95_high", "outlier_iterations"], rows)
+
+
+def render(x: "Exported") -> str:
+    return render_reports(x.reports)
