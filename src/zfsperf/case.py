@@ -15,11 +15,11 @@ from . import proc, steady
 from .control import Control, Interrupted
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
 from .metrics import crosscheck
-from .metrics.sampler import Sampler, series_path
+from .metrics.sampler import Sampler
 from .tunables import Journal, TunableSession
 from .pool import PoolManager
 from .results.record import CaseOutcome, CaseRecord, Status, as_figures
-from .results.store import ResultsDir
+from .results.store import ResultsDir, series_path
 from .runfile import Case
 from .targets.base import Target
 from .ui import Console

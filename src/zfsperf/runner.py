@@ -25,7 +25,7 @@ from .results.statusline import status_line
 from .report import export
 from .report.export import junit, results_csv
 from .results.stats import summarise
-from .results.store import ResultsDir
+from .results.store import RUN_JSON, SUMMARY, ResultsDir, log_path
 from .metrics.quantize import render_histograms
 from .results.tables import case_table
 from .runfile import Case, Runfile, load, loads
@@ -196,7 +196,7 @@ class Runner:
         if opts.interleave and opts.seed is None:
             opts.seed = random.SystemRandom().randrange(2 ** 31)
         rd = ResultsDir.open(Path(opts.resume)) if opts.resume else ResultsDir.create(Path(opts.outdir))
-        target_log = proc.CommandLog(rd.path / "logs" / "target.log")
+        target_log = proc.CommandLog(log_path(rd.path, "target.log"))
         old_handlers = self.control.install()
         t_start = time.time()
         target: Target | None = None
@@ -233,7 +233,7 @@ class Runner:
             run_info["machine"] = {"before": self.before.as_dict() if self.before else None, "after": None}
             run_info["duets"] = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides
             if not opts.resume:
-                rd.write_json("run.json", run_info)
+                rd.write_json(RUN_JSON, run_info)
             try:
                 interrupted = self._run_cases(rf, cases, done, rd, target, pools, journal)
             except Interrupted:
@@ -248,7 +248,7 @@ class Runner:
             run_info["tunables"]["after"] = runinfo.read_tunables(target, tun_names)
             run_info["end"] = time.time()
             run_info["interrupted"] = interrupted or self.control.interrupt is not None
-            rd.write_json("run.json", run_info)
+            rd.write_json(RUN_JSON, run_info)
         except Interrupted:
             interrupted = True
         finally:
@@ -456,19 +456,19 @@ class Runner:
 
     def _machine_after(self, rd: ResultsDir) -> None:
         """The machine after the run (zfsperf's own processes stopped): recorded, and said if busier."""
-        if self.before is None or not (rd.path / "run.json").exists():
+        if self.before is None or not (rd.path / RUN_JSON).exists():
             return
         after = machine.measure(machine.RUN_WINDOW_S)
         self.busier = machine.busier(self.before.as_dict(), after)
         info = rd.run_info()
         info["machine"] = {"before": self.before.as_dict(), "after": after.as_dict(), "busier": self.busier}
-        rd.write_json("run.json", info)
+        rd.write_json(RUN_JSON, info)
 
     def _close_target(self, target: Target, rd: ResultsDir) -> None:
         lab = target.daemon()
         if lab is not None:
             text, _ = lab.syslog_since(0)
-            with open(rd.path / "logs" / "daemon.log", "a") as f:
+            with open(log_path(rd.path, "daemon.log"), "a") as f:
                 f.write(text)
         try:
             target.close()
@@ -509,7 +509,7 @@ class Runner:
         lines.append(f"Log directory:\t{rd.path}")
         text_table = self.ui.render_table(table)
         summary = "\n".join(status_line(r, HEADLINE.get(r.workload)) for r in records)
-        rd.write_text("summary.txt", summary + "\n\n" + text_table + "\n" + "\n".join(lines) + "\n")
+        rd.write_text(SUMMARY, summary + "\n\n" + text_table + "\n" + "\n".join(lines) + "\n")
         report = self._write_derived(rd)
         if report:
             lines.insert(-1, f"Report:\t\t{report}")

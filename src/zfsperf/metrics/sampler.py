@@ -259,6 +259,3 @@ class Sampler:
         return out
 
 
-def series_path(results_dir: Path, case_slug: str, iteration: int) -> Path:
-    name = f"{case_slug}.i{iteration}.jsonl" if iteration > 0 else f"{case_slug}.warmup{-iteration}.jsonl"
-    return results_dir / "series" / name

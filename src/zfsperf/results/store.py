@@ -22,6 +22,30 @@ from ..proc import CommandLog
 
 from .record import FORMAT_VERSION, STATUSES, CaseRecord
 
+# every path inside a results directory is named here and nowhere else
+RUN_JSON, RESULTS, SUMMARY = "run.json", "results.jsonl", "summary.txt"
+LOGS, SERIES, FIO = "logs", "series", "fio"
+
+
+def _iteration_name(slug: str, iteration: int, suffix: str) -> str:
+    return f"{slug}.i{iteration}{suffix}" if iteration > 0 else f"{slug}.warmup{-iteration}{suffix}"
+
+
+def series_path(results_dir: Path, slug: str, iteration: int) -> Path:
+    """The sampled series of one case iteration (JSON lines)."""
+    return Path(results_dir) / SERIES / _iteration_name(slug, iteration, ".jsonl")
+
+
+def fio_json_path(results_dir: Path, name: str) -> Path:
+    """fio's own final JSON of one case iteration (name: `<case>.i<iteration>[tag]`)."""
+    return Path(results_dir) / FIO / f"{name}.json"
+
+
+def log_path(results_dir: Path, name: str) -> Path:
+    """A file in the logs: per-case command logs, fio job files, target.log, daemon.log."""
+    return Path(results_dir) / LOGS / name
+
+
 
 class ResultsDir:
     def __init__(self, path: Path) -> None:
@@ -41,7 +65,7 @@ class ResultsDir:
             except FileExistsError:
                 n += 1
                 path = outdir / f"{stamp}.{n}"
-        for sub in ("logs", "series"):
+        for sub in (LOGS, SERIES):
             (path / sub).mkdir()
         rd = cls(path)
         rd.link_current()
@@ -50,7 +74,7 @@ class ResultsDir:
     @classmethod
     def open(cls, path: Path) -> "ResultsDir":
         path = Path(path)
-        if not (path / "run.json").exists():
+        if not (path / RUN_JSON).exists():
             raise InputError("not a zfsperf results directory (no run.json)", file=str(path))
         return cls(path)
 
@@ -77,14 +101,14 @@ class ResultsDir:
 
     def append_result(self, record: CaseRecord) -> None:
         line = json.dumps(record.to_json(), separators=(",", ":"), default=str)
-        with open(self.path / "results.jsonl", "a", encoding="utf-8") as f:
+        with open(self.path / RESULTS, "a", encoding="utf-8") as f:
             f.write(line + "\n")
             f.flush()
             os.fsync(f.fileno())
 
     def case_log(self, slug: str, iteration: int) -> CommandLog:
         name = f"{slug}.iter{iteration}.log" if iteration > 0 else f"{slug}.warmup{-iteration}.log"
-        return CommandLog(self.path / "logs" / name)
+        return CommandLog(log_path(self.path, name))
 
     def write_text(self, name: str, text: str) -> None:
         (self.path / name).write_text(text)
@@ -92,27 +116,27 @@ class ResultsDir:
     # ---------------------------------------------------------------- reading
     def run_info(self) -> dict[str, Any]:
         try:
-            return json.loads((self.path / "run.json").read_text())
+            return json.loads((self.path / RUN_JSON).read_text())
         except (OSError, ValueError) as e:
-            raise InputError(f"cannot read run.json: {e}", file=str(self.path / "run.json")) from None
+            raise InputError(f"cannot read run.json: {e}", file=str(self.path / RUN_JSON)) from None
 
     def format(self) -> int:
         """The results format the directory was written in (1 before run.json carried it; a run
         killed before its run.json was written is this zfsperf's own)."""
         try:
-            fmt = json.loads((self.path / "run.json").read_text()).get("format", 1)
+            fmt = json.loads((self.path / RUN_JSON).read_text()).get("format", 1)
         except (OSError, ValueError):
             return FORMAT_VERSION
         if not isinstance(fmt, int) or fmt > FORMAT_VERSION:
             raise InputError(f"results format {fmt!r} is newer than this zfsperf reads ({FORMAT_VERSION}): "
-                             "read it with the zfsperf that wrote it", file=str(self.path / "run.json"),
+                             "read it with the zfsperf that wrote it", file=str(self.path / RUN_JSON),
                              field="format")
         return fmt
 
     def results(self) -> list[CaseRecord]:
         """Every record, in the order written, as CaseRecords of this directory's format."""
         fmt = self.format()
-        return [CaseRecord.from_json(r, fmt) for r in iter_results(self.path / "results.jsonl") if "case" in r]
+        return [CaseRecord.from_json(r, fmt) for r in iter_results(self.path / RESULTS) if "case" in r]
 
 
 def iter_results(path: Path) -> Iterator[dict[str, Any]]:

@@ -22,6 +22,7 @@ from ..errors import InputError
 from ..metrics import fiojson
 from ..metrics.iostat import PoolLatency
 from ..metrics.quantize import quantize
+from ..results.store import fio_json_path, log_path
 from ..targets.base import Target
 from ..units import parse_duration, parse_size
 from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
@@ -346,7 +347,7 @@ def run_jobfile(ctx: CaseContext, texts: list[str], clients: list[str], tag: str
     name = f"{ctx.case_id}.i{ctx.iteration}{tag}" + (f".r{ctx.round}" if ctx.phase == "precondition" else "")
     jobfiles = []
     for i, text in enumerate(texts):
-        jobfile = ctx.workdir / "logs" / (f"{name}.fio" if len(texts) == 1 else f"{name}.h{i}.fio")
+        jobfile = log_path(ctx.workdir, f"{name}.fio" if len(texts) == 1 else f"{name}.h{i}.fio")
         jobfile.parent.mkdir(parents=True, exist_ok=True)
         jobfile.write_text(text)
         jobfiles.append(jobfile)
@@ -377,9 +378,9 @@ def save_json(ctx: CaseContext, raw: str, tag: str = "") -> None:
     """fio's final JSON as fio/<case>.i<iteration>.json (the last object of the output)."""
     assert ctx.workdir is not None
     objs = fiojson.split_objects(raw)
-    d = ctx.workdir / "fio"
-    d.mkdir(exist_ok=True)
-    (d / f"{ctx.case_id}.i{ctx.iteration}{tag}.json").write_text(json.dumps(objs[-1], indent=1) if objs else raw)
+    path = fio_json_path(ctx.workdir, f"{ctx.case_id}.i{ctx.iteration}{tag}")
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(objs[-1], indent=1) if objs else raw)
 
 
 def _fio_error(err: str, out: str) -> str:
