@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import zfsperf
+from helpers import zfsperf
 from zfsperf.tunables import BackendSpec, FileTunables, Journal, open_backend, replay
 from zfsperf.results.record import FORMAT_VERSION, CaseOutcome, Status
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import zfsperf
-from test_runner import last_dir, records, write_runfile
+from helpers import zfsperf
+from helpers import last_dir, records, write_runfile
 
 
 def _results(d: Path, values: list[float], *, host: str = "h1", case: str = "c",

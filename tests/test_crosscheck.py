@@ -5,8 +5,8 @@ warned about in the run and the report."""
 
 import json
 
-from conftest import zfsperf
-from test_runner import last_dir, records, write_runfile
+from helpers import zfsperf
+from helpers import last_dir, records, write_runfile
 from zfsperf.metrics.crosscheck import CrossCheck
 
 RUNFILE = """

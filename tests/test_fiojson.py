@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import VERSIONS, fixture
+from helpers import VERSIONS, fixture
 from zfsperf.errors import InputError
 from zfsperf.metrics import fiojson
 from zfsperf.metrics.quantize import quantize, render

@@ -106,7 +106,7 @@ def test_format3_reads_like_format2(run, tmp_path):
     """The same records written by this zfsperf (format 3: CaseRecord.to_json) read back to the same
     report, compare and every exporter's text as the stored format-2 file: one typed record, two formats."""
     from zfsperf.results.record import FORMAT_VERSION, CaseRecord
-    from zfsperf.results.store import ResultsDir
+    from zfsperf.results.directory import ResultsDir
     assert FORMAT_VERSION == 3
     old = ResultsDir.open(run).results()
     info = json.loads((run / "run.json").read_text())
@@ -125,7 +125,7 @@ def test_format3_reads_like_format2(run, tmp_path):
 def test_record_keeps_workload_detail(run):
     """What a workload records beside its figures (receive's streams and rounds, fio's histograms,
     class table and latency kinds) survives a round trip: nothing a record carried is dropped."""
-    from zfsperf.results.store import ResultsDir
+    from zfsperf.results.directory import ResultsDir
     recs = ResultsDir.open(run).results()
     raw = [json.loads(x) for x in (RUN / "results.jsonl").read_text().splitlines() if x.strip()]
     for r, d in zip(recs, raw):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import zfsperf
+from helpers import zfsperf
 from zfsperf.errors import InputError
 from zfsperf.guest.inside import shadowed, split_outdir
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import pg_cluster, zfsperf
-from test_runner import last_dir, write_runfile
+from helpers import pg_cluster, zfsperf
+from helpers import last_dir, write_runfile
 
 RUNFILE = """
 [params]

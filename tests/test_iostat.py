@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import VERSIONS, fixture
+from helpers import VERSIONS, fixture
 from zfsperf.errors import InputError
 from zfsperf.metrics.iostat import parse_hp_reports, parse_human_reports, pool_metrics
 from zfsperf.pool import destroy_busy

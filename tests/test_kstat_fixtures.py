@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import VERSIONS, fixture
+from helpers import VERSIONS, fixture
 from zfsperf.errors import InputError
 from zfsperf.targets.kstat import parse_named, parse_named_strings, parse_sysctl, parse_txgs
 

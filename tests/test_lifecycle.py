@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from fakes import TUNABLES, FakeTarget, ScriptedWorkload, interrupt_self, runfile
+from helpers import TUNABLES, FakeTarget, ScriptedWorkload, interrupt_self, runfile
 from zfsperf import runner as runner_mod
 from zfsperf import workloads
 from zfsperf.errors import Unavailable
 from zfsperf.machine import RunLock
 from zfsperf.tunables import Journal
 from zfsperf.results.record import Status
-from zfsperf.results.store import ResultsDir
+from zfsperf.results.directory import ResultsDir
 from zfsperf.workloads.base import CaseTimeout, WorkloadFailed, figure
 
 pytestmark = pytest.mark.fast
@@ -201,7 +201,7 @@ def test_a_signal_abandons_the_case_and_resume_finishes_the_run(h, tmp_path, sig
 def test_target_lab_is_refused_by_name(tmp_path):
     """`lab` names only the embedded zfs-fuse daemon (glossary): `--target lab`, once an old spelling
     of the guest, is an input error that says which target to use, before anything is started."""
-    from conftest import zfsperf
+    from helpers import zfsperf
     res = zfsperf("run", "--target", "lab", "-o", str(tmp_path / "out"), "--no-history", "--check", "off")
     assert res.returncode == 2 and "--target guest" in res.stderr and "--target zfs-fuse" in res.stderr
     assert not (tmp_path / "out").exists()

@@ -9,8 +9,8 @@ import sys
 import time
 from contextlib import contextmanager
 
-from conftest import zfsperf
-from test_runner import last_dir, write_runfile
+from helpers import zfsperf
+from helpers import last_dir, write_runfile
 from zfsperf import machine
 
 FIO = """

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import zfsperf
-from test_runner import write_runfile
+from helpers import zfsperf
+from helpers import write_runfile
 from zfsperf.ui import Eta
 
 RF = """

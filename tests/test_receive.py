@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import zfsperf
+from helpers import receive_runfile, zfsperf
 from zfsperf import proc
 from zfsperf.pool import PoolManager, PoolSpec
 from zfsperf.workloads.base import CaseContext
@@ -38,31 +38,8 @@ def test_sweep_bytes_match_and_datasets_exist(target, vdev_root, small_corpus):
         pools.cleanup_files()
 
 
-def _runfile(tmp_path: Path, corpus: str, threads: str = "[1, 2]", extra: str = "") -> Path:
-    p = tmp_path / "rf.toml"
-    p.write_text(f'''
-[defaults]
-iterations = 1
-timeout = "5m"
-[defaults.pool]
-layout = "stripe"
-vdevs = 1
-vdev_size = "256M"
-[defaults.dataset]
-primarycache = "none"
-[[test]]
-name = "recv"
-tags = ["receive"]
-workload = "receive"
-corpus = {corpus}
-threads = {threads}
-{extra}
-''')
-    return p
-
-
 def test_cli_small_sweep_pass(tmp_path, lab):
-    rf = _runfile(tmp_path, '{ kind = "random", size = "24M", seed = 7 }',
+    rf = receive_runfile(tmp_path, '{ kind = "random", size = "24M", seed = 7 }',
                   extra='expect = { throughput = ">= 1 MiB/s" }')
     out = tmp_path / "res"
     res = zfsperf("run", "-r", str(rf), "-o", str(out), "-d", str(tmp_path / "vd"))
@@ -83,7 +60,7 @@ def test_cli_small_sweep_pass(tmp_path, lab):
 
 
 def test_unmet_expectation_is_fail_with_both_numbers(tmp_path, lab):
-    rf = _runfile(tmp_path, '{ kind = "random", size = "24M", seed = 7 }', threads="1",
+    rf = receive_runfile(tmp_path, '{ kind = "random", size = "24M", seed = 7 }', threads="1",
                   extra='expect = { throughput = ">= 1000000 MiB/s" }')
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
     assert res.returncode == 1
@@ -93,11 +70,11 @@ def test_unmet_expectation_is_fail_with_both_numbers(tmp_path, lab):
 def test_duration_runs_rounds_back_to_back_and_stops_when_the_pool_is_full(tmp_path, lab):
     """duration: receive rounds back to back for that long, figures over every round's timed part;
     on a pool too small for the whole duration the rounds end early and the result says so."""
-    from test_runner import last_dir
+    from helpers import last_dir
     corpus = '{ kind = "random", size = "24M", seed = 7 }'
     recs = {}
     for size in ("1G", "128M"):
-        rf = _runfile(tmp_path, corpus, threads="2", extra='duration = "2s"')
+        rf = receive_runfile(tmp_path, corpus, threads="2", extra='duration = "2s"')
         rf.write_text(rf.read_text().replace('vdev_size = "256M"', f'vdev_size = "{size}"'))
         res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / size), "-d", str(tmp_path / "vd"))
         assert res.returncode == 0, res.stdout + res.stderr
@@ -111,6 +88,6 @@ def test_duration_runs_rounds_back_to_back_and_stops_when_the_pool_is_full(tmp_p
         rec["figures"]["bytes"]["value"] / 2**20 / rec["figures"]["wall_time"]["value"])
     small = recs["128M"]                       # 48M a round does not fit twice: one round, and said
     assert small["rounds"] == 1 and "would not hold another" in small["duration_note"]
-    bad = _runfile(tmp_path, corpus, extra='duration = "soon"')
+    bad = receive_runfile(tmp_path, corpus, extra='duration = "soon"')
     res = zfsperf("run", "-r", str(bad), "-o", str(tmp_path / "bad"))
     assert res.returncode == 2 and "duration" in res.stderr

@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,8 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from conftest import zfsperf
-from test_runner import last_dir
+from helpers import chromium, last_dir, zfsperf
 
 AB = """
 [defaults]
@@ -129,14 +127,6 @@ def test_outliers_in_plain_words_and_too_few_iterations(tmp_path):
     assert zfsperf("report", str(d), "--format", "json").returncode == 0
 
 
-def _chromium(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.fail("chromium is missing: `make test` installs it (scripts/install-deps.sh --test)")
-    return subprocess.run([exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-                           "--v=0", *args], capture_output=True, text=True, timeout=timeout)
-
-
 def _console_errors(stderr: str) -> list[str]:
     return [ln for ln in stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
 
@@ -158,7 +148,7 @@ numjobs = [1, 2]
 """
 
 
-def test_html_report_in_headless_chromium(ab_runs, tmp_path):
+def test_html_report_in_headlesschromium(ab_runs, tmp_path):
     ab = tmp_path / "ab.html"
     assert zfsperf("compare", str(ab_runs["a"]), str(ab_runs["b"]), "--html", str(ab)).returncode == 0
     rf = tmp_path / "fio.toml"
@@ -173,7 +163,7 @@ def test_html_report_in_headless_chromium(ab_runs, tmp_path):
         assert "http://" not in text and "https://" not in text          # self-contained
         n_img = text.count("<img ")
         assert n_img >= (1 if html is ab else 3), html       # A/B bars; histograms and steady charts
-        dom = _chromium(f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", html.as_uri())
+        dom = chromium(f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", html.as_uri())
         body = re.search(r"<body[^>]*>", dom.stdout).group(0)
         assert body == f'<body data-images="{n_img}/{n_img}">', body          # every image loaded, none broken
         assert _console_errors(dom.stderr) == []
@@ -181,7 +171,7 @@ def test_html_report_in_headless_chromium(ab_runs, tmp_path):
     text = html.read_text()
     n_img = text.count("<img ")
     shot = tmp_path / "shot.png"
-    _chromium(f"--user-data-dir={profile}", "--window-size=1200,1600", f"--screenshot={shot}", html.as_uri())
+    chromium(f"--user-data-dir={profile}", "--window-size=1200,1600", f"--screenshot={shot}", html.as_uri())
     import matplotlib.image as mpimg
     px = mpimg.imread(shot)
     assert px.shape[0] > 500 and float(px[..., :3].std()) > 0.05       # not blank
@@ -189,7 +179,7 @@ def test_html_report_in_headless_chromium(ab_runs, tmp_path):
     bad = tmp_path / "bad.html"
     bad.write_text(text.replace("data:image/png;base64,", "data:image/png;base64,AAAA", 1)
                    .replace("<script>", "<script>undefinedFunction();</script><script>", 1))
-    dom2 = _chromium(f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", bad.as_uri())
+    dom2 = chromium(f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", bad.as_uri())
     assert re.search(r"<body[^>]*>", dom2.stdout).group(0) != f'<body data-images="{n_img}/{n_img}">'
     assert _console_errors(dom2.stderr)
 

@@ -2,36 +2,10 @@ import textwrap
 
 import pytest
 
-from conftest import zfsperf
+from helpers import EXAMPLE, zfsperf
 from zfsperf.errors import InputError
 from zfsperf.runfile import builtin_names, load, loads
 
-EXAMPLE = textwrap.dedent('''\
-    [defaults]
-    iterations = 3
-    timeout = "20m"
-    [defaults.pool]
-    layout = "mirror"          # stripe | mirror | raidz1 | raidz2 | raidz3
-    vdevs = 2
-    vdev_size = "2G"
-    [defaults.dataset]
-    primarycache = "none"
-
-    [[test]]
-    name = "recv-threads"
-    tags = ["receive", "quick"]
-    workload = "receive"
-    corpus = { kind = "small-records", size = "256M" }
-    threads = [1, 2, 4]         # a list is a sweep: one case per value
-
-    [[test]]
-    name = "recv-batch"
-    tags = ["receive", "tunables"]
-    workload = "receive"
-    corpus = { kind = "small-records", size = "256M" }
-    threads = 1
-    tunables = { zfs_recv_write_batch_size = ["128K", "1M"] }
-    ''')
 
 
 def test_issue_example_loads_and_expands():

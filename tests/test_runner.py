@@ -13,28 +13,8 @@ import pytest
 from pathlib import Path
 
 
-from conftest import DEFAULT_BATCH, zfsperf
-from test_runfile import EXAMPLE
+from helpers import DEFAULT_BATCH, EXAMPLE, TUNED, last_dir, records, small, write_runfile, zfsperf
 
-
-
-def write_runfile(tmp_path: Path, body: str) -> Path:
-    p = tmp_path / "rf.toml"
-    p.write_text(body)
-    return p
-
-
-def small(example: str) -> str:
-    return (example.replace('size = "256M"', 'size = "16M"').replace('vdev_size = "2G"', 'vdev_size = "256M"')
-            .replace("iterations = 3", "iterations = 1"))
-
-
-def last_dir(stdout: str) -> Path:
-    return Path(stdout.rstrip().splitlines()[-1].split("\t")[-1])
-
-
-def records(d: Path) -> list[dict]:
-    return [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines() if x.strip()]
 
 
 def test_issue_example_on_zfs_fuse(tmp_path, lab):
@@ -55,23 +35,6 @@ def test_tags_and_single_test_select(tmp_path):
     assert "recv-batch" in res.stdout and "recv-threads" not in res.stdout
     res = zfsperf("list", "-r", str(rf), "-t", "recv-threads")
     assert res.stdout.count("    recv-threads threads=") == 3 and "recv-batch" not in res.stdout
-
-
-TUNED = '''
-[defaults]
-iterations = {iters}
-timeout = "5m"
-[defaults.pool]
-layout = "stripe"
-vdevs = 1
-vdev_size = "512M"
-[[test]]
-name = "tuned"
-workload = "receive"
-corpus = {{ kind = "random", size = "{size}", seed = 5 }}
-threads = {threads}
-tunables = {{ zfs_recv_write_batch_size = "128K" }}
-'''
 
 
 def test_tunable_restored_after_normal_end(tmp_path, params, lab):

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from conftest import VERSIONS, fixture, zfsperf
-from test_runner import last_dir, records, write_runfile
+from helpers import VERSIONS, fixture, zfsperf
+from helpers import last_dir, records, write_runfile
 from zfsperf.metrics import arc
 from zfsperf.metrics.iostat import parse_hp_reports, pool_metrics
 from zfsperf.metrics.sampler import Sampler

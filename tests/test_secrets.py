@@ -11,8 +11,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import pg_cluster, zfsperf
-from test_runner import last_dir, write_runfile
+from helpers import pg_cluster, zfsperf
+from helpers import last_dir, write_runfile
 
 SECRET = "Zp-s3cr3t-4711"
 RUNFILE = """

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from conftest import zfsperf
-from test_runner import last_dir, records, write_runfile
+from helpers import zfsperf
+from helpers import last_dir, records, write_runfile
 from zfsperf import proc
 from zfsperf.errors import InputError
 from zfsperf.sshlink import Ssh, parse_url

@@ -24,7 +24,7 @@ def test_no_code_reads_the_folder_beside_the_checkout():
 
 
 def test_fixtures_are_in_the_repository():
-    from conftest import FIXTURES, VERSIONS
+    from helpers import FIXTURES, VERSIONS
     assert FIXTURES.is_relative_to(REPO)
     for v in VERSIONS:
         d = FIXTURES / v
@@ -33,3 +33,12 @@ def test_fixtures_are_in_the_repository():
         names = {ln.split()[0] for ln in (d / "commands.txt").read_text().splitlines()
                  if ln.strip() and not ln.startswith("#") and ln.split()[0].endswith((".txt", ".json"))}
         assert names and all((d / n).is_file() for n in names), sorted(n for n in names if not (d / n).is_file())
+
+
+def test_shared_helpers_live_in_one_module():
+    """Tests share helpers through tests/helpers.py only: no test module imports another test
+    module or conftest.py (fixtures reach tests through pytest, helpers through one import)."""
+    tests = Path(__file__).resolve().parent
+    bad = re.compile(r"^\s*(from|import)\s+(conftest|test_\w+|faults)\b", re.M)
+    found = [str(p.relative_to(tests)) for p in tests.rglob("*.py") if bad.search(p.read_text())]
+    assert found == []

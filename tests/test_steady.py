@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import zfsperf
+from helpers import zfsperf
 from zfsperf.steady import Criteria, check_metric, decide
 
 pytestmark = pytest.mark.fast       # no ZFS, no daemon: pytest -m fast

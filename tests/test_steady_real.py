@@ -3,8 +3,8 @@ people look (the summary table, summary.txt, report, compare), on real zfs-fuse.
 
 import json
 
-from conftest import zfsperf
-from test_runner import last_dir, records, write_runfile
+from helpers import zfsperf
+from helpers import last_dir, records, write_runfile
 from zfsperf import steady
 from zfsperf.steady import rounds, timescale
 
@@ -100,15 +100,15 @@ def _chart_panels_drawn(d, r) -> None:
     import re
     import matplotlib.image as mpimg
     import numpy as np
-    from test_report import _chromium
+    from helpers import chromium
     from zfsperf.report import plots
     page = d / "report.html"
     n_img = page.read_text().count("<img ")
     profile = d.parent / "profile"
-    dom = _chromium(f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", page.as_uri())
+    dom = chromium(f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", page.as_uri())
     assert re.search(r"<body[^>]*>", dom.stdout).group(0) == f'<body data-images="{n_img}/{n_img}">'
     shot = d.parent / "shot.png"
-    _chromium(f"--user-data-dir={profile}", "--window-size=1200,2400", f"--screenshot={shot}", page.as_uri())
+    chromium(f"--user-data-dir={profile}", "--window-size=1200,2400", f"--screenshot={shot}", page.as_uri())
     assert float(mpimg.imread(shot)[..., :3].std()) > 0.05
     png = plots.steady_chart(d / r["series"], r["steady"])
     px = mpimg.imread(io.BytesIO(png))[..., :3]

@@ -19,7 +19,7 @@ from .metrics.sampler import Sampler
 from .tunables import Journal, TunableSession
 from .pool import PoolManager
 from .results.record import CaseOutcome, CaseRecord, Status, as_figures
-from .results.store import ResultsDir, series_path
+from .results.directory import ResultsDir, series_path
 from .runfile import Case
 from .targets.base import Target
 from .ui import Console

@@ -25,7 +25,7 @@ from .results.statusline import status_line
 from .report import export
 from .report.export import junit, results_csv
 from .results.stats import summarise
-from .results.store import RUN_JSON, SUMMARY, ResultsDir, log_path
+from .results.directory import RUN_JSON, SUMMARY, ResultsDir, log_path
 from .metrics.quantize import render_histograms
 from .results.tables import case_table
 from .runfile import Case, Runfile, load, loads

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from conftest import children, zfsperf
-from test_runner import write_runfile
+from helpers import children, zfsperf
+from helpers import write_runfile
 from zfsperf import proc
 from zfsperf.pool import destroy_busy, leftover_pools
 

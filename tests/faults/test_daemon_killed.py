@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import children
+from helpers import children
 from zfsperf import proc
 
 RUNFILE = """

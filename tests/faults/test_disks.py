@@ -5,9 +5,9 @@ import subprocess
 
 import pytest
 
-from conftest import zfsperf
-from test_runner import small, write_runfile, records, last_dir
-from test_runfile import EXAMPLE
+from helpers import zfsperf
+from helpers import small, write_runfile, records, last_dir
+from helpers import EXAMPLE
 
 
 @pytest.fixture

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import VERSIONS, fixture
-from test_runfile import EXAMPLE
+from helpers import VERSIONS, fixture
+from helpers import EXAMPLE
 from zfsperf.errors import InputError, ZfsperfError
 from zfsperf.metrics import fiojson
 from zfsperf.metrics.iostat import parse_hp_reports, parse_human_reports
 from zfsperf.pool import check_dataset_component, check_pool_name, check_property_name
-from zfsperf.results.store import iter_results
+from zfsperf.results.directory import iter_results
 from zfsperf.runfile import loads
 from zfsperf.steady import read_series
 from zfsperf.targets.kstat import parse_named, parse_sysctl, parse_txgs

@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from conftest import zfsperf
-from test_receive import _runfile
-from test_runner import small, write_runfile
-from test_runfile import EXAMPLE
+from helpers import zfsperf
+from helpers import receive_runfile
+from helpers import small, write_runfile
+from helpers import EXAMPLE
 
 
 def test_foreign_pool_untouched(tmp_path, lab, target):
@@ -23,7 +23,7 @@ def test_foreign_pool_untouched(tmp_path, lab, target):
     assert lab.run(["zpool", "create", "-m", "none", name, str(vd)]).ok
     try:
         assert lab.run(["zfs", "create", f"{name}/keepme"]).ok
-        rf = _runfile(tmp_path, '{ kind = "random", size = "24M", seed = 7 }', threads="1")
+        rf = receive_runfile(tmp_path, '{ kind = "random", size = "24M", seed = 7 }', threads="1")
         res = zfsperf("run", "-x", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
         assert res.returncode == 0, res.stdout + res.stderr
         assert lab.run(["zfs", "list", "-H", "-o", "name", f"{name}/keepme"]).ok

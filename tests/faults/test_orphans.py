@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import DEFAULT_BATCH, children, zfsperf
-from test_runner import write_runfile
+from helpers import DEFAULT_BATCH, children, zfsperf
+from helpers import write_runfile
 from zfsperf import proc
 from zfsperf.pool import MANIFEST, VdevDir, cleanup_leftovers
 

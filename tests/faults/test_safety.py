@@ -3,8 +3,8 @@
 import os
 import subprocess
 
-from conftest import zfsperf
-from test_runner import TUNED, last_dir, records, write_runfile
+from helpers import zfsperf
+from helpers import TUNED, last_dir, records, write_runfile
 from zfsperf.pool import OWNER_PROP
 
 

@@ -10,8 +10,8 @@ import sys
 import threading
 import time
 
-from conftest import DEFAULT_BATCH, children
-from test_runner import write_runfile
+from helpers import DEFAULT_BATCH, children
+from helpers import write_runfile
 from zfsperf import proc
 
 RUNFILE = """

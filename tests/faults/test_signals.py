@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import children, zfsperf
-from conftest import DEFAULT_BATCH
-from test_runner import records, write_runfile
+from helpers import children, zfsperf
+from helpers import DEFAULT_BATCH
+from helpers import records, write_runfile
 
 FIO_TUNED = """
 [defaults]

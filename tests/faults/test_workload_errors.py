@@ -4,9 +4,9 @@ All on real zfs-fuse with real streams."""
 import time
 from pathlib import Path
 
-from conftest import zfsperf
-from test_receive import _runfile
-from test_runner import last_dir, records, write_runfile
+from helpers import zfsperf
+from helpers import receive_runfile
+from helpers import last_dir, records, write_runfile
 from zfsperf import proc
 from zfsperf.pool import PoolManager, PoolSpec
 from zfsperf.workloads.base import CaseContext, WorkloadFailed
@@ -18,7 +18,7 @@ def test_truncated_sendfile_is_fail_with_zfs_message(tmp_path, small_corpus, lab
     data = Path(small_corpus.stream.path).read_bytes()
     cut = tmp_path / "cut.zfs"
     cut.write_bytes(data[: len(data) * 2 // 3])
-    rf = _runfile(tmp_path, f'{{ file = "{cut}" }}', threads="1")
+    rf = receive_runfile(tmp_path, f'{{ file = "{cut}" }}', threads="1")
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
     assert res.returncode == 1
     assert "[FAIL]" in res.stdout and "[PASS]" not in res.stdout
@@ -33,7 +33,7 @@ def test_corrupted_record_is_fail(tmp_path, small_corpus, lab):
         data[i] ^= 0xA5
     bad = tmp_path / "corrupt.zfs"
     bad.write_bytes(bytes(data))
-    rf = _runfile(tmp_path, f'{{ file = "{bad}" }}', threads="1")
+    rf = receive_runfile(tmp_path, f'{{ file = "{bad}" }}', threads="1")
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
     assert res.returncode == 1, res.stdout + res.stderr
     (rec,) = records(last_dir(res.stdout))
@@ -90,7 +90,7 @@ time_based = false
 
 
 def test_receive_larger_than_the_pool_is_fail(tmp_path, lab):
-    rf = _runfile(tmp_path, '{ kind = "random", size = "96M", seed = 21 }', threads="2")
+    rf = receive_runfile(tmp_path, '{ kind = "random", size = "96M", seed = 21 }', threads="2")
     rf.write_text(rf.read_text().replace('vdev_size = "256M"', 'vdev_size = "128M"'))
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
     assert res.returncode == 1, res.stdout + res.stderr

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..results.record import CaseRecord
 from ..results.stats import Summary, summarise
-from ..results.store import ResultsDir
+from ..results.directory import ResultsDir
 
 @dataclass
 class CaseData:

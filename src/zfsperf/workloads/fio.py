@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..metrics import fiojson
 from ..metrics.iostat import PoolLatency
 from ..metrics.quantize import quantize
-from ..results.store import fio_json_path, log_path
+from ..results.directory import fio_json_path, log_path
 from ..targets.base import Target
 from ..units import parse_duration, parse_size
 from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure

@@ -1,0 +1,364 @@
+"""What the tests share, in one place (fixtures stay in conftest.py): the real CLI as a user runs
+it, captured OpenZFS output, runfiles, a throwaway PostgreSQL server, and the fake target.
+
+The fake target and the scripted workload (FakeTarget, ScriptedWorkload) test the runner's order,
+statuses, precision, interleave, resume and signals in seconds, without ZFS (test_lifecycle.py):
+a kernel-OpenZFS-shaped target with no kernel whose arcstats replay output captured from OpenZFS
+2.3.2 (fixtures/openzfs-2.3.2), whose tunables are files in a directory laid out like
+/sys/module/zfs/parameters (the real FileTunables backend and the real journal), and whose
+zpool/zfs commands are recorded in order and answered as the real tools answer a success. No
+pool exists anywhere: those tests check what zfsperf does around a measurement, never a figure of
+ZFS; every real-ZFS path stays tested on the session's zfs-fuse daemon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from zfsperf import proc
+from zfsperf.pool import OWNER_PROP
+from zfsperf.targets.base import Target
+from zfsperf.targets.kstat import parse_named
+from zfsperf.tunables import FileTunables
+from zfsperf.workloads.base import CaseContext, Figures, figure
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"     # captured real OpenZFS output (README there)
+VERSIONS = ("openzfs-2.1.11", "openzfs-2.3.2")
+
+
+def fixture(version: str, name: str) -> str:
+    return (FIXTURES / version / name).read_text()
+
+DEFAULT_BATCH = "1048576"
+
+
+def zfsperf(*args: str, env: dict | None = None, timeout: float = 600, cwd: str | None = None
+            ) -> subprocess.CompletedProcess:
+    """Run the real CLI as a user would."""
+    return subprocess.run([sys.executable, "-m", "zfsperf.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+def children(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of each live child of pid, from /proc (the fault tests' way of finding
+    the processes a zfsperf run started)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append((int(d.name), (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _pg_bin(name: str) -> str:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    assert found, f"no PostgreSQL {name}: make test installs the postgresql package"
+    return found[-1]
+
+
+@dataclass
+class PgCluster:
+    """A throwaway PostgreSQL server on a private socket (no TCP listener)."""
+    base: Path
+    sock: Path
+    port: int
+    as_pg: list[str]
+
+    def url(self, user: str, db: str, password: str | None = None) -> str:
+        cred = user + (f":{password}" if password is not None else "")
+        return f"postgresql://{cred}@/{db}?host={self.sock}&port={self.port}"
+
+    def sql(self, statement: str, db: str = "postgres") -> None:
+        subprocess.run([*self.as_pg, _pg_bin("psql"), "-h", str(self.sock), "-p", str(self.port), "-U", "postgres",
+                        "-d", db, "-v", "ON_ERROR_STOP=1", "-c", statement], check=True, capture_output=True,
+                       env={**os.environ, "PGPASSWORD": self.superpass})
+
+    superpass: str = "superpass-not-under-test"
+
+    def stop(self) -> None:
+        subprocess.run([*self.as_pg, _pg_bin("pg_ctl"), "-D", str(self.base / "data"), "-m", "fast", "-w", "stop"],
+                       capture_output=True)
+
+
+@contextlib.contextmanager
+def pg_cluster(auth: str = "trust") -> Iterator[PgCluster]:
+    """initdb + pg_ctl, as the postgres user when root (the server refuses to run as root),
+    outside pytest's root-only temporary folders; auth "scram-sha-256" makes every role need its
+    password. A database "zfsperf" exists."""
+    base = Path(tempfile.mkdtemp(prefix="zfsperf-pg-"))
+    data, sock = base / "data", base / "sock"
+    sock.mkdir()
+    as_pg: list[str] = []
+    if os.geteuid() == 0:
+        as_pg = ["runuser", "-u", "postgres", "--"]
+        for d in (base, sock):
+            shutil.chown(d, "postgres", "postgres")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    c = PgCluster(base, sock, port, as_pg)
+    pwfile = base / "pw"
+    pwfile.write_text(c.superpass + "\n")
+    if as_pg:
+        shutil.chown(pwfile, "postgres", "postgres")
+    subprocess.run([*as_pg, _pg_bin("initdb"), "-D", str(data), "-A", auth, "-U", "postgres",
+                    f"--pwfile={pwfile}"], check=True, capture_output=True)
+    subprocess.run([*as_pg, _pg_bin("pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-w", "-o",
+                    f"-k {sock} -p {port} -c listen_addresses=''", "start"], check=True, capture_output=True)
+    try:
+        subprocess.run([*as_pg, _pg_bin("createdb"), "-h", str(sock), "-p", str(port), "-U", "postgres", "zfsperf"],
+                       check=True, capture_output=True, env={**os.environ, "PGPASSWORD": c.superpass})
+        yield c
+    finally:
+        c.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def chromium(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Headless Chromium (make test installs it): the HTML report is checked in a real browser."""
+    import pytest
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.fail("chromium is missing: `make test` installs it (scripts/install-deps.sh --test)")
+    return subprocess.run([exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                           "--v=0", *args], capture_output=True, text=True, timeout=timeout)
+
+
+# ---------------------------------------------------------------- runfiles
+EXAMPLE = textwrap.dedent('''\
+    [defaults]
+    iterations = 3
+    timeout = "20m"
+    [defaults.pool]
+    layout = "mirror"          # stripe | mirror | raidz1 | raidz2 | raidz3
+    vdevs = 2
+    vdev_size = "2G"
+    [defaults.dataset]
+    primarycache = "none"
+
+    [[test]]
+    name = "recv-threads"
+    tags = ["receive", "quick"]
+    workload = "receive"
+    corpus = { kind = "small-records", size = "256M" }
+    threads = [1, 2, 4]         # a list is a sweep: one case per value
+
+    [[test]]
+    name = "recv-batch"
+    tags = ["receive", "tunables"]
+    workload = "receive"
+    corpus = { kind = "small-records", size = "256M" }
+    threads = 1
+    tunables = { zfs_recv_write_batch_size = ["128K", "1M"] }
+    ''')
+
+
+def write_runfile(tmp_path: Path, body: str) -> Path:
+    p = tmp_path / "rf.toml"
+    p.write_text(body)
+    return p
+
+
+def small(example: str) -> str:
+    return (example.replace('size = "256M"', 'size = "16M"').replace('vdev_size = "2G"', 'vdev_size = "256M"')
+            .replace("iterations = 3", "iterations = 1"))
+
+
+def last_dir(stdout: str) -> Path:
+    return Path(stdout.rstrip().splitlines()[-1].split("\t")[-1])
+
+
+def records(d: Path) -> list[dict]:
+    return [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines() if x.strip()]
+
+
+def receive_runfile(tmp_path: Path, corpus: str, threads: str = "[1, 2]", extra: str = "") -> Path:
+    p = tmp_path / "rf.toml"
+    p.write_text(f'''
+[defaults]
+iterations = 1
+timeout = "5m"
+[defaults.pool]
+layout = "stripe"
+vdevs = 1
+vdev_size = "256M"
+[defaults.dataset]
+primarycache = "none"
+[[test]]
+name = "recv"
+tags = ["receive"]
+workload = "receive"
+corpus = {corpus}
+threads = {threads}
+{extra}
+''')
+    return p
+
+
+# a receive test that sets a tunable (fill in iters, size, threads with .format)
+TUNED = '''
+[defaults]
+iterations = {iters}
+timeout = "5m"
+[defaults.pool]
+layout = "stripe"
+vdevs = 1
+vdev_size = "512M"
+[[test]]
+name = "tuned"
+workload = "receive"
+corpus = {{ kind = "random", size = "{size}", seed = 5 }}
+threads = {threads}
+tunables = {{ zfs_recv_write_batch_size = "128K" }}
+'''
+
+
+# ---------------------------------------------------------------- the fake target
+ARCSTATS = FIXTURES / "openzfs-2.3.2" / "kstat_arcstats_final.txt"
+
+TUNABLES = {"zfs_txg_timeout": "5", "zfs_dirty_data_max": "4294967296", "zfs_recv_write_batch_size": "1048576"}
+
+
+class LoggedTunables(FileTunables):
+    """The real file backend, with each set written to the event list (the lifecycle order)."""
+
+    def __init__(self, directory: str, events: list[tuple[Any, ...]]) -> None:
+        super().__init__(directory)
+        self.events = events
+
+    def set(self, name: str, value: str) -> None:
+        self.events.append(("set", name, str(value)))
+        super().set(name, value)
+
+
+class FakeTarget(Target):
+    impl = "openzfs-linux"
+
+    def __init__(self, root: Path, log: proc.CommandLog = proc.NULL_LOG) -> None:
+        super().__init__(log)
+        self.events: list[tuple[Any, ...]] = []        # every command, set and workload call, in order
+        pdir = root / "parameters"
+        pdir.mkdir(parents=True, exist_ok=True)
+        for k, v in TUNABLES.items():
+            (pdir / k).write_text(v + "\n")
+        self.tunables = LoggedTunables(str(pdir), self.events)
+        self.pools: dict[str, str] = {}               # name -> owner mark
+        self.arcstats = parse_named(ARCSTATS.read_text(), "arcstats")
+        self.closed = False
+
+    def zfs_version(self) -> str:
+        return "2.3.2 (fake: replayed kstats)"
+
+    def kstat_sources(self) -> list[str]:
+        return ["arcstats"]
+
+    def kstat(self, name: str) -> dict[str, float] | None:
+        return dict(self.arcstats) if name == "arcstats" else None
+
+    def iostat_forms(self) -> list[str]:
+        return []
+
+    def close(self) -> None:
+        self.closed = True
+
+    def commands(self, *names: str) -> list[list[str]]:
+        return [e[1] for e in self.events if e[0] == "run" and (not names or e[1][0] in names)]
+
+    def run(self, argv: Sequence[str], *, stdin_file: str | None = None, timeout: float | None = None,
+            log: proc.CommandLog | None = None, input: str | None = None,
+            stdout_file: str | None = None) -> proc.Completed:
+        argv = [str(a) for a in argv]
+        self.events.append(("run", argv))
+        out, rc = self._answer(argv)
+        return proc.Completed(argv, rc, out, "" if rc == 0 else f"{argv[0]}: cannot do that", 0.001)
+
+    def _answer(self, argv: list[str]) -> tuple[str, int]:
+        cmd = argv[:2]
+        if argv[0] == "truncate":                      # a sparse vdev file, as the real truncate makes it
+            Path(argv[-1]).parent.mkdir(parents=True, exist_ok=True)
+            with open(argv[-1], "ab") as f:
+                f.truncate(int(argv[2]))
+            return "", 0
+        if cmd == ["zpool", "create"]:
+            name = next(a for a in argv[2:] if not a.startswith("-") and "=" not in a and "/" not in a)
+            owner = next((a.split("=", 1)[1] for a in argv if a.startswith(f"{OWNER_PROP}=")), "-")
+            self.pools[name] = owner
+            return "", 0
+        if cmd == ["zpool", "destroy"]:
+            return ("", 0) if self.pools.pop(argv[-1], None) is not None else ("", 1)
+        if cmd == ["zpool", "list"]:
+            return "".join(f"{n}\n" for n in self.pools), 0
+        if cmd == ["zfs", "get"] and OWNER_PROP in argv:
+            return f"{self.pools.get(argv[-1], '-')}\n", 0 if argv[-1].split("/")[0] in self.pools else 1
+        return "", 0                                   # zfs create/set, rm of vdev files: done
+
+
+class ScriptedWorkload:
+    """A workload whose figures and failures the test writes: `script(ctx)` returns the figures
+    (or raises what a real workload raises). Each call is an event ("workload", case, iteration)."""
+    name = "scripted"
+    headline = "throughput"
+    series_headline = "workload_mibs"
+    bandwidth_figure = None
+    summary_figures = ["throughput"]
+    directions: dict[str, int] = {}
+    fields = {"level": ((int, float), True), "mode": (str, True)}
+
+    def __init__(self, target: FakeTarget, script: Callable[[CaseContext], Figures] | None = None) -> None:
+        self.target = target
+        self.script = script or (lambda ctx: {"throughput": figure(float(ctx.fields.get("level", 100)), "MiB/s")})
+
+    def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
+        pass
+
+    def prepare(self, test: dict[str, Any], target: Target, vdev_dir: Path, progress: Any) -> Any:
+        return None
+
+    def run(self, ctx: CaseContext) -> Figures:
+        self.target.events.append(("workload", ctx.case_id, ctx.iteration))
+        return self.script(ctx)
+
+    def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
+        return None
+
+    def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:
+        return None, "one call"
+
+
+def runfile(path: Path, body: str, *, iterations: int = 3) -> Path:
+    path.write_text(f"[defaults]\niterations = {iterations}\nwarmup = 0\ntimeout = \"1m\"\n"
+                    "[defaults.pool]\nvdevs = 1\nvdev_size = \"64M\"\n"
+                    "[defaults.steady]\nmode = \"off\"\n\n" + body)
+    return path
+
+
+def wait_until(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return cond()
+
+
+def interrupt_self(signum: int) -> None:
+    """What a user's Ctrl-C (or a hangup) does to the run: the signal, to this process."""
+    os.kill(os.getpid(), signum)
