@@ -135,3 +135,17 @@ def test_record_keeps_workload_detail(run):
     fio = [r for r in recs if r.workload == "fio"]
     assert fio and all(r.histograms and r.class_table and "latency_kind" in r.detail for r in fio)
     assert all(r.detail.get("rounds") for r in recs if r.workload == "receive")
+
+
+def test_run_record_reads_and_writes_run_json(run):
+    """run.json is read and written by one typed RunRecord: every key a stored run.json holds comes
+    back with its value, and what this zfsperf does not name is kept, not dropped."""
+    from zfsperf.results.directory import ResultsDir
+    from zfsperf.results.record import RunRecord
+    raw = json.loads((RUN / "run.json").read_text())
+    rec = ResultsDir.open(run).run_record()
+    assert rec.format == 2 and rec.target["implementation"] == "zfs-fuse" and rec.cases
+    back = rec.to_json()
+    assert {k: back[k] for k in raw} == raw
+    odd = RunRecord.from_json(raw | {"written_by_a_later_minor": [1, 2]})
+    assert odd.other == {"written_by_a_later_minor": [1, 2]} and odd.to_json()["written_by_a_later_minor"] == [1, 2]

@@ -158,9 +158,9 @@ class Runner:
         done: set[tuple[str, int]] = set()
         if opts.resume:
             rd = ResultsDir.open(Path(opts.resume))
-            info = rd.run_info()
-            sel = info.get("selection", {})
-            rf = loads(info["runfile"]["text"], info["runfile"]["source"], sel.get("defines") or {})
+            info = rd.run_record()
+            sel = info.selection
+            rf = loads(info.runfile["text"], info.runfile["source"], sel.get("defines") or {})
             opts.tags, opts.test = sel.get("tags"), sel.get("test")
             opts.iterations = sel.get("iterations", opts.iterations)
             opts.precision = sel.get("precision", opts.precision)
@@ -229,11 +229,11 @@ class Runner:
                 selection={"tags": opts.tags, "test": opts.test, "iterations": opts.iterations,
                            "precision": opts.precision, "interleave": opts.interleave, "seed": opts.seed,
                            "detect": opts.detect, "defines": opts.defines})
-            run_info["history_store"] = store_url
-            run_info["machine"] = {"before": self.before.as_dict() if self.before else None, "after": None}
-            run_info["duets"] = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides
+            run_info.history_store = store_url
+            run_info.machine = {"before": self.before.as_dict() if self.before else None, "after": None}
+            run_info.duets = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides
             if not opts.resume:
-                rd.write_json(RUN_JSON, run_info)
+                rd.write_run(run_info)
             try:
                 interrupted = self._run_cases(rf, cases, done, rd, target, pools, journal)
             except Interrupted:
@@ -241,14 +241,14 @@ class Runner:
             finally:
                 finish_pools(pools, keep_failed=opts.keep_failed, say=self.ui.say)
             if opts.resume:
-                run_info = rd.run_info()
-                run_info.setdefault("resumed", []).append({"time": t_start, "argv": opts.argv})
+                run_info = rd.run_record()
+                run_info.resumed.append({"time": t_start, "argv": opts.argv})
             if self.detected is not None:
-                run_info["detect"] = self.detected
-            run_info["tunables"]["after"] = runinfo.read_tunables(target, tun_names)
-            run_info["end"] = time.time()
-            run_info["interrupted"] = interrupted or self.control.interrupt is not None
-            rd.write_json(RUN_JSON, run_info)
+                run_info.detect = self.detected
+            run_info.tunables["after"] = runinfo.read_tunables(target, tun_names)
+            run_info.end = time.time()
+            run_info.interrupted = interrupted or self.control.interrupt is not None
+            rd.write_run(run_info)
         except Interrupted:
             interrupted = True
         finally:
@@ -460,9 +460,9 @@ class Runner:
             return
         after = machine.measure(machine.RUN_WINDOW_S)
         self.busier = machine.busier(self.before.as_dict(), after)
-        info = rd.run_info()
-        info["machine"] = {"before": self.before.as_dict(), "after": after.as_dict(), "busier": self.busier}
-        rd.write_json(RUN_JSON, info)
+        info = rd.run_record()
+        info.machine = {"before": self.before.as_dict(), "after": after.as_dict(), "busier": self.busier}
+        rd.write_run(info)
 
     def _close_target(self, target: Target, rd: ResultsDir) -> None:
         lab = target.daemon()

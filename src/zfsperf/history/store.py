@@ -193,15 +193,15 @@ class Store:
         path = str(run.path)
         if self.has(path):
             return None
-        info = run.info or {}
-        target = info.get("target") or {}
+        info = run.run
+        target = info.target
         same = settings(run)
-        row = (path, run.path.name, info.get("start"), same["host"], info.get("os"), info.get("kernel"),
+        row = (path, run.path.name, info.start, same["host"], info.os, info.kernel,
                same["implementation"], same["zfs_version"], target.get("pool_version"),
-               info.get("zfsperf_version"), (info.get("runfile") or {}).get("source"),
+               info.zfsperf_version, info.runfile.get("source"),
                same["runfile_sha"], same["defines"],
-               json.dumps((info.get("tunables") or {}).get("before") or {}, sort_keys=True),
-               info.get("format", 1), time.time(), target.get("accelerator"))
+               json.dumps(info.tunables.get("before") or {}, sort_keys=True),
+               info.format, time.time(), info.accelerator)
         cols = ", ".join(RUN_COLUMNS)
         marks = ", ".join("?" for _ in RUN_COLUMNS)
         run_id = int(self.execute(f"INSERT INTO runs ({cols}) VALUES ({marks}) RETURNING id", row).fetchone()[0])
@@ -296,13 +296,13 @@ class Store:
 
 def settings(run: RunData) -> dict[str, Any]:
     """What makes two runs "the same settings" for the store: host, ZFS, runfile text, defines."""
-    info = run.info or {}
-    target = info.get("target") or {}
-    text = (info.get("runfile") or {}).get("text") or ""
-    return {"host": info.get("host"), "implementation": target.get("implementation"),
+    info = run.run
+    target = info.target
+    text = info.runfile.get("text") or ""
+    return {"host": info.host, "implementation": target.get("implementation"),
             "zfs_version": target.get("zfs_version"),
             "runfile_sha": hashlib.sha256(text.encode()).hexdigest()[:16] if text else None,
-            "defines": json.dumps((info.get("selection") or {}).get("defines") or {}, sort_keys=True)}
+            "defines": json.dumps(info.selection.get("defines") or {}, sort_keys=True)}
 
 
 def case_seconds(run: RunData) -> Iterator[tuple[str, int, float]]:

@@ -307,8 +307,8 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
     """Points of one run (an A/B sweep): paired by block when the run was interleaved, by iteration
     when they ran as a duet; else compared as independent samples (and said so)."""
     cmp = Comparison(run, run, bases=[run], news=[run])
-    interleaved = bool((run.info.get("selection") or {}).get("interleave"))
-    duets = set(run.info.get("duets") or [])
+    interleaved = bool(run.run.selection.get("interleave"))
+    duets = set(run.run.duets)
     for a, b in pairs:
         _warn_unsteady(cmp, [(run.label, a), (run.label, b)])
         duet = a.test == b.test and a.test in duets

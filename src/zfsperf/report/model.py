@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..results.record import CaseRecord
+from ..results.record import CaseRecord, RunRecord
 from ..results.stats import Summary, summarise
 from ..results.directory import ResultsDir
 
@@ -65,7 +65,7 @@ class CaseData:
 @dataclass
 class RunData:
     path: Path
-    info: dict[str, Any]
+    run: RunRecord                  # run.json
     cases: dict[str, CaseData]
     records: list[CaseRecord] = field(default_factory=list)    # every counted record, in run order
 
@@ -76,16 +76,16 @@ class RunData:
     @property
     def accelerator(self) -> str | None:
         """"tcg" / "kvm" for a QEMU guest (under TCG every figure is emulation), else None."""
-        return (self.info.get("target") or {}).get("accelerator")
+        return self.run.accelerator
 
     def describe(self) -> str:
         from ..units import emulation_label
-        t = self.info.get("target") or {}
+        t = self.run.target
         accel = self.accelerator
         return (f"{self.path}: {t.get('implementation', '?')} {t.get('zfs_version', '?')}"
                 + (f" under {accel.upper()}" if accel else "")
                 + (f" {emulation_label(accel)}" if emulation_label(accel) else "")
-                + f", runfile {(self.info.get('runfile') or {}).get('source', '?')}")
+                + f", runfile {self.run.runfile.get('source', '?')}")
 
 
 def load_run(path: str | Path) -> RunData:
@@ -94,9 +94,11 @@ def load_run(path: str | Path) -> RunData:
         raise InputError("not a results directory", file=str(p))
     rd = ResultsDir.open(p)
     try:
-        info = rd.run_info()
-    except (OSError, ValueError):
-        info = {}                   # a run killed before run.json: the records still count
+        info = rd.run_record()
+    except InputError as e:
+        if e.field == "format":
+            raise                   # written by a newer zfsperf: refused by name
+        info = RunRecord()          # a run killed while writing run.json: the records still count
     cases: dict[str, CaseData] = {}
     records: list[CaseRecord] = []
     for r in rd.results():          # refuses a newer format by name
@@ -109,7 +111,7 @@ def load_run(path: str | Path) -> RunData:
         records.append(r)
     # the plan's order (run.json "cases"), not the order records happened to be written in: in an
     # interleaved run the first block is shuffled, and an A/B's A is its sweep's first point
-    plan = {cid: i for i, cid in enumerate(info.get("cases") or [])}
+    plan = {cid: i for i, cid in enumerate(info.cases)}
     ordered = sorted(enumerate(cases.values()), key=lambda ic: (plan.get(ic[1].case, len(plan)), ic[0]))
     cases = {cd.key: cd for _i, cd in ordered}
     return RunData(p, info, cases, records)

@@ -128,7 +128,7 @@ def build(run: RunData) -> dict[str, Any]:
                       "histograms": merged_histograms(c), "steady": steady_summary(c),
                       "cross_checks": cross_check_summary(c),
                       "errors": sorted({r.error for r in c.records if r.error})})
-    t = run.info.get("target") or {}
-    return {"path": str(run.path), "target": t, "host": run.info.get("host"), "runfile": (run.info.get("runfile") or {}).get("source"),
-            "zfsperf_version": run.info.get("zfsperf_version"), "start": run.info.get("start"),
-            "interrupted": run.info.get("interrupted"), "cases": cases, "warnings": warnings}
+    r = run.run
+    return {"path": str(run.path), "target": r.target, "host": r.host, "runfile": r.runfile.get("source"),
+            "zfsperf_version": r.zfsperf_version, "start": r.start,
+            "interrupted": r.interrupted, "cases": cases, "warnings": warnings}

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 from ..errors import InputError
 from ..proc import CommandLog
 
-from .record import FORMAT_VERSION, STATUSES, CaseRecord
+from .record import FORMAT_VERSION, STATUSES, CaseRecord, RunRecord
 
 # every path inside a results directory is named here and nowhere else
 RUN_JSON, RESULTS, SUMMARY = "run.json", "results.jsonl", "summary.txt"
@@ -114,11 +114,19 @@ class ResultsDir:
         (self.path / name).write_text(text)
 
     # ---------------------------------------------------------------- reading
-    def run_info(self) -> dict[str, Any]:
+    def run_record(self) -> RunRecord:
+        """run.json as a RunRecord (any format this zfsperf reads; a newer one is refused by name)."""
         try:
-            return json.loads((self.path / RUN_JSON).read_text())
+            data = json.loads((self.path / RUN_JSON).read_text())
         except (OSError, ValueError) as e:
             raise InputError(f"cannot read run.json: {e}", file=str(self.path / RUN_JSON)) from None
+        if not isinstance(data, dict):
+            raise InputError("run.json is not an object", file=str(self.path / RUN_JSON))
+        self.format()
+        return RunRecord.from_json(data)
+
+    def write_run(self, run: RunRecord) -> None:
+        self.write_json(RUN_JSON, run.to_json())
 
     def format(self) -> int:
         """The results format the directory was written in (1 before run.json carried it; a run

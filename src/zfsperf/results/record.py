@@ -165,3 +165,54 @@ class CaseRecord:
                    start=float(d.get("start") or 0.0),
                    duration=float(d["duration"]) if isinstance(d.get("duration"), (int, float)) else None,
                    detail={k: v for k, v in d.items() if k not in _FIELDS and k != "params"}, **known)
+
+
+# keys of run.json that RunRecord names; any other key is kept in `other` and written back
+_RUN_FIELDS = ("format", "zfsperf_version", "command_line", "host", "os", "kernel", "python", "target",
+               "fio_version", "start", "end", "interrupted", "runfile", "selection", "params", "vdev_dir",
+               "pools", "cases", "tunables", "machine", "duets", "history_store", "detect", "resumed")
+
+
+@dataclass(kw_only=True)
+class RunRecord:
+    """How a run's results were obtained (run.json): versions, host, target, runfile, selection,
+    pool layouts, every tunable before and after, the machine before and after."""
+    format: int = FORMAT_VERSION
+    zfsperf_version: str | None = None
+    command_line: list[str] = field(default_factory=list)      # argv, secrets redacted
+    host: str | None = None
+    os: str | None = None
+    kernel: str | None = None
+    python: str | None = None
+    target: dict[str, Any] = field(default_factory=dict)       # Target.info(): implementation, versions, capabilities
+    fio_version: str | None = None
+    start: float | None = None                # epoch seconds
+    end: float | None = None                  # None while the run goes on (or when it was killed)
+    interrupted: bool | None = None
+    runfile: dict[str, Any] = field(default_factory=dict)      # {"source", "text"} as loaded
+    selection: dict[str, Any] = field(default_factory=dict)    # tags, test, iterations, precision, interleave, seed, detect, defines
+    params: dict[str, Any] = field(default_factory=dict)       # the runfile's [params] with -D applied
+    vdev_dir: str | None = None
+    pools: dict[str, str] = field(default_factory=dict)        # test -> pool layout
+    cases: list[str] = field(default_factory=list)             # the plan's case ids, in order
+    tunables: dict[str, Any] = field(default_factory=lambda: {"before": {}, "after": None})
+    machine: dict[str, Any] | None = None     # machine.Check before and after, and what rose
+    duets: list[str] = field(default_factory=list)             # tests whose two sides ran at once
+    history_store: str | None = None          # where the run was added (credentials redacted)
+    detect: dict[str, Any] | None = None      # --detect: what the blocks reached and what stopped them
+    resumed: list[dict[str, Any]] = field(default_factory=list)
+    other: dict[str, Any] = field(default_factory=dict)        # keys this zfsperf does not name
+
+    @property
+    def accelerator(self) -> str | None:
+        """"tcg" / "kvm" for a QEMU guest (under TCG every figure is emulation), else None."""
+        return self.target.get("accelerator")
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in _RUN_FIELDS} | self.other
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "RunRecord":
+        """run.json of any format (1: no "format" key)."""
+        known = {k: d[k] for k in _RUN_FIELDS if k in d and d[k] is not None}
+        return cls(**({"format": 1} | known), other={k: v for k, v in d.items() if k not in _RUN_FIELDS})

@@ -12,7 +12,7 @@ from ..errors import ZfsperfError
 from ..redact import redact_argv
 from ..runfile import Case, Runfile
 from ..targets.base import Target
-from .record import FORMAT_VERSION
+from .record import RunRecord
 
 
 def read_tunables(target: Target, names: list[str]) -> dict[str, str | None]:
@@ -30,25 +30,12 @@ def read_tunables(target: Target, names: list[str]) -> dict[str, str | None]:
 
 
 def run_info(rf: Runfile, target: Target, cases: list[Case], t_start: float, tun_names: list[str], *,
-             argv: list[str], selection: dict[str, Any], vdev_dir: str) -> dict[str, Any]:
+             argv: list[str], selection: dict[str, Any], vdev_dir: str) -> RunRecord:
     fio = proc.run(["fio", "--version"])
-    return {
-        "format": FORMAT_VERSION,
-        "zfsperf_version": __version__,
-        "command_line": redact_argv(argv),
-        "host": platform.node(),
-        "os": platform.platform(),
-        "kernel": platform.release(),
-        "python": sys.version.split()[0],
-        "target": target.info(),
-        "fio_version": fio.stdout.strip() if fio.ok else None,
-        "start": t_start,
-        "end": None,
-        "runfile": {"source": rf.source, "text": rf.text},
-        "selection": selection,
-        "params": rf.params,
-        "vdev_dir": vdev_dir,
-        "pools": {t.name: t.pool.describe() for t in {c.test.name: c.test for c in cases}.values()},
-        "cases": [c.id for c in cases],
-        "tunables": {"before": read_tunables(target, tun_names), "after": None},
-    }
+    return RunRecord(
+        zfsperf_version=__version__, command_line=redact_argv(argv), host=platform.node(),
+        os=platform.platform(), kernel=platform.release(), python=sys.version.split()[0],
+        target=target.info(), fio_version=fio.stdout.strip() if fio.ok else None, start=t_start,
+        runfile={"source": rf.source, "text": rf.text}, selection=selection, params=rf.params,
+        vdev_dir=vdev_dir, pools={t.name: t.pool.describe() for t in {c.test.name: c.test for c in cases}.values()},
+        cases=[c.id for c in cases], tunables={"before": read_tunables(target, tun_names), "after": None})
