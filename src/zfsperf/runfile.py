@@ -229,8 +229,9 @@ def expand(t: TestSpec) -> list[Case]:
         for (kind, key, _), value in zip(axes, combo):
             sweep[key] = value
             {"field": params, "dataset": dataset, "tunable": tunables}[kind][key] = value
-        cases.append(Case(t, sweep, params, {k: _propval(v) for k, v in dataset.items()},
-                          {k: normalise_value(k, v) for k, v in tunables.items()}))
+        cases.append(Case(test=t, sweep=sweep, fields=params,
+                          dataset={k: _propval(v) for k, v in dataset.items()},
+                          tunables={k: normalise_value(k, v) for k, v in tunables.items()}))
     return cases
 
 
@@ -456,8 +457,9 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     if duet:
         _check_duet(workload, dataset, tunables, {k: v for k, v in fields.items()
                                                   if isinstance(v, list) and wl.fields[k][1]}, steady, where)
-    return TestSpec(name, workload, list(tags), iterations, timeout, pool, dataset, tunables, fields, expect,
-                    steady, str(raw.get("description", "")), warmup=warmup, precision=precision,
+    return TestSpec(name=name, workload=workload, tags=list(tags), iterations=iterations, timeout=timeout,
+                    pool=pool, dataset=dataset, tunables=tunables, fields=fields, expect=expect, steady=steady,
+                    description=str(raw.get("description", "")), warmup=warmup, precision=precision,
                     max_iterations=max_it, budget=budget, duet=duet)
 
 

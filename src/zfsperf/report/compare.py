@@ -190,14 +190,16 @@ def compare_values(case: str, figure: str, unit: str, old: list[float], new: lis
     detectable = abstats.unpaired_detectable(old, new)
     if min_p(len(a), len(b)) >= ALPHA:
         need = needed_per_side()
-        return FigureChange(case, figure, unit, old, new, om, nm, change, ci, None, "too few iterations",
-                            f"{len(a)} vs {len(b)} iterations: no test can reach p < {ALPHA} and no 95 % "
-                            f"interval exists (need ≥ {need} per side)", detectable_pct=detectable)
+        return FigureChange(case=case, figure=figure, unit=unit, old=old, new=new, old_median=om, new_median=nm,
+                            change_pct=change, ci_pct=ci, p=None, verdict="too few iterations",
+                            note=f"{len(a)} vs {len(b)} iterations: no test can reach p < {ALPHA} and no 95 % "
+                                 f"interval exists (need ≥ {need} per side)", detectable_pct=detectable)
     if np.all(a == a[0]) and np.all(b == b[0]) and a[0] == b[0]:
         p = 1.0
     else:
         p = mann_whitney_p(a, b)
-    return FigureChange(case, figure, unit, old, new, om, nm, change, ci, p, _verdict(change, p, way, noise_pct),
+    return FigureChange(case=case, figure=figure, unit=unit, old=old, new=new, old_median=om, new_median=nm,
+                        change_pct=change, ci_pct=ci, p=p, verdict=_verdict(change, p, way, noise_pct),
                         detectable_pct=detectable)
 
 
@@ -218,9 +220,10 @@ def from_estimate(case: str, figure: str, unit: str, old: list[float], new: list
     """A FigureChange whose change, p and interval come from a design's estimate (abstats)."""
     change = (est.ratio - 1) * 100
     ci = None if est.ci is None else ((est.ci[0] - 1) * 100, (est.ci[1] - 1) * 100)
-    return FigureChange(case, figure, unit, old, new, float(np.median(old)), float(np.median(new)), change, ci,
-                        est.p, _verdict(change, est.p, way, noise_pct), "", design, f"{test}, {est.n}",
-                        est.detectable_pct)
+    return FigureChange(case=case, figure=figure, unit=unit, old=old, new=new, old_median=float(np.median(old)),
+                        new_median=float(np.median(new)), change_pct=change, ci_pct=ci, p=est.p,
+                        verdict=_verdict(change, est.p, way, noise_pct), design=design, test=f"{test}, {est.n}",
+                        detectable_pct=est.detectable_pct)
 
 
 History = Callable[[RunData, str, str], list[float]]     # (run, case, figure) -> earlier run medians

@@ -114,4 +114,4 @@ def load_run(path: str | Path) -> RunData:
     plan = {cid: i for i, cid in enumerate(info.cases)}
     ordered = sorted(enumerate(cases.values()), key=lambda ic: (plan.get(ic[1].case, len(plan)), ic[0]))
     cases = {cd.key: cd for _i, cd in ordered}
-    return RunData(p, info, cases, records)
+    return RunData(path=p, run=info, cases=cases, records=records)

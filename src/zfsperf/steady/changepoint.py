@@ -188,9 +188,9 @@ def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
         return MetricCheck(name, readable=False, kind="unreadable")
     mean = float(y.mean())
     if np.all(y == 0):
-        return MetricCheck(name, True, mean, 0.0, 0.0, zero=True, kind="zero")
+        return MetricCheck(name, readable=True, mean=mean, range=0.0, excursion=0.0, zero=True, kind="zero")
     if n < c.window:
-        return MetricCheck(name, True, mean, float(np.ptp(y)), kind="too short")
+        return MetricCheck(name, readable=True, mean=mean, range=float(np.ptp(y)), kind="too short")
     sigma = noise_scale(y)
     med = ndimage.median_filter(y, size=5, mode="mirror")
     yc = np.where(np.abs(y - med) > CLIP_SIGMAS * sigma, med, y)     # a lone spike is not a regime
@@ -198,14 +198,16 @@ def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
     cps = [int(idx[i]) for i in starts[1:]]
     s, level, exc = steady_stretch(yc, starts, c)
     if s is None:
-        return MetricCheck(name, True, level, float(np.ptp(y[starts[-1]:])), exc, kind="no steady state",
+        return MetricCheck(name, readable=True, mean=level, range=float(np.ptp(y[starts[-1]:])), excursion=exc,
+                           kind="no steady state",
                            changepoints=cps)
     kind = "flat"
     if s > 0:
         before = float(np.median(yc[max(0, s - c.window):s]))
         better = level < before if lower_is_better(name) else level > before
         kind = "warm-up" if better else "slowdown"
-    return MetricCheck(name, True, level, float(np.ptp(y[s:])), exc, kind=kind, onset=int(idx[s]) + 1, changepoints=cps)
+    return MetricCheck(name, readable=True, mean=level, range=float(np.ptp(y[s:])), excursion=exc, kind=kind,
+                       onset=int(idx[s]) + 1, changepoints=cps)
 
 
 def decide(samples: list[dict[str, Any]], c: Criteria, *, active_bytes: int | None = None,
@@ -218,16 +220,17 @@ def decide(samples: list[dict[str, Any]], c: Criteria, *, active_bytes: int | No
     if head is None:
         head = next((k for k in names if checks[k].evidence), None)
     if head is None:
-        return Verdict(False, None, n, c, checks, note="no readable, non-zero metric")
+        return Verdict(steady=False, first_steady_index=None, samples=n, criteria=c, metrics=checks,
+                       note="no readable, non-zero metric")
     note = None if headline in (None, head) else f"headline {headline} not readable; {head} stands in"
     others = [m for k, m in checks.items() if k != head and m.evidence]
     passing = [m for m in others if m.steady]
     h = checks[head]
     if not h.steady:
-        return Verdict(False, None, n, c, checks, headline=head,
+        return Verdict(steady=False, first_steady_index=None, samples=n, criteria=c, metrics=checks, headline=head,
                        note=f"headline {head}: {h.kind}" + (f" ({note})" if note else ""))
     if len(passing) < c.quorum * len(others) - 1e-9:
-        return Verdict(False, None, n, c, checks, headline=head,
+        return Verdict(steady=False, first_steady_index=None, samples=n, criteria=c, metrics=checks, headline=head,
                        note=f"{len(passing)} of {len(others)} other metrics steady (quorum {c.quorum:.0%})")
     onset = max(m.onset for m in [h, *passing] if m.onset is not None)
     first = onset - 1 + c.window                 # 1-based count: W steady samples seen
@@ -235,6 +238,7 @@ def decide(samples: list[dict[str, Any]], c: Criteria, *, active_bytes: int | No
         while first <= n and cache_ok(samples[first - 1], active_bytes) is False:
             first += 1
         if first > n:
-            return Verdict(False, None, n, c, checks, headline=head,
+            return Verdict(steady=False, first_steady_index=None, samples=n, criteria=c, metrics=checks, headline=head,
                            note="metrics steady, but the cache gate never held")
-    return Verdict(True, first, n, c, checks, onset=onset, headline=head, note=note)
+    return Verdict(steady=True, first_steady_index=first, samples=n, criteria=c, metrics=checks, onset=onset,
+                   headline=head, note=note)

@@ -171,9 +171,9 @@ def case_verdict(records: list[CaseRecord], headline: str) -> CaseSteady | None:
         ok, rng, slope = rounds_rule(values)
         if not ok:
             return CaseSteady(False, f"the last {last} iterations vary {rng:.0f} % (range) / trend {slope:.0f} %",
-                              len(values), rng, slope, tts_mean)
+                              len(values), range_pct=rng, slope_pct=slope, time_to_steady_s=tts_mean)
         return CaseSteady(True, f"the last {last} iterations within {rng:.1f} % (range), trend {slope:.1f} %",
-                          len(values), rng, slope, tts_mean)
+                          len(values), range_pct=rng, slope_pct=slope, time_to_steady_s=tts_mean)
     r = noise_aware_rule(values)
     window_its = [m.iteration for m in measured][-last:]       # the window's iteration numbers
     full = 100 * float(np.ptp(values[-last:])) / abs(float(np.mean(values[-last:])))
@@ -181,10 +181,11 @@ def case_verdict(records: list[CaseRecord], headline: str) -> CaseSteady | None:
              if r.apart is not None and full > 100 * ROUNDS_RANGE else "")
     if r.trend:
         return CaseSteady(False, f"the last {last} iterations drift {r.slope_pct:+.0f} % "
-                                 f"(slope p {r.trend_p:.3f})", len(values), r.range_pct, r.slope_pct, tts_mean)
+                                 f"(slope p {r.trend_p:.3f})", len(values),
+                          range_pct=r.range_pct, slope_pct=r.slope_pct, time_to_steady_s=tts_mean)
     if not r.ok:
         return CaseSteady(False, f"the last {last} iterations vary {r.range_pct:.0f} % (range{apart})",
-                          len(values), r.range_pct, r.slope_pct, tts_mean)
+                          len(values), range_pct=r.range_pct, slope_pct=r.slope_pct, time_to_steady_s=tts_mean)
     return CaseSteady(True, f"the last {last} iterations within {r.range_pct:.1f} % (range{apart}), "
                             f"no significant trend (line {r.slope_pct:+.0f} %, p {r.trend_p:.2f})",
-                      len(values), r.range_pct, r.slope_pct, tts_mean)
+                      len(values), range_pct=r.range_pct, slope_pct=r.slope_pct, time_to_steady_s=tts_mean)

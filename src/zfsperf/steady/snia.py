@@ -32,7 +32,8 @@ def check_metric(name: str, t: np.ndarray, y: np.ndarray, c: Criteria) -> Metric
     slope = float(np.polyfit(t, y, 1)[0]) if span > 0 else 0.0
     exc = abs(slope) * span
     tol = abs(mean)
-    return MetricCheck(name, True, mean, rng, exc, rng <= c.range * tol + 1e-12, exc <= c.slope * tol + 1e-12,
+    return MetricCheck(name, readable=True, mean=mean, range=rng, excursion=exc,
+                       range_ok=rng <= c.range * tol + 1e-12, slope_ok=exc <= c.slope * tol + 1e-12,
                        zero=bool(np.all(y == 0)))
 
 
@@ -58,8 +59,9 @@ def decide(samples: list[dict[str, Any]], c: Criteria, *, active_bytes: int | No
     for end in range(c.window, n + 1):
         last = window_checks(t, names, y, end, c)
         if vote(last, c.quorum) and (active_bytes is None or cache_ok(samples[end - 1], active_bytes) is not False):
-            return Verdict(True, end, n, c, last, onset=end - c.window + 1)
+            return Verdict(steady=True, first_steady_index=end, samples=n, criteria=c, metrics=last,
+                           onset=end - c.window + 1)
     note = None
     if last and not any(m.evidence for m in last.values()):
         note = "no readable, non-zero metric"
-    return Verdict(False, None, n, c, last, note=note)
+    return Verdict(steady=False, first_steady_index=None, samples=n, criteria=c, metrics=last, note=note)
