@@ -149,3 +149,15 @@ def test_run_record_reads_and_writes_run_json(run):
     assert {k: back[k] for k in raw} == raw
     odd = RunRecord.from_json(raw | {"written_by_a_later_minor": [1, 2]})
     assert odd.other == {"written_by_a_later_minor": [1, 2]} and odd.to_json()["written_by_a_later_minor"] == [1, 2]
+
+
+def test_a_malformed_record_is_a_clear_error(run):
+    """A figure without its value is bad input named by file and line (exit 2), not a traceback."""
+    lines = (run / "results.jsonl").read_text().splitlines()
+    d = json.loads(lines[2])
+    d["figures"]["throughput"] = {"unit": "MiB/s"}
+    lines[2] = json.dumps(d)
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+    from helpers import zfsperf
+    res = zfsperf("report", str(run))
+    assert res.returncode == 2 and "results.jsonl:3" in res.stderr and "value" in res.stderr

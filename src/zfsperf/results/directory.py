@@ -144,10 +144,19 @@ class ResultsDir:
     def results(self) -> list[CaseRecord]:
         """Every record, in the order written, as CaseRecords of this directory's format."""
         fmt = self.format()
-        return [CaseRecord.from_json(r, fmt) for r in iter_results(self.path / RESULTS) if "case" in r]
+        out = []
+        for line, r in iter_results(self.path / RESULTS, with_lines=True):
+            if "case" not in r:
+                continue
+            try:
+                out.append(CaseRecord.from_json(r, fmt))
+            except (KeyError, TypeError, ValueError) as e:     # a figure without a value, ...
+                raise InputError(f"malformed record: {type(e).__name__}: {e}", file=str(self.path / RESULTS),
+                                 line=line) from None
+        return out
 
 
-def iter_results(path: Path) -> Iterator[dict[str, Any]]:
+def iter_results(path: Path, *, with_lines: bool = False) -> Iterator[Any]:
     """Records of a results.jsonl. A torn last line (a run killed mid-write) is skipped;
     a malformed line elsewhere is an error naming the file and line."""
     try:
@@ -171,4 +180,4 @@ def iter_results(path: Path) -> Iterator[dict[str, Any]]:
         if rec.get("status") not in STATUSES:
             raise InputError(f"status must be one of {', '.join(STATUSES)}, got {rec.get('status')!r}",
                              file=str(path), line=i, field="status")
-        yield rec
+        yield (i, rec) if with_lines else rec

@@ -92,10 +92,12 @@ def as_figures(figures: dict[str, dict[str, Any]]) -> dict[str, Figure]:
     return {k: Figure.from_json(f) for k, f in figures.items()}
 
 
-# keys of a record's JSON that CaseRecord names; every other key is workload detail
+# keys of a record's JSON that CaseRecord names (every other key is workload detail); the optional
+# ones are written only when they hold something
+_OPTIONAL = ("pool", "tunables", "series", "steady", "sampler", "cross_checks", "precision", "accelerator",
+             "histograms", "class_table")
 _FIELDS = ("test", "case", "sweep", "iteration", "workload", "status", "error", "figures", "start",
-           "duration", "pool", "tunables", "series", "steady", "sampler", "cross_checks", "precision",
-           "accelerator", "histograms", "class_table")
+           "duration") + _OPTIONAL
 
 
 @dataclass(kw_only=True)
@@ -145,7 +147,7 @@ class CaseRecord:
                                "status": self.status.value, "error": self.error,
                                "figures": {k: f.to_json() for k, f in self.figures.items()},
                                "start": self.start, "duration": self.duration}
-        for k in _FIELDS[10:]:
+        for k in _OPTIONAL:
             v = getattr(self, k)
             if v is not None:
                 out[k] = v
@@ -156,7 +158,7 @@ class CaseRecord:
     def from_json(cls, d: dict[str, Any], fmt: int = FORMAT_VERSION) -> "CaseRecord":
         """A record of results format fmt (1, 2 or 3). A format-2 directory resumed by this zfsperf
         holds records of both formats: each is read by its own keys."""
-        known = {k: d[k] for k in _FIELDS[10:] if d.get(k) is not None}
+        known = {k: d[k] for k in _OPTIONAL if d.get(k) is not None}
         sweep = d["sweep"] if "sweep" in d else d.get("params") if fmt < 3 else None
         return cls(test=str(d.get("test", d["case"])), case=str(d["case"]), sweep=dict(sweep or {}),
                    iteration=int(d.get("iteration", 1)), workload=str(d.get("workload", "")),
