@@ -147,7 +147,7 @@ def test_adaptive_precision_stops_for_its_reason(h, tmp_path, values, stopped_by
     code, _d, recs = h.run(rf, precision=2.0)
     assert code == 0 and len(recs) == n
     last = recs[-1].precision
-    assert last["stopped_by"] == stopped_by and last["iterations"] == n and last["target_pct"] == 2.0
+    assert last.stopped_by == stopped_by and last.iterations == n and last.target_pct == 2.0
     assert all(r.precision is None for r in recs[:-1])
 
 

@@ -122,7 +122,7 @@ class CaseRunner:
                     if iops:
                         checks.append(crosscheck.pool_ops(window, "iops", iops,
                                                           between or crosscheck.ops_obstacles(ctx.fields, props)))
-            record.cross_checks = [c.to_json() for c in checks if c is not None]
+            record.cross_checks = [c for c in checks if c is not None]
             for c in checks:
                 if c is not None and c.agrees is False:
                     self.ui.say(f"warning: {case.id}: cross-check disagrees: {c.describe()}")

@@ -36,7 +36,7 @@ from .ui import Console
 from .case import CaseRunner
 from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
-from .results.record import STATUSES, CaseRecord, Status
+from .results.record import STATUSES, CaseRecord, PrecisionVerdict, Status
 from .report.abstats import MIN_BLOCKS
 
 HEADLINE = {name: wl.headline for name, wl in WORKLOADS.items()}     # the workloads say which figure
@@ -103,10 +103,10 @@ class Precision:
             return None
         return 100 * (s.ci_high - s.mean) / abs(s.mean)
 
-    def decided(self, n: int) -> dict[str, Any] | None:
+    def decided(self, n: int) -> PrecisionVerdict | None:
         """None while more iterations are wanted after n; else why they stop."""
         if self.target_pct is None:
-            return {"stopped_by": "iterations"} if n >= self.minimum else None
+            return PrecisionVerdict(stopped_by="iterations") if n >= self.minimum else None
         if n < self.minimum and not self.failed:
             return None
         achieved = self.achieved_pct()
@@ -121,8 +121,8 @@ class Precision:
             why = "time budget"
         if why is None:
             return None
-        return {"target_pct": self.target_pct, "achieved_pct": None if achieved is None else round(achieved, 3),
-                "iterations": n, "figure": self.headline, "stopped_by": why}
+        return PrecisionVerdict(target_pct=self.target_pct, achieved_pct=None if achieved is None else round(achieved, 3),
+                                iterations=n, figure=self.headline, stopped_by=why)
 
 
 @dataclass

@@ -200,6 +200,6 @@ def pool_ops(samples: list[dict[str, Any]], figure: str, ours: float, why_not_ju
                       "cover whole seconds")
 
 
-def summary(checks: list[dict[str, Any]]) -> list[str]:
+def summary(checks: list[CrossCheck]) -> list[str]:
     """The disagreements among recorded checks, one line each."""
-    return [CrossCheck.from_json(c).describe() for c in checks if c.get("agrees") is False]
+    return [c.describe() for c in checks if c.agrees is False]

@@ -104,14 +104,14 @@ def cross_check_summary(case: CaseData) -> list[dict[str, Any]]:
     by: dict[str, list[dict[str, Any]]] = {}
     for r in case.passed:
         for c in r.cross_checks or []:
-            by.setdefault(c["name"], []).append(c)
+            by.setdefault(c.name, []).append(c)
     out = []
     for name, cs in by.items():
-        devs = [c["deviation_pct"] for c in cs if c.get("deviation_pct") is not None]
-        judged = [c for c in cs if c.get("agrees") is not None]
-        out.append({"name": name, "unit": cs[0]["unit"], "margin_pct": cs[0].get("margin_pct"),
+        devs = [c.deviation_pct for c in cs if c.deviation_pct is not None]
+        judged = [c for c in cs if c.agrees is not None]
+        out.append({"name": name, "unit": cs[0].unit, "margin_pct": cs[0].margin_pct,
                     "max_deviation": max(devs, key=abs) if devs else None, "iterations": len(cs),
-                    "judged": len(judged), "agreed": sum(1 for c in judged if c["agrees"]), "how": cs[0]["how"]})
+                    "judged": len(judged), "agreed": sum(1 for c in judged if c.agrees), "how": cs[0].how})
     return out
 
 

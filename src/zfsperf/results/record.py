@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from ..metrics.crosscheck import CrossCheck
+
 FORMAT_VERSION = 3
 
 
@@ -87,6 +89,27 @@ class Figure:
         return cls(value=float(d["value"]), unit=str(d.get("unit", "")))
 
 
+@dataclass(frozen=True, kw_only=True)
+class PrecisionVerdict:
+    """Why a case's last iteration was its last, under adaptive precision (`--precision PCT`)."""
+    stopped_by: str                  # "precision reached", "max_iterations", "time budget",
+                                     # "an iteration did not PASS", or "iterations" (no target)
+    target_pct: float | None = None  # the 95 % CI half-width wanted, % of the mean
+    achieved_pct: float | None = None
+    iterations: int | None = None
+    figure: str | None = None        # the headline the precision is of
+
+    def to_json(self) -> dict[str, Any]:
+        if self.target_pct is None:
+            return {"stopped_by": self.stopped_by}
+        return {"target_pct": self.target_pct, "achieved_pct": self.achieved_pct, "iterations": self.iterations,
+                "figure": self.figure, "stopped_by": self.stopped_by}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "PrecisionVerdict":
+        return cls(**{k: d.get(k) for k in ("stopped_by", "target_pct", "achieved_pct", "iterations", "figure")})
+
+
 def as_figures(figures: dict[str, dict[str, Any]]) -> dict[str, Figure]:
     """A workload's figures ({name: {"value", "unit"}}) as Figures."""
     return {k: Figure.from_json(f) for k, f in figures.items()}
@@ -118,8 +141,8 @@ class CaseRecord:
     series: str | None = None    # the sampled series, relative to the results directory
     steady: dict[str, Any] | None = None      # the steady-state verdict of the series (steady.summary)
     sampler: dict[str, Any] | None = None     # the sampler's overhead and unreadable sources
-    cross_checks: list[dict[str, Any]] | None = None   # metrics.crosscheck.CrossCheck.to_json()
-    precision: dict[str, Any] | None = None   # adaptive: why this was the case's last iteration
+    cross_checks: list[CrossCheck] | None = None       # headlines measured a second, independent way
+    precision: PrecisionVerdict | None = None # adaptive: why this was the case's last iteration
     accelerator: str | None = None            # "tcg"/"kvm" in a QEMU guest: under TCG, emulation
     histograms: dict[str, Any] | None = None  # latency histograms by class (fio, zpool iostat -w)
     class_table: list[dict[str, Any]] | None = None    # fio's per-class latency table
@@ -149,6 +172,10 @@ class CaseRecord:
                                "start": self.start, "duration": self.duration}
         for k in _OPTIONAL:
             v = getattr(self, k)
+            if k == "cross_checks" and v is not None:
+                v = [c.to_json() for c in v]
+            elif k == "precision" and v is not None:
+                v = v.to_json()
             if v is not None:
                 out[k] = v
         out.update(self.detail)
@@ -159,6 +186,10 @@ class CaseRecord:
         """A record of results format fmt (1, 2 or 3). A format-2 directory resumed by this zfsperf
         holds records of both formats: each is read by its own keys."""
         known = {k: d[k] for k in _OPTIONAL if d.get(k) is not None}
+        if "cross_checks" in known:
+            known["cross_checks"] = [CrossCheck.from_json(c) for c in known["cross_checks"]]
+        if "precision" in known:
+            known["precision"] = PrecisionVerdict.from_json(known["precision"])
         sweep = d["sweep"] if "sweep" in d else d.get("params") if fmt < 3 else None
         return cls(test=str(d.get("test", d["case"])), case=str(d["case"]), sweep=dict(sweep or {}),
                    iteration=int(d.get("iteration", 1)), workload=str(d.get("workload", "")),
