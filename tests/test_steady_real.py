@@ -6,6 +6,7 @@ import json
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf import steady
+from zfsperf.results.record import CaseRecord
 from zfsperf.steady import rounds, timescale
 
 STEADY = """
@@ -65,7 +66,7 @@ def test_default_like_receive_case_earns_a_steady_verdict(tmp_path, lab):
     for r in recs:
         ts = r["steady"]["timescale"]
         assert ts["span_s"] >= 1.0 and "receive round" in ts["cycle"] and ts["samples"] < ts["raw_samples"]
-    v = rounds.case_verdict(recs, "throughput")
+    v = rounds.case_verdict([CaseRecord.from_json(r) for r in recs], "throughput")
     assert v.steady is True, v
     assert "steady" in res.stdout.split("Results Summary")[0]
     summary = (d / "summary.txt").read_text()
@@ -140,8 +141,8 @@ def test_rounds_rule_is_snias():
     assert ok and rng < 3 and slope < 3
     ok, rng, slope = rounds.rounds_rule([100, 105, 110, 115, 120])     # a 20 % climb: slope fails
     assert not ok and slope > 10
-    recs = [{"status": "PASS", "iteration": i + 1, "figures": {"t": {"value": v}},
-             "steady": {"samples": 3, "steady": False, "criteria": {"window": 10}}}
+    recs = [CaseRecord.from_json({"case": "t", "status": "PASS", "iteration": i + 1, "figures": {"t": {"value": v}},
+                                  "steady": {"samples": 3, "steady": False, "criteria": {"window": 10}}})
             for i, v in enumerate([100, 140, 90, 130, 95])]
     v = rounds.case_verdict(recs, "t")
     assert v.steady is False and "the last 5 iterations vary" in v.why
@@ -151,8 +152,9 @@ def test_rounds_rule_is_snias():
 
 def _iters(values, method=None):
     crit = {"window": 10, **({"method": method} if method else {})}
-    return [{"status": "PASS", "iteration": i + 1, "figures": {"t": {"value": v}},
-             "steady": {"samples": 3, "steady": False, "criteria": crit}} for i, v in enumerate(values)]
+    return [CaseRecord.from_json({"case": "t", "status": "PASS", "iteration": i + 1, "figures": {"t": {"value": v}},
+                                  "steady": {"samples": 3, "steady": False, "criteria": crit}})
+            for i, v in enumerate(values)]
 
 
 def test_noise_is_not_a_transient_across_iterations():
