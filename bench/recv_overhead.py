@@ -48,7 +48,7 @@ def plain(target: ZfsFuseTarget, pool: str, path: str, length: int) -> float:
 
 
 def ours(target: ZfsFuseTarget, pool, c, spec: dict, work: Path, i: int) -> float:
-    ctx = CaseContext(target=target, pool=pool, params={"corpus": spec, "threads": 1}, log=proc.NULL_LOG,
+    ctx = CaseContext(target=target, pool=pool, fields={"corpus": spec, "threads": 1}, log=proc.NULL_LOG,
                       deadline=time.monotonic() + 600, prepared={corpus_mod.describe_spec(spec): c})
     s = Sampler(target, pool.name, work / f"series{i}.jsonl", interval=1.0, progress=ctx.current_progress)
     s.start()

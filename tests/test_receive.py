@@ -20,7 +20,7 @@ def test_sweep_bytes_match_and_datasets_exist(target, vdev_root, small_corpus):
     try:
         spec = {"kind": "random", "size": "24M", "seed": 7}
         for threads in (1, 2):
-            ctx = CaseContext(target=target, pool=pool, params={"corpus": spec, "threads": threads},
+            ctx = CaseContext(target=target, pool=pool, fields={"corpus": spec, "threads": threads},
                               log=proc.NULL_LOG, deadline=time.monotonic() + 300,
                               prepared={describe_spec(spec): small_corpus})
             figs = ReceiveWorkload().run(ctx)

@@ -49,7 +49,7 @@ def test_existing_dataset_without_force_is_fail(target, vdev_root, small_corpus,
         assert target.run(["zfs", "create", "-p", f"{pool.name}/rcv/s0"]).ok
         spec = {"file": small_corpus.stream.path}
         prepared = {describe_spec(spec): small_corpus}
-        ctx = CaseContext(target=target, pool=pool, params={"corpus": spec, "threads": 1}, log=proc.NULL_LOG,
+        ctx = CaseContext(target=target, pool=pool, fields={"corpus": spec, "threads": 1}, log=proc.NULL_LOG,
                           deadline=time.monotonic() + 300, prepared=prepared, workdir=tmp_path, case_id="exists")
         try:
             ReceiveWorkload().run(ctx)
@@ -141,7 +141,7 @@ def test_incremental_receive_must_leave_its_own_snapshot(target, vdev_root, tmp_
         parent = f"{pool.name}/rcv"
         assert target.run(["zfs", "create", "-p", "-o", "mountpoint=none", parent]).ok
         assert target.run(["zfs", "receive", f"{parent}/s0"], stdin_file=inc.base.path).ok
-        ctx = CaseContext(target=target, pool=pool, params={}, log=proc.NULL_LOG,
+        ctx = CaseContext(target=target, pool=pool, fields={}, log=proc.NULL_LOG,
                           deadline=time.monotonic() + 300, workdir=tmp_path, case_id="inc")
         with pytest.raises(WorkloadFailed, match="@inc"):
             ReceiveWorkload()._verify(ctx, parent, 1, inc.stream.snapshot)
@@ -186,7 +186,7 @@ def _receive_case(target, vdev_dir, corpus, threads, workdir, procs):
     pools = PoolManager(target, vdev_dir, run_id="faults")
     pool = pools.create(PoolSpec(vdevs=1, vdev_size=(128 + 96 * threads) << 20))
     spec = {"file": corpus.stream.path}
-    ctx = CaseContext(target=target, pool=pool, params={"corpus": spec, "threads": threads}, log=proc.NULL_LOG,
+    ctx = CaseContext(target=target, pool=pool, fields={"corpus": spec, "threads": threads}, log=proc.NULL_LOG,
                       deadline=time.monotonic() + 300, prepared={describe_spec(spec): corpus},
                       workdir=workdir, case_id=vdev_dir.name, procs=procs)
     return pools, ctx
