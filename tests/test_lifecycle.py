@@ -1,4 +1,4 @@
-"""The runner around a measurement, on the fake target (tests/fakes.py) in seconds: the order of a
+"""The runner around a measurement, on the fake target (tests/helpers.py) in seconds: the order of a
 case's lifecycle, every status, adaptive precision, interleaved blocks, signals and resume.
 
 What ZFS does is not in question here (the fake target answers every command as a success and no
@@ -222,3 +222,32 @@ def test_capabilities_are_declared_and_recorded(h, tmp_path):
     found = [f"{p}:{i}" for p in src.rglob("*.py") for i, line in enumerate(p.read_text().splitlines(), 1)
              if probing.search(line)]
     assert found == []
+
+
+def test_the_sampler_takes_samples_from_a_declared_target(tmp_path):
+    """The sampler reads what the target declares (capabilities: txgs, iostat forms). When that
+    read moved into the constructor it landed on the iostat reader, and every sample of every
+    real run became {"error": "'Sampler' object has no attribute ..."}: no ARC, pool or progress
+    metric at all, and the steady verdict had nothing to vote on. On the fake target (replayed
+    OpenZFS 2.3 arcstats) each sample carries the ARC and progress metrics and no error."""
+    from zfsperf.metrics.sampler import Sampler
+    target = FakeTarget(tmp_path / "target")
+    done = {"bytes": 0.0, "ios": 0.0}
+
+    def progress() -> dict[str, float]:
+        done["bytes"] += 1 << 20
+        done["ios"] += 8
+        return dict(done)
+
+    s = Sampler(target, "p", tmp_path / "series.jsonl", interval=0.1, progress=progress, pool_source=False)
+    s.start()
+    try:
+        from helpers import wait_until
+        assert wait_until(lambda: len(s.snapshot()) >= 3, timeout=5)
+    finally:
+        s.stop()
+    samples = s.snapshot()
+    assert [x["info"].get("error") for x in samples] == [None] * len(samples)
+    assert all(x["metrics"]["arc_size_frac"] is not None for x in samples)
+    assert any((x["metrics"].get("workload_mibs") or 0) > 0 for x in samples[1:])
+    assert (tmp_path / "series.jsonl").read_text().count("\n") == len(samples)

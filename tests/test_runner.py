@@ -204,7 +204,7 @@ def test_interleave_runs_iterations_in_seeded_random_blocks(tmp_path, lab):
                       "--no-history")
         assert res.returncode == 0, res.stdout + res.stderr
         d = last_dir(res.stdout)
-        order[name] = [(r["params"]["rw"], r["iteration"]) for r in records(d)]
+        order[name] = [(r["sweep"]["rw"], r["iteration"]) for r in records(d)]
         if flag:
             assert json.loads((d / "run.json").read_text())["selection"]["seed"] == 7
     assert order["plain"] == [("randread", 1), ("randread", 2), ("randwrite", 1), ("randwrite", 2)]

@@ -507,7 +507,7 @@ def cmd_history(args: argparse.Namespace) -> int:
             if s.outliers:
                 print(f"  outlier run(s), not a change: {', '.join(s.points[i].run.name for i in s.outliers)}")
     if args.html:
-        from .report import html
+        from .report.export import html
         out = Path(args.html)
         out.write_text(html.history_document(series, store.url), encoding="utf-8")
         print(f"HTML: {out}", file=sys.stderr)

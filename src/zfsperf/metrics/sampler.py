@@ -38,7 +38,6 @@ class IostatReader:
         caps = target.capabilities()
         self.hp = "-Hp" in caps.iostat_forms
         self.latency = self.hp and "-l" in caps.iostat_forms
-        self.has_txgs = caps.txgs
         argv = ["zpool", "iostat"]
         if self.hp:
             argv += ["-Hp", "-y"] + (["-l"] if self.latency else [])
@@ -111,6 +110,7 @@ class Sampler:
         self.l2_write_max = l2_write_max
         self.samples: list[dict[str, Any]] = []
         self.iostat = IostatReader(target, pool, max(1, round(self.interval))) if pool_source else None
+        self.has_txgs = target.capabilities().txgs
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._file: IO[str] | None = None

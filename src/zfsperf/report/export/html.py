@@ -86,7 +86,7 @@ def comparison_section(cmp: Comparison) -> str:
         nc = cmp.new.cases.get(key)
         if nc is None:
             continue
-        from .summary import merged_histograms
+        from ..summary import merged_histograms
         hb, hn = merged_histograms(bc), merged_histograms(nc)
         if hb and hn:
             pairs.append(_img(plots.histograms([(cmp.base.label, hb), (cmp.new.label, hn)]),
