@@ -123,7 +123,7 @@ def build(run: RunData) -> dict[str, Any]:
         warnings += outlier_warnings(c, rows)
         warnings += [f"{c.case}: iteration {r.iteration}: cross-check disagrees: {w}"
                      for r in c.records for w in crosscheck.summary(r.cross_checks or [])]
-        cases.append({"test": c.test, "case": c.case, "workload": c.workload, "params": c.sweep,
+        cases.append({"test": c.test, "case": c.case, "workload": c.workload, "sweep": c.sweep,
                       "statuses": c.statuses(), "figures": rows, "class_table": class_table(c),
                       "histograms": merged_histograms(c), "steady": steady_summary(c),
                       "cross_checks": cross_check_summary(c),
