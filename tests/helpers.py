@@ -263,6 +263,7 @@ class FakeTarget(Target):
         self.pools: dict[str, str] = {}               # name -> owner mark
         self.arcstats = parse_named(ARCSTATS.read_text(), "arcstats")
         self.closed = False
+        self.module: str | None = "own"                 # the loaded zfs module: "own" (booted), a path, None
 
     def zfs_version(self) -> str:
         return "2.3.2 (fake: replayed kstats)"
@@ -297,7 +298,22 @@ class FakeTarget(Target):
             with open(argv[-1], "ab") as f:
                 f.truncate(int(argv[2]))
             return "", 0
+        if argv[0] == "rmmod":                          # as the kernel: not while a pool is imported
+            if self.pools:
+                return "", 1
+            self.module = None
+            return "", 0
+        if argv[0] in ("insmod", "modprobe"):
+            if argv[-1].endswith("zfs.ko") or argv[-1] == "zfs":
+                self.module = "own" if argv[0] == "modprobe" else argv[-1]
+            return "", 0
+        if argv == ["cat", "/proc/modules"]:
+            return ("zfs 6500000 0 - Live 0x0\nspl 118784 1 zfs, Live 0x0\n" if self.module else ""), 0
+        if argv == ["cat", "/sys/module/zfs/srcversion"]:
+            return (f"SRC-{self.module}\n", 0) if self.module else ("", 1)
         if cmd == ["zpool", "create"]:
+            if self.module is None:
+                return "", 1                            # no zfs module, no pool
             name = next(a for a in argv[2:] if not a.startswith("-") and "=" not in a and "/" not in a)
             owner = next((a.split("=", 1)[1] for a in argv if a.startswith(f"{OWNER_PROP}=")), "-")
             self.pools[name] = owner
@@ -362,3 +378,57 @@ def wait_until(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
 def interrupt_self(signum: int) -> None:
     """What a user's Ctrl-C (or a hangup) does to the run: the signal, to this process."""
     os.kill(os.getpid(), signum)
+
+
+# a real, deliberate cost in the receive path: a pause of 20 ms (at least one tick) per WRITE
+# record, after the record is checked and before it is written
+RECEIVE_COST = ("\treturn (SET_ERROR(EINVAL));\n\n\tif (rwa->heal) {",
+                "\treturn (SET_ERROR(EINVAL));\n\n\tdelay(MAX(1, MSEC_TO_TICK(20)));\n\n\tif (rwa->heal) {")
+
+
+def openzfs_repo(dest: Path) -> dict[str, str]:
+    """A git repository of Debian's zfs-dkms 2.3 source with four commits: the import ("base"), a
+    comment in dmu_recv.c ("comment": recompiled, no cost), the receive cost above ("cost") and a
+    README note ("note"). Returns those names -> full commit hashes. Debian's source is fetched
+    with zfsperf's own private apt (cached with the guest build)."""
+    from zfsperf.guest import apt
+    from zfsperf.guest.build import cache_root
+    debs = cache_root() / "test-debs"
+    a = apt.PrivateApt(cache_root() / "apt")
+    a.update()
+    version = a.candidate("zfs-dkms", "2.3")
+    found = sorted(debs.glob("zfs-dkms_*.deb"))
+    if not found:
+        found = a.download([f"zfs-dkms={version}"], debs)
+    x = dest.parent / (dest.name + "-deb")
+    apt.extract(found[0], x)
+    (src,) = sorted((x / "usr" / "src").glob("zfs-*"))
+    shutil.move(str(src), str(dest))
+    shutil.rmtree(x)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(dest), "-c", "user.name=zfsperf test", "-c",
+                               "user.email=test@zfsperf.invalid", *args], check=True, capture_output=True,
+                              text=True).stdout.strip()
+    git("init", "-q", "-b", "main")
+    commits = {}
+
+    def commit(name: str, message: str) -> None:
+        git("add", "-A")
+        git("commit", "-q", "-m", message)
+        commits[name] = git("rev-parse", "HEAD")
+    commit("base", f"import OpenZFS {version} (Debian zfs-dkms source)")
+    recv = dest / "module" / "zfs" / "dmu_recv.c"
+    text = recv.read_text()
+    recv.write_text(text.replace("noinline static int\nreceive_process_write_record(",
+                                 "/* a write record of the stream */\nnoinline static int\n"
+                                 "receive_process_write_record(", 1))
+    commit("comment", "dmu_recv: a comment (no cost)")
+    text = recv.read_text()
+    assert RECEIVE_COST[0] in text
+    recv.write_text(text.replace(*RECEIVE_COST, 1))
+    commit("cost", "dmu_recv: a deliberate 20 ms pause per WRITE record")
+    with open(dest / "README.md", "a") as f:
+        f.write("\nA note that changes nothing built.\n")
+    commit("note", "README: a note")
+    return commits

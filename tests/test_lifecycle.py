@@ -251,3 +251,80 @@ def test_the_sampler_takes_samples_from_a_declared_target(tmp_path):
     assert all(x["metrics"]["arc_size_frac"] is not None for x in samples)
     assert any((x["metrics"].get("workload_mibs") or 0) > 0 for x in samples[1:])
     assert (tmp_path / "series.jsonl").read_text().count("\n") == len(samples)
+
+
+def _builds():
+    from zfsperf.guest.switch import BuildRef
+    return {"a": BuildRef("a", "OpenZFS A", "/builds/a"), "b": BuildRef("b", "OpenZFS B", "/builds/b")}
+
+
+def test_a_build_ab_loads_each_case_build_before_its_pool_and_the_own_one_after(h, tmp_path):
+    """Two builds as one more sweep key: every case runs once per build in interleaved blocks; the
+    build's modules are loaded (only when the build changes) before the case's pool, and the
+    guest's own build is loaded back when the run ends."""
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=4)
+    code, d, recs = h.run(rf, interleave=True, seed=3, builds=_builds())
+    assert code == 0
+    ev = h.target.events
+    loaded = None
+    swaps = 0
+    for i, e in enumerate(ev):
+        if e[0] == "run" and e[1][0] == "insmod" and e[1][1].endswith("zfs.ko"):
+            loaded, swaps = e[1][1], swaps + 1
+        if e[0] == "workload":
+            build = e[1].rsplit("build=", 1)[1]
+            assert loaded == f"/hostroot/builds/{build}/zfs.ko", (e, loaded)
+    calls = [c for c, _ in h.workload_calls()]
+    n = calls.count("t__build=a")                      # an A/B gets at least the blocks a paired test needs
+    assert n >= 4 and sorted(calls) == ["t__build=a"] * n + ["t__build=b"] * n
+    assert swaps == 1 + sum(1 for x, y in zip(calls, calls[1:]) if x != y)      # no needless reload
+    last_load = max(i for i, e in enumerate(ev) if e[0] == "run" and e[1][0] in ("insmod", "modprobe"))
+    assert ev[last_load][1] == ["modprobe", "zfs"] and h.target.module == "own"
+    assert last_load > max(i for i, e in enumerate(ev) if e[0] == "workload")
+    run = json.loads((d / "run.json").read_text())
+    assert run["builds"]["a"]["srcversion"] == "SRC-/hostroot/builds/a/zfs.ko"
+    assert run["builds"]["b"]["label"] == "OpenZFS B"
+    assert sorted({r.sweep["build"] for r in recs}) == ["a", "b"]
+
+
+def test_a_signal_during_a_build_ab_still_loads_the_own_build_back(h, tmp_path):
+    fired = []
+
+    def script(ctx):
+        if ctx.iteration == 2 and not fired:
+            fired.append(1)
+            interrupt_self(signal.SIGHUP)
+        return {"throughput": figure(100.0, "MiB/s")}
+    h.wl.script = script
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=3)
+    code, _d, _recs = h.run(rf, interleave=True, seed=1, builds=_builds())
+    assert code != 0 and fired
+    assert h.target.module == "own" and h.target.pools == {}
+
+
+def test_two_builds_cannot_duet(h, tmp_path):
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "receive"\nduet = true\n'
+                 'corpus = { kind = "random", size = "4M" }\ndataset = { compression = ["off", "lz4"] }\n'
+                 'steady = { mode = "off" }\n', iterations=1)
+    from zfsperf.errors import InputError
+    with pytest.raises(InputError) as e:
+        h.run(rf, builds=_builds())
+    assert e.value.field == "duet" and e.value.line is not None and str(rf) in str(e.value)
+    assert not (tmp_path / "out").exists()                  # refused before anything was written
+
+
+def test_a_build_ab_pairs_each_sweep_point_with_itself_on_the_other_build(h, tmp_path):
+    """With a sweep besides the builds, compare pairs `level=1 build=a` with `level=1 build=b`,
+    never a point with another point."""
+    from zfsperf.report import compare
+    from zfsperf.report.model import load_run
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nlevel = [1, 2]\n', iterations=6)
+    h.wl.script = lambda ctx: {"throughput": figure(10.0 * ctx.fields["level"], "MiB/s")}
+    code, d, _recs = h.run(rf, interleave=True, seed=2, builds=_builds())
+    assert code == 0
+    pairs = compare.ab_pairs(load_run(d))
+    assert sorted((a.case, b.case) for a, b in pairs) == [("t level=1 build=a", "t level=1 build=b"),
+                                                          ("t level=2 build=a", "t level=2 build=b")]
+    cmp = compare.compare_within(load_run(d), pairs)
+    assert {ch.design for ch in cmp.changes} == {"paired"}
+    assert all(ch.change_pct == 0 for ch in cmp.changes)        # the same level on both builds: no change

@@ -1,6 +1,6 @@
 """One case iteration, from a fresh pool to its record: the case lifecycle.
 
-Order: fresh pool (+ dataset properties) -> tunables (journaled) -> sampler -> [gate: workload in
+Order: [a build A/B: the case's OpenZFS build loaded] -> fresh pool (+ dataset properties) -> tunables (journaled) -> sampler -> [gate: workload in
 rounds until steady] -> workload -> stop its processes -> tunables restored -> pool destroyed.
 Its status is decided once, by results.record.CaseOutcome.decide_status()."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import proc, steady
 from .control import Control, Interrupted
@@ -26,6 +26,9 @@ from .ui import Console
 from .units import parse_duration
 from .workloads import WORKLOADS
 from .workloads.base import CaseContext, CaseTimeout, WorkloadFailed
+
+if TYPE_CHECKING:
+    from .guest.switch import ModuleSwitch
 
 
 def daemon_gone(target: Target) -> bool:
@@ -51,10 +54,12 @@ class CaseRunner:
     """Runs case iterations on one target and pool manager into one results directory."""
 
     def __init__(self, target: Target, pools: PoolManager, journal: Journal, rd: ResultsDir, ui: Console,
-                 control: Control, *, keep_failed: bool = False, verbose: bool = False) -> None:
+                 control: Control, *, keep_failed: bool = False, verbose: bool = False,
+                 switch: ModuleSwitch | None = None) -> None:
         self.target, self.pools, self.journal, self.rd = target, pools, journal, rd
         self.ui, self.control = ui, control
         self.keep_failed, self.verbose = keep_failed, verbose
+        self.switch = switch              # a build A/B: loads each case's build before its pool
 
     def run(self, case: Case, it: int, prepared: Any, prep_error: str | None) -> CaseRecord:
         """One iteration (it < 0: a warm-up) of a case, from a fresh pool to its record."""
@@ -84,6 +89,11 @@ class CaseRunner:
         sampler: Sampler | None = None
         outcome = CaseOutcome()
         try:
+            if case.build is not None:
+                if self.switch is None:
+                    raise InputError(f"case {case.id} names a build, and this target has no builds to load",
+                                     field="build")
+                self.switch.load(case.build)
             pool = pools.create(t.pool, fs_properties=case.dataset)
             record.pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": case.dataset}
             if session is not None:

@@ -115,13 +115,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zfs", default="2.3", help=argparse.SUPPRESS)
     p.add_argument("--arc-max", type=int, metavar="MB")
 
-    p = sub.add_parser("guest", help="the real OpenZFS guest under QEMU: build | up | down | status | run -- ARGS",
-                       description="zfsperf guest build|up|down|status [--zfs 2.1|2.3]  |  zfsperf guest run "
-                                   "[--zfs 2.1|2.3] -- ZFSPERF-ARGS (zfsperf itself inside the guest, as a local "
-                                   "process on kernel OpenZFS; `run -o DIR` lands in DIR on this host)")
-    p.add_argument("guest_action", choices=["build", "up", "down", "status", "run"],
-                   help="build the guest (cached), boot it, stop it, show it, or run zfsperf inside it")
+    p = sub.add_parser("guest", help="the real OpenZFS guest under QEMU: build | up | down | status | run -- ARGS "
+                                     "| ab | bisect",
+                       description="zfsperf guest build|up|down|status [--zfs 2.1|2.3] [--zfs-src DIR]  |  "
+                                   "zfsperf guest run [--zfs 2.1|2.3] -- ZFSPERF-ARGS (zfsperf itself inside the "
+                                   "guest, as a local process on kernel OpenZFS; `run -o DIR` lands in DIR on this "
+                                   "host)  |  zfsperf guest ab --a BUILD --b BUILD -r RUNFILE  |  zfsperf guest "
+                                   "bisect --zfs-src REPO --good REV --bad REV -r RUNFILE --case TEST --figure F. "
+                                   "A BUILD is a series (2.3: Debian's), an OpenZFS source tree DIR, or DIR@REV "
+                                   "(one commit of a git repository)")
+    p.add_argument("guest_action", choices=["build", "up", "down", "status", "run", "ab", "bisect"],
+                   help="build the guest (cached), boot it, stop it, show it, run zfsperf inside it, "
+                        "A/B two OpenZFS builds, or bisect a range of commits")
     p.add_argument("--zfs", default="2.3", help="OpenZFS series for the guest: 2.1 or 2.3 (default 2.3)")
+    p.add_argument("--zfs-src", metavar="DIR", help="build: the modules of this OpenZFS source tree; "
+                                                    "bisect: the git repository")
+    p.add_argument("--a", metavar="BUILD", help="ab: side A (2.3 | DIR | DIR@REV)")
+    p.add_argument("--b", metavar="BUILD", help="ab: side B")
+    p.add_argument("--good", metavar="REV", help="bisect: a commit without the change")
+    p.add_argument("--bad", metavar="REV", help="bisect: a commit with it")
+    p.add_argument("--case", metavar="TEST", help="bisect: the test to measure")
+    p.add_argument("--figure", metavar="NAME", help="bisect: the figure judged (e.g. throughput)")
+    p.add_argument("-r", "--runfile", help="ab, bisect: the runfile")
+    p.add_argument("-t", "--test", help="ab: only this test")
+    p.add_argument("--blocks", type=int, default=None, help="ab, bisect: interleaved blocks (default 6)")
+    p.add_argument("--seed", type=int, help="ab, bisect: the seed of the block order")
+    p.add_argument("-o", "--outdir", help="ab, bisect: where results go")
     p.add_argument("inside", nargs="*", help="run: the zfsperf command line for inside the guest, after --")
 
     p = sub.add_parser("corpus", help="sendfile corpus")
@@ -342,7 +361,13 @@ def cmd_guest(args: argparse.Namespace) -> int:
     if getattr(args, "inside", None):
         raise InputError(f"guest {args.guest_action} takes no further arguments: {' '.join(args.inside)}",
                          field="guest")
-    if args.guest_action == "build":
+    if args.guest_action in ("ab", "bisect"):
+        return _guest_ab_or_bisect(args)
+    if args.guest_action == "build" and getattr(args, "zfs_src", None):
+        from .guest.source import SourceBuilder
+        mb = SourceBuilder().build(Path(args.zfs_src))
+        print(f"{mb.tree.label} for kernel {mb.kernel}: {mb.modules}")
+    elif args.guest_action == "build":
         b = Builder(series).run()
         print(f"OpenZFS {b.zfs_version} for kernel {b.kernel}: {b.dir}")
     elif args.guest_action == "up":
@@ -353,6 +378,23 @@ def cmd_guest(args: argparse.Namespace) -> int:
     else:
         print(json.dumps(lab.status(), indent=1))
     return 0
+
+
+def _guest_ab_or_bisect(args: argparse.Namespace) -> int:
+    from .guest import ab
+    need = {"ab": ("a", "b", "runfile"), "bisect": ("zfs_src", "good", "bad", "runfile", "case", "figure")}
+    for k in need[args.guest_action]:
+        if not getattr(args, k):
+            raise InputError(f"guest {args.guest_action} needs --{k.replace('_', '-')}", field=f"--{k}")
+    blocks = ab.DEFAULT_BLOCKS if args.blocks is None else args.blocks
+    if blocks < 2:
+        raise InputError(f"--blocks takes a whole number >= 2, got {blocks}", field="--blocks")
+    argv = redact_argv(["zfsperf", *sys.argv[1:]])
+    if args.guest_action == "ab":
+        return ab.guest_ab(args.a, args.b, args.runfile, blocks=blocks, seed=args.seed,
+                           outdir=args.outdir or "zfsperf-results", test=args.test, argv=argv)
+    return ab.guest_bisect(args.zfs_src, args.good, args.bad, args.runfile, args.case, args.figure, blocks=blocks,
+                           seed=args.seed, outdir=args.outdir or "zfsperf-bisect", argv=argv)
 
 
 def cmd_lab(args: argparse.Namespace) -> int:

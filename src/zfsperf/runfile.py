@@ -153,6 +153,9 @@ class TestSpec:
     # duet: the two values of one swept dataset property run at the same time on one pool (a dataset
     # each), so the machine's noise hits both alike; the figure of merit is the within-iteration ratio
     duet: bool = False
+    # builds: the OpenZFS builds this test is measured on, one case each, swapped in the guest
+    # between cases (guest ab / guest bisect set it; a runfile does not)
+    builds: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -162,6 +165,7 @@ class Case:
     fields: dict[str, Any]                 # workload fields with this case's values
     dataset: dict[str, str]
     tunables: dict[str, str]               # normalised for the kernel
+    build: str | None = None               # the OpenZFS build it runs on (a build A/B), else None
 
     @property
     def id(self) -> str:
@@ -220,18 +224,24 @@ def expand(t: TestSpec) -> list[Case]:
     for k, v in t.tunables.items():
         if isinstance(v, list):
             axes.append(("tunable", k, v))
+    if t.builds:
+        axes.append(("build", "build", list(t.builds)))
     cases = []
     for combo in itertools.product(*[a[2] for a in axes]) if axes else [()]:
         params = {k: v for k, v in t.fields.items()}
         dataset = {k: v for k, v in t.dataset.items() if not isinstance(v, list)}
         tunables = {k: v for k, v in t.tunables.items() if not isinstance(v, list)}
         sweep = {}
+        build = None
         for (kind, key, _), value in zip(axes, combo):
             sweep[key] = value
-            {"field": params, "dataset": dataset, "tunable": tunables}[kind][key] = value
+            if kind == "build":
+                build = value
+            else:
+                {"field": params, "dataset": dataset, "tunable": tunables}[kind][key] = value
         cases.append(Case(test=t, sweep=sweep, fields=params,
                           dataset={k: _propval(v) for k, v in dataset.items()},
-                          tunables={k: normalise_value(k, v) for k, v in tunables.items()}))
+                          tunables={k: normalise_value(k, v) for k, v in tunables.items()}, build=build))
     return cases
 
 

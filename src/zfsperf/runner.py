@@ -34,6 +34,7 @@ from .targets.base import Target
 from .tunables import Journal, replay
 from .ui import Console
 from .case import CaseRunner
+from .guest.switch import BuildRef, ModuleSwitch
 from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .results.record import STATUSES, CaseRecord, PrecisionVerdict, Status
@@ -73,6 +74,9 @@ class RunOptions:
     keep_signal_handlers: bool = False
     store: str | None = None             # the history store the run is added to ("": the default; None: none)
     check: str = "warn"                  # the machine check before and after: warn | strict (refuse if busy) | off
+    # a build A/B in the guest (guest ab / guest bisect): every selected test runs once per build,
+    # the build's modules swapped in before each case's pool
+    builds: dict[str, BuildRef] = field(default_factory=dict)
 
 
 class Precision:
@@ -140,6 +144,8 @@ class Runner:
         self.ui = console or Console(quiet=opts.quiet, verbose=opts.verbose)
         self.control = Control()                     # signals: recorded, acted on at safe points
         self.cases: CaseRunner | None = None
+        self.switch: ModuleSwitch | None = None     # a build A/B: which build the guest has loaded
+        self.results_dir: Path | None = None        # once created (or reopened to resume)
         self.detected: dict[str, Any] | None = None  # --detect: what the blocks reached, and what stopped them
         self.lock = machine.RunLock()
         self.before: machine.Check | None = None
@@ -167,9 +173,17 @@ class Runner:
             opts.interleave = sel.get("interleave", opts.interleave)
             opts.seed = sel.get("seed", opts.seed)
             opts.detect = sel.get("detect", opts.detect)
+            opts.builds = {k: BuildRef.from_json(v) for k, v in (info.builds or {}).items()} or opts.builds
             done = {(r.case, r.iteration) for r in rd.results()}
         else:
             rf = load(opts.runfile, opts.defines)
+        if opts.builds:
+            for t in rf.select(tags=opts.tags, test=opts.test):
+                if t.duet:
+                    raise InputError("two OpenZFS builds cannot duet (one kernel module is loaded at a time): "
+                                     "remove duet from this test for a build A/B",
+                                     file=rf.source, line=t.line, field="duet")
+                t.builds = list(opts.builds)
         cases = rf.cases(tags=opts.tags, test=opts.test)
         if not cases:
             raise InputError(f"no test matches the selection (tags {opts.tags}, test {opts.test})",
@@ -196,6 +210,7 @@ class Runner:
         if opts.interleave and opts.seed is None:
             opts.seed = random.SystemRandom().randrange(2 ** 31)
         rd = ResultsDir.open(Path(opts.resume)) if opts.resume else ResultsDir.create(Path(opts.outdir))
+        self.results_dir = rd.path
         target_log = proc.CommandLog(log_path(rd.path, "target.log"))
         old_handlers = self.control.install()
         t_start = time.time()
@@ -220,8 +235,12 @@ class Runner:
             if target.owns_daemon:
                 target.daemon().note_vdev_dir(vdev_dir)     # so a teardown without us removes them too
             pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.disks)
+            if opts.builds:
+                switch = ModuleSwitch(target, opts.builds)
+                switch.check()
+                self.switch = switch
             self.cases = CaseRunner(target, pools, journal, rd, self.ui, self.control,
-                                    keep_failed=opts.keep_failed, verbose=opts.verbose)
+                                    keep_failed=opts.keep_failed, verbose=opts.verbose, switch=self.switch)
             # every tunable the target exposes, before and after (the ones the runfile sets included)
             tun_names = sorted(set(target.tunable_names()) | {n for c in cases for n in c.tunables})
             run_info = runinfo.run_info(
@@ -232,6 +251,7 @@ class Runner:
             run_info.history_store = store_url
             run_info.machine = {"before": self.before.as_dict() if self.before else None, "after": None}
             run_info.duets = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides
+            run_info.builds = {k: b.to_json() for k, b in opts.builds.items()}
             if not opts.resume:
                 rd.write_run(run_info)
             try:
@@ -240,6 +260,10 @@ class Runner:
                 interrupted = True
             finally:
                 finish_pools(pools, keep_failed=opts.keep_failed, say=self.ui.say)
+                self._restore_build()
+            if self.switch is not None:
+                for k, src in self.switch.srcversions.items():
+                    run_info.builds[k]["srcversion"] = src
             if opts.resume:
                 run_info = rd.run_record()
                 run_info.resumed.append({"time": t_start, "argv": opts.argv})
@@ -253,6 +277,7 @@ class Runner:
             interrupted = True
         finally:
             if target is not None:
+                self._restore_build()
                 self._close_target(target, rd)
             for line in replay(journal):       # anything an interrupt cut short
                 self.ui.say(f"journal: {line}")
@@ -463,6 +488,15 @@ class Runner:
         info = rd.run_record()
         info.machine = {"before": self.before.as_dict(), "after": after.as_dict(), "busier": self.busier}
         rd.write_run(info)
+
+    def _restore_build(self) -> None:
+        """The guest's own OpenZFS build loaded again after a build A/B, however the run ended."""
+        if self.switch is None:
+            return
+        try:
+            self.switch.restore()
+        except ZfsperfError as e:
+            self.ui.say(f"warning: loading the guest's own OpenZFS build back: {e}")
 
     def _close_target(self, target: Target, rd: ResultsDir) -> None:
         lab = target.daemon()

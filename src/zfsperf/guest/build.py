@@ -111,19 +111,27 @@ class Builder:
         self.say(f"guest build: {name} done in {self.times[name]:.0f} s")
         return out
 
-    def run(self) -> Build:
+    def kernel(self) -> tuple[str, str]:
+        """The kernel package Debian's linux-image-amd64 depends on, and its ABI (6.1.0-56-amd64)."""
         self._step("apt lists (private, with contrib and bookworm-backports)", self.apt.update)
         kernel_pkg = self.apt.depends_on("linux-image-amd64", "linux-image-")
-        kv = kernel_pkg[len("linux-image-"):]
+        return kernel_pkg, kernel_pkg[len("linux-image-"):]
+
+    def host_tools(self, kv: str, extra: list[str] | None = None) -> None:
+        """What building modules for kernel `kv` needs on the host (its headers among them)."""
+        self._step("host tools", lambda: apt.install_host(
+            apt.missing_host_packages() + ([] if Path(f"/usr/src/linux-headers-{kv}").is_dir()
+                                           else [f"linux-headers-{kv}"]) + (extra or []), self.log))
+
+    def run(self) -> Build:
+        kernel_pkg, kv = self.kernel()
         zver = self.apt.candidate("zfs-dkms", self.series)
         out = cache_root() / f"{zver}-{kv}".replace("~", "_").replace("+", "_")
         build = Build(out, zver, kv)
         if build.complete():
             self.say(f"guest build: OpenZFS {zver} for {kv} is cached in {out}")
             return build
-        self._step("host tools", lambda: apt.install_host(
-            apt.missing_host_packages() + ([] if Path(f"/usr/src/linux-headers-{kv}").is_dir()
-                                           else [f"linux-headers-{kv}"]), self.log))
+        self.host_tools(kv)
         work = out / "work"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
@@ -157,18 +165,26 @@ class Builder:
         if not srcs:
             raise TargetError("zfs-dkms carries no /usr/src/zfs-* source")
         shutil.copytree(srcs[0], work / "zbuild", symlinks=True)
-        common = kv[: -len("-amd64")] + "-common" if kv.endswith("-amd64") else kv
-        res = proc.run(["./configure", "--prefix=/usr", "--with-config=kernel",
-                        f"--with-linux=/usr/src/linux-headers-{common}", f"--with-linux-obj=/usr/src/linux-headers-{kv}"],
-                       cwd=str(work / "zbuild"), timeout=3600, log=proc.CommandLog(work / "configure.log"))
-        if not res.ok:
-            raise TargetError(f"OpenZFS configure failed (see {work}/configure.log): {res.error_text()[-500:]}")
+        configure_modules(work / "zbuild", kv, work / "configure.log")
 
     def _make(self, work: Path) -> None:
-        res = proc.run(["make", f"-j{self.jobs}"], cwd=str(work / "zbuild"), timeout=7200,
-                       log=proc.CommandLog(work / "make.log"))
-        if not res.ok or not list((work / "zbuild" / "module").rglob("zfs.ko")):
-            raise TargetError(f"OpenZFS make failed (see {work}/make.log): {res.error_text()[-500:]}")
+        make_modules(work / "zbuild", self.jobs, work / "make.log")
+
+
+def configure_modules(tree: Path, kv: str, log: Path) -> None:
+    """`./configure` of an OpenZFS tree for kernel modules only, against kernel `kv`'s headers."""
+    common = kv[: -len("-amd64")] + "-common" if kv.endswith("-amd64") else kv
+    res = proc.run(["./configure", "--prefix=/usr", "--with-config=kernel",
+                    f"--with-linux=/usr/src/linux-headers-{common}", f"--with-linux-obj=/usr/src/linux-headers-{kv}"],
+                   cwd=str(tree), timeout=3600, log=proc.CommandLog(log))
+    if not res.ok:
+        raise TargetError(f"OpenZFS configure failed (see {log}): {res.error_text()[-500:]}")
+
+
+def make_modules(tree: Path, jobs: int, log: Path) -> None:
+    res = proc.run(["make", f"-j{jobs}"], cwd=str(tree), timeout=7200, log=proc.CommandLog(log))
+    if not res.ok or not list((tree / "module").rglob("zfs.ko")):
+        raise TargetError(f"OpenZFS make failed (see {log}): {res.error_text()[-500:]}")
 
     def _initramfs(self, work: Path, kv: str, out: Path) -> None:
         st, mt = work / "initrd", work / "modtree"

@@ -15,6 +15,8 @@ and it fails `--fail-on-regression` whatever its figures say.
 
 from __future__ import annotations
 
+import json
+
 import math
 from functools import lru_cache
 from dataclasses import dataclass, field
@@ -369,6 +371,13 @@ def ab_pairs(run: RunData, names: list[str] | None = None) -> list[tuple[CaseDat
                                  file=str(run.path), field="--cases")
             found.append(c)
         return [(found[0], c) for c in found[1:]]
+    builds = list(run.run.builds)
+    if builds:          # a build A/B: each case on the first build against the same case on the others
+        by_point: dict[str, dict[Any, CaseData]] = {}
+        for c in cases:
+            rest = {k: v for k, v in c.sweep.items() if k != "build"}
+            by_point.setdefault(json.dumps([c.test, rest], sort_keys=True, default=str), {})[c.sweep.get("build")] = c
+        return [(m[builds[0]], m[b]) for m in by_point.values() if builds[0] in m for b in builds[1:] if b in m]
     by_test: dict[str, list[CaseData]] = {}
     for c in cases:
         by_test.setdefault(c.test, []).append(c)

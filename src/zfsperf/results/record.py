@@ -203,7 +203,7 @@ class CaseRecord:
 # keys of run.json that RunRecord names; any other key is kept in `other` and written back
 _RUN_FIELDS = ("format", "zfsperf_version", "command_line", "host", "os", "kernel", "python", "target",
                "fio_version", "start", "end", "interrupted", "runfile", "selection", "params", "vdev_dir",
-               "pools", "cases", "tunables", "machine", "duets", "history_store", "detect", "resumed")
+               "pools", "cases", "tunables", "machine", "duets", "history_store", "detect", "resumed", "builds")
 
 
 @dataclass(kw_only=True)
@@ -234,6 +234,9 @@ class RunRecord:
     history_store: str | None = None          # where the run was added (credentials redacted)
     detect: dict[str, Any] | None = None      # --detect: what the blocks reached and what stopped them
     resumed: list[dict[str, Any]] = field(default_factory=list)
+    # a build A/B in the guest: build name -> what it is (label, version, commit, dirty, modules,
+    # the loaded module's srcversion); each record's sweep names its build
+    builds: dict[str, Any] = field(default_factory=dict)
     other: dict[str, Any] = field(default_factory=dict)        # keys this zfsperf does not name
 
     @property

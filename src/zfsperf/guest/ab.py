@@ -1,0 +1,357 @@
+"""Two OpenZFS builds measured against each other in one guest (`zfsperf guest ab`), and the first
+commit of a range whose change exceeds the noise floor (`zfsperf guest bisect`).
+
+The A/B is a run like any other: every selected test gets one case per build ("recv build=a",
+"recv build=b"), the runner interleaves them in blocks whose order is drawn from a recorded seed,
+and the guest loads each case's build before its pool (guest/switch.py). Same kernel, memory,
+disk, userland and pool for both sides: only the module differs. `compare` on the run gives the
+paired verdict per case, with its interval and the change the data could have seen; the
+markdown of that verdict (compare.md in the run's directory) is what goes into a pull request.
+
+A side is a series of Debian's build (`2.3`: the guest's own module), an OpenZFS source tree
+(`DIR`: what is checked out there, dirty or not), or one commit of a git repository (`DIR@REV`,
+exported with `git archive`, the repository untouched). Both sides run with the guest's userland,
+so both must be of the guest's series.
+
+Bisect walks the first-parent commits of GOOD..BAD: it measures BAD against GOOD first (no
+significant change: nothing to look for), then halves the range, each step an A/B of GOOD against
+the step's commit, a step "changed" when its verdict is significant in BAD's direction. Every
+step is kept in bisect.json in the output directory: the same command again resumes there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import random
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from .. import proc
+from ..errors import InputError, TargetError
+from .build import VERSIONS, Builder, cache_root, find_build
+from .source import ModuleBuild, SourceBuilder, build_tree_for, export_commit, identify, read_meta
+from .switch import BuildRef
+
+DEFAULT_BLOCKS = 6            # the exact paired test needs 6 blocks to reach p < 0.05 at all
+TCG_NOTE = ("under TCG (software emulation) only relative, CPU-bound differences between the builds "
+            "mean anything; absolute figures are not speeds")
+
+
+@dataclass
+class Side:
+    spec: str                 # as given: 2.3 | DIR | DIR@REV
+    series: str
+    ref: BuildRef
+
+
+def _repo_key(path: Path) -> str:
+    return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+
+
+def resolve(spec: str, name: str, field: str, sb: SourceBuilder) -> Side:
+    """A side of the A/B, built (or found cached) and named `name` in case names."""
+    if spec in VERSIONS:
+        b = find_build(spec) or Builder(spec, sb.say, sb.log).run()
+        return Side(spec, spec, BuildRef(name, f"OpenZFS {b.zfs_version} (Debian, the guest's own)", None,
+                                         {"kind": "debian", "version": b.zfs_version, "kernel": b.kernel}))
+    path, _, rev = spec.partition("@")
+    src = Path(path).expanduser()
+    if not src.is_dir():
+        raise InputError(f"{spec!r} is neither a series ({', '.join(sorted(VERSIONS))}) nor a directory", field=field)
+    if rev:
+        stage = cache_root() / "stage" / _repo_key(src)
+        full = export_commit(src, rev, stage)
+        mb = sb.build(stage, commit=full, build_tree=build_tree_for(src))
+        mb.tree.path = str(src.resolve())
+    else:
+        identify(src)                      # bad input is refused before any build
+        mb = sb.build(src)
+    return Side(spec, mb.tree.series, _ref(name, mb))
+
+
+def series_of(spec: str, field: str) -> str:
+    """The OpenZFS series a side is, read without building anything (bad input first)."""
+    if spec in VERSIONS:
+        return spec
+    path, _, rev = spec.partition("@")
+    src = Path(path).expanduser()
+    if not src.is_dir():
+        raise InputError(f"{spec!r} is neither a series ({', '.join(sorted(VERSIONS))}) nor a directory", field=field)
+    if not rev:
+        return read_meta(src)[1]
+    res = proc.run(["git", "-C", str(src), "show", f"{rev}:META"], timeout=60)
+    if not res.ok:
+        raise InputError(f"{rev!r} is not a commit of {src} with a META file: {res.error_text()}", field=field)
+    meta = cache_root() / "stage" / f"META-{_repo_key(src)}"
+    meta.mkdir(parents=True, exist_ok=True)
+    (meta / "META").write_text(res.stdout)
+    return read_meta(meta)[1]
+
+
+def check_runfile(runfile: str, test: str | None) -> None:
+    """A build A/B's runfile, refused before anything is built or booted: two builds cannot duet."""
+    from ..runfile import load
+    rf = load(runfile)
+    tests = rf.select(test=test)
+    if not tests:
+        raise InputError(f"no test {test!r} in this runfile", file=rf.source, field="--test")
+    for t in tests:
+        if t.duet:
+            raise InputError("two OpenZFS builds cannot duet (one kernel module is loaded at a time): "
+                             "remove duet from this test for a build A/B", file=rf.source, line=t.line,
+                             field="duet")
+
+
+def _ref(name: str, mb: ModuleBuild) -> BuildRef:
+    return BuildRef(name, mb.tree.label, str(mb.modules), mb.info())
+
+
+@dataclass
+class AbResult:
+    rc: int
+    results_dir: Path | None
+    comparison: Any | None              # report.compare.Comparison
+
+
+def ensure_guest(series: str, say: Callable[[str], None]) -> tuple[Any, bool]:
+    """The running guest of this series, booted if none runs. (guest, booted here)."""
+    from .vm import Guest
+    lab = Guest()
+    st = lab.state()
+    if st is not None:
+        if not st.zfs_version.startswith(series + "."):
+            raise InputError(f"the running guest has OpenZFS {st.zfs_version}, the builds are {series}: "
+                             "stop it with `zfsperf guest down` first", field="--a/--b")
+        if not st.hostroot:
+            raise TargetError("the running guest cannot see the host's root, where the builds are")
+        return lab, False
+    lab.up(series, say=say)
+    return lab, True
+
+
+def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int | None, outdir: str,
+           tags: list[str] | None, test: str | None, argv: list[str], say: Callable[[str], None],
+           defines: dict[str, str] | None = None) -> AbResult:
+    """One interleaved run of the runfile's selected tests on each build, and its paired comparison."""
+    from ..report import compare
+    from ..report.model import load_run
+    from ..runner import RunOptions, Runner
+    if blocks < 2:
+        raise InputError("--blocks takes a whole number >= 2", field="--blocks")
+    seed = seed if seed is not None else random.SystemRandom().randrange(2 ** 31)
+    opts = RunOptions(runfile=runfile, tags=tags, test=test, iterations=blocks, outdir=outdir, target="guest",
+                      interleave=True, seed=seed, builds=sides, argv=argv, defines=defines or {},
+                      keep_signal_handlers=False, store=None, check="warn")
+    runner = Runner(opts)
+    rc = runner.run()
+    if runner.results_dir is None:
+        return AbResult(rc, None, None)
+    run = load_run(runner.results_dir)
+    cmp = compare.compare_within(run, compare.ab_pairs(run))       # each case: first build -> second
+    (runner.results_dir / "compare.md").write_text(markdown(cmp, sides), encoding="utf-8")
+    return AbResult(rc, runner.results_dir, cmp)
+
+
+def markdown(cmp: Any, sides: dict[str, BuildRef]) -> str:
+    """The A/B for a pull request: what each side was, then compare's paired verdicts."""
+    from ..report import compare
+    out = ["builds:"] + [f"- **{b.name}**: {b.label}" + (f" (modules {b.modules})" if b.modules else "")
+                         for b in sides.values()]
+    if compare.emulated(cmp):
+        out.append(f"- {TCG_NOTE}")
+    return "\n".join(out) + "\n\n" + compare.markdown(cmp)
+
+
+def print_ab(res: AbResult, sides: dict[str, BuildRef]) -> None:
+    from ..report import compare
+    from ..ui import Console
+    for b in sides.values():
+        print(f"build {b.name}: {b.label}")
+    if res.comparison is None:
+        return
+    compare.render(res.comparison, Console().rich)
+    if compare.emulated(res.comparison):
+        print(f"note: {TCG_NOTE}")
+    print(f"for a pull request: {res.results_dir / 'compare.md'}")
+    print(f"Log directory:\t{res.results_dir}")
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """A hangup or TERM while builds are made or the guest boots ends this command like Ctrl-C
+    (KeyboardInterrupt: the guest this command booted is stopped in its finally). While a run is
+    going the runner's own handlers take over and give these back afterwards."""
+    def stop(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def guest_ab(a: str, b: str, runfile: str, *, blocks: int = DEFAULT_BLOCKS, seed: int | None = None,
+             outdir: str = "zfsperf-results", tags: list[str] | None = None, test: str | None = None,
+             argv: list[str] | None = None, say: Callable[[str], None] = print) -> int:
+    check_runfile(runfile, test)                  # bad input before anything is built or booted
+    sa, sb_ = series_of(a, "--a"), series_of(b, "--b")
+    if sa != sb_:
+        raise InputError(f"--a is OpenZFS {sa}, --b is {sb_}: the guest runs one series' userland, so both "
+                         "builds must be of one series", field="--b")
+    sb = SourceBuilder(say)
+    side_a, side_b = resolve(a, "a", "--a", sb), resolve(b, "b", "--b", sb)
+    sides = {"a": side_a.ref, "b": side_b.ref}
+    with _stop_on_signals():
+        lab, booted = ensure_guest(side_a.series, say)
+        try:
+            res = run_ab(sides, runfile, blocks=blocks, seed=seed, outdir=outdir, tags=tags, test=test,
+                         argv=argv or [], say=say)
+        finally:
+            if booted:
+                lab.down(say=say)
+    print_ab(res, sides)
+    return res.rc
+
+
+# ------------------------------------------------------------------------------------- bisect
+def _commits(repo: Path, good: str, bad: str) -> list[str]:
+    res = proc.run(["git", "-C", str(repo), "rev-list", "--first-parent", "--reverse", f"{good}..{bad}"], timeout=300)
+    if not res.ok:
+        raise InputError(f"git rev-list {good}..{bad} in {repo}: {res.error_text()}", field="--good/--bad")
+    commits = res.stdout.split()
+    if not commits:
+        raise InputError(f"{bad} has no commit after {good} (first-parent)", field="--bad")
+    return commits
+
+
+def _subject(repo: Path, commit: str) -> str:
+    res = proc.run(["git", "-C", str(repo), "log", "-1", "--format=%s", commit], timeout=60)
+    return res.stdout.strip() if res.ok else ""
+
+
+@dataclass
+class Step:
+    commit: str
+    verdict: str                 # compare's verdict for the case and figure
+    change_pct: float | None
+    ci_pct: list[float] | None
+    p: float | None
+    detectable_pct: float | None
+    results_dir: str
+    subject: str = ""
+
+    def changed(self, direction: str) -> bool:
+        return self.verdict == direction
+
+    def line(self) -> str:
+        ci = f" [{self.ci_pct[0]:+.1f} … {self.ci_pct[1]:+.1f} %]" if self.ci_pct else ""
+        ch = f"{self.change_pct:+.1f} %" if self.change_pct is not None else "n/a"
+        p = f"p {self.p:.3f}" if self.p is not None else "p n/a"
+        see = f", could see ≥ {self.detectable_pct:.1f} %" if self.detectable_pct is not None else ""
+        return f"{self.commit[:12]}  {ch}{ci}  {p}  {self.verdict}{see}  {self.subject}"
+
+
+def guest_bisect(repo: str, good: str, bad: str, runfile: str, case: str, figure: str, *,
+                 blocks: int = DEFAULT_BLOCKS, seed: int | None = None, outdir: str = "zfsperf-bisect",
+                 argv: list[str] | None = None, say: Callable[[str], None] = print) -> int:
+    """0: the first changed commit named; 1: no change between GOOD and BAD beyond the noise."""
+    from ..runfile import load
+    rf = load(runfile)
+    src = Path(repo).expanduser().resolve()
+    if not (src / ".git").exists():
+        raise InputError(f"{repo} is not a git repository", field="--zfs-src")
+    if not any(t.name == case for t in rf.tests):
+        raise InputError(f"no test {case!r} in {rf.source} (it has: {', '.join(t.name for t in rf.tests)})",
+                         field="--case")
+    check_runfile(runfile, case)
+    commits = _commits(src, good, bad)
+    series_of(f"{src}@{good}", "--good")
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    state_file = out / "bisect.json"
+    settings = {"repo": str(src), "good": good, "bad": bad, "runfile": rf.source, "case": case, "figure": figure,
+                "blocks": blocks}
+    state: dict[str, Any] = {"settings": settings, "steps": {}}
+    if state_file.exists():
+        old = json.loads(state_file.read_text())
+        if old.get("settings") == settings:
+            state = old
+            say(f"bisect: resuming from {state_file} ({len(state['steps'])} step(s) measured)")
+        else:
+            raise InputError(f"{state_file} is a bisect with other settings: use another -o", field="-o")
+    with _stop_on_signals():
+        return _bisect(src, good, commits, runfile, case, figure, blocks, seed, out, argv or [], say, state,
+                       state_file)
+
+
+def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, figure: str, blocks: int,
+            seed: int | None, out: Path, argv: list[str], say: Callable[[str], None], state: dict[str, Any],
+            state_file: Path) -> int:
+    bad = commits[-1][:12]
+    sb = SourceBuilder(say)
+    good_side = resolve(f"{src}@{good}", "good", "--good", sb)
+    good_full = good_side.ref.info.get("commit") or good
+    guest: list[Any] = []                      # (lab, booted) once a step needs the guest
+    steps: dict[str, Step] = {k: Step(**v) for k, v in state["steps"].items()}
+
+    def measure(commit: str) -> Step:
+        if commit in steps:
+            return steps[commit]
+        if not guest:
+            guest.append(ensure_guest(good_side.series, say))
+        short = commit[:8]
+        side = resolve(f"{src}@{commit}", short, f"commit {short}", sb)
+        if side.series != good_side.series:
+            raise InputError(f"commit {short} is OpenZFS {side.series}, {good} is {good_side.series}", field="--bad")
+        say(f"bisect: measuring {short} against {good_full[:8]} ({blocks} blocks)")
+        res = run_ab({"good": good_side.ref, short: side.ref}, runfile, blocks=blocks, seed=seed,
+                     outdir=str(out / "runs"), tags=None, test=case, argv=argv, say=say)
+        ch = None
+        if res.comparison is not None:
+            ch = next((c for c in res.comparison.changes if c.figure == figure), None)
+        if ch is None:
+            raise TargetError(f"the A/B of {short} gave no {figure!r} for {case} "
+                              f"(see {res.results_dir}; exit status {res.rc})")
+        st = Step(commit, ch.verdict, ch.change_pct, list(ch.ci_pct) if ch.ci_pct else None, ch.p,
+                  ch.detectable_pct, str(res.results_dir), _subject(src, commit))
+        steps[commit] = st
+        state["steps"][commit] = st.__dict__
+        state_file.write_text(json.dumps(state, indent=1))
+        say(f"bisect: {st.line()}")
+        return st
+
+    try:
+        last = measure(commits[-1])
+        if last.verdict not in ("better", "worse"):
+            print(f"bisect: {bad} against {good}: {last.verdict} — no change beyond the noise floor to look for")
+            _print_steps(steps, commits)
+            return 1
+        direction = last.verdict
+        lo, hi = -1, len(commits) - 1             # commits[hi] changed; commits[lo] (or GOOD) did not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if measure(commits[mid]).changed(direction):
+                hi = mid
+            else:
+                lo = mid
+    finally:
+        if guest and guest[0][1]:
+            guest[0][0].down(say=say)
+    first = commits[hi]
+    _print_steps(steps, commits)
+    print(f"first {direction} commit: {first}  {_subject(src, first)}")
+    state["first"] = {"commit": first, "direction": direction}
+    state_file.write_text(json.dumps(state, indent=1))
+    return 0
+
+
+def _print_steps(steps: dict[str, Step], commits: list[str]) -> None:
+    print("bisect steps (each against GOOD):")
+    for c in commits:
+        if c in steps:
+            print(f"  {steps[c].line()}")

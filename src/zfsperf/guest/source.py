@@ -1,0 +1,299 @@
+"""OpenZFS kernel modules built from a source tree (an OpenZFS git checkout or an unpacked release),
+for the guest's kernel: `zfsperf guest build --zfs-src DIR`, and each side of `guest ab` and each
+step of `guest bisect`.
+
+- Only the modules (spl.ko, zfs.ko) come from the tree; the guest's kernel and ZFS userland are
+  Debian's build of the same series (2.1 or 2.3, read from the tree's META), so a tree of another
+  series is refused before anything is built.
+- A build is cached by what it was built from and the kernel ABI:
+  <cache>/src-<commit12>[-dirty-<hash8>]-<kernel>/ for a git tree, <cache>/src-tree-<hash12>-<kernel>/
+  otherwise, holding modules/{spl,zfs}.ko (debug info stripped), build.json and logs/ (configure,
+  make): the log of a failed build is kept there too.
+- Builds are incremental: one build tree per repository (<cache>/trees/git-<root commit's tree>/,
+  or per path for a tree that is not a git work tree) is kept between builds; files whose content changed are copied in, the rest keep their times,
+  so `make` recompiles what a commit touched and configure runs again only when a build-system
+  file changed. A bisect step that changes one .c file costs one compile and a link, not a build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from .. import proc
+from ..errors import InputError, TargetError
+from .build import VERSIONS, Builder, cache_root, configure_modules, make_modules
+
+SOURCE_FORMAT = 1
+MODULES = ("spl.ko", "zfs.ko")
+# a change to one of these makes configure run again
+CONFIGURE_INPUTS = ("configure", "configure.ac", "META", "aclocal.m4", "zfs_config.h.in")
+
+
+@dataclass
+class Tree:
+    """What a source tree is: where, which commit (if a git tree), dirty or not, its version."""
+    path: str
+    version: str                      # META's Version-Release, e.g. 2.3.2-2~bpo12+2
+    series: str                       # 2.1 | 2.3: the Debian userland it runs with
+    commit: str | None = None         # the git commit (None: not a git tree)
+    dirty: bool = False               # uncommitted changes in a git tree
+    content_hash: str | None = None   # sha256 of the files, when the commit alone does not say
+
+    @property
+    def key(self) -> str:
+        if self.commit and not self.dirty:
+            return self.commit[:12]
+        if self.commit:
+            return f"{self.commit[:12]}-dirty-{(self.content_hash or '')[:8]}"
+        return f"tree-{(self.content_hash or '')[:12]}"
+
+    @property
+    def label(self) -> str:
+        if self.commit:
+            return f"OpenZFS {self.version} @ {self.commit[:12]}" + (" (dirty)" if self.dirty else "")
+        return f"OpenZFS {self.version} (tree {(self.content_hash or '')[:12]})"
+
+
+def read_meta(src: Path) -> tuple[str, str]:
+    """(version, series) from an OpenZFS tree's META file; bad input names the file and field."""
+    meta = src / "META"
+    try:
+        text = meta.read_text()
+    except OSError:
+        raise InputError(f"{src} is not an OpenZFS source tree (no META file)", field="--zfs-src") from None
+    fields = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        fields[k.strip()] = v.strip()
+    version = fields.get("Version", "")
+    parts = version.split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        raise InputError(f"no Version like 2.3.2 (got {version!r})", file=str(meta), field="Version")
+    series = ".".join(parts[:2])
+    if series not in VERSIONS:
+        raise InputError(f"OpenZFS {version}: the guest has Debian's userland for {', '.join(sorted(VERSIONS))} "
+                         "only, and a module of another series would not match it", file=str(meta), field="Version")
+    release = fields.get("Release", "")
+    return (f"{version}-{release}" if release else version), series
+
+
+def _git(src: Path, *args: str) -> proc.Completed:
+    return proc.run(["git", "-C", str(src), *args], timeout=300)
+
+
+def tree_files(src: Path) -> list[str]:
+    """The files that make the tree: in a git work tree the tracked and the untracked-not-ignored
+    ones (a build the user ran in place is not part of it); otherwise every file."""
+    res = _git(src, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    if res.ok and (src / ".git").exists():
+        names = sorted({n for n in res.stdout.split("\0") if n})
+        return [n for n in names if (src / n).is_file() or (src / n).is_symlink()]
+    out = []
+    for root, dirs, files in os.walk(src):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        out += [os.path.relpath(os.path.join(root, f), src) for f in files]
+    return sorted(out)
+
+
+def build_tree_for(src: Path) -> Path:
+    """The persistent build tree of a source: one per git history (named by its root commit's
+    tree, so a clone elsewhere shares it), else one per path."""
+    res = _git(src, "rev-list", "--max-parents=0", "--format=%T", "HEAD") if (src / ".git").exists() else None
+    lines = res.stdout.split() if res is not None and res.ok else []
+    key = f"git-{lines[-1][:12]}" if lines else hashlib.sha256(str(src.resolve()).encode()).hexdigest()[:12]
+    return cache_root() / "trees" / key
+
+
+def content_hash(src: Path, files: list[str]) -> str:
+    h = hashlib.sha256()
+    for n in files:
+        p = src / n
+        h.update(n.encode() + b"\0")
+        h.update(os.readlink(p).encode() if p.is_symlink() else p.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def identify(src: Path, commit: str | None = None) -> Tree:
+    """The tree at `src`; `commit` names it when it was exported from a repository (a bisect step)."""
+    src = src.resolve()
+    if not src.is_dir():
+        raise InputError(f"{src} is not a directory", field="--zfs-src")
+    version, series = read_meta(src)
+    files = tree_files(src)
+    if commit is not None:
+        return Tree(str(src), version, series, commit=commit)
+    if (src / ".git").exists():
+        head = _git(src, "rev-parse", "HEAD")
+        if head.ok:
+            dirty = bool(_git(src, "status", "--porcelain", "--untracked-files=normal").stdout.strip())
+            return Tree(str(src), version, series, commit=head.stdout.strip(), dirty=dirty,
+                        content_hash=content_hash(src, files) if dirty else None)
+    return Tree(str(src), version, series, content_hash=content_hash(src, files))
+
+
+@dataclass
+class ModuleBuild:
+    """A built pair of modules for the guest kernel."""
+    dir: Path
+    tree: Tree
+    kernel: str
+
+    @property
+    def modules(self) -> Path:
+        return self.dir / "modules"
+
+    def complete(self) -> bool:
+        try:
+            info = json.loads((self.dir / "build.json").read_text())
+        except (OSError, ValueError):
+            return False
+        return info.get("format") == SOURCE_FORMAT and all((self.modules / m).exists() for m in MODULES)
+
+    def info(self) -> dict:
+        return {"kind": "source", "label": self.tree.label, "kernel": self.kernel, "dir": str(self.dir),
+                **asdict(self.tree)}
+
+
+def sync_tree(src: Path, files: list[str], dest: Path) -> list[str]:
+    """Make dest's copy of the source equal to src's files; only files whose content differs are
+    written (so make sees only them as new). Returns the changed names (added, changed, removed)."""
+    listing = dest / ".zfsperf-files"
+    old = set(listing.read_text().split("\0")) - {""} if listing.exists() else set()
+    changed = []
+    for n in files:
+        s, d = src / n, dest / n
+        if s.is_symlink():
+            target = os.readlink(s)
+            if d.is_symlink() and os.readlink(d) == target:
+                continue
+            d.parent.mkdir(parents=True, exist_ok=True)
+            if d.exists() or d.is_symlink():
+                d.unlink()
+            os.symlink(target, d)
+        else:
+            data = s.read_bytes()
+            if d.is_file() and not d.is_symlink() and d.stat().st_size == len(data) and d.read_bytes() == data:
+                continue
+            d.parent.mkdir(parents=True, exist_ok=True)
+            if d.is_symlink():
+                d.unlink()
+            d.write_bytes(data)
+            os.chmod(d, s.stat().st_mode & 0o777)
+        changed.append(n)
+    for n in sorted(old - set(files)):
+        (dest / n).unlink(missing_ok=True)
+        changed.append(n)
+    listing.write_text("\0".join(files))
+    return changed
+
+
+class SourceBuilder:
+    """Build (or find cached) the modules of one source tree for the guest kernel."""
+
+    def __init__(self, say: Callable[[str], None] = print, log: proc.CommandLog = proc.NULL_LOG,
+                 jobs: int | None = None) -> None:
+        self.say, self.log = say, log
+        self.jobs = jobs or os.cpu_count() or 2
+        self._kernel: str | None = None
+
+    def kernel(self, series: str) -> str:
+        if self._kernel is None:
+            b = Builder(series, self.say, self.log, self.jobs)
+            _pkg, self._kernel = b.kernel()
+            b.host_tools(self._kernel)
+        return self._kernel
+
+    def build(self, src: Path, commit: str | None = None, build_tree: Path | None = None) -> ModuleBuild:
+        """Modules of the tree at `src` (its commit when exported from a repository).
+        `build_tree` is the persistent tree to build in (default: one per source location)."""
+        tree = identify(src, commit)
+        kv = self.kernel(tree.series)
+        out = cache_root() / f"src-{tree.key}-{kv}"
+        mb = ModuleBuild(out, tree, kv)
+        if mb.complete():
+            self.say(f"guest build: {tree.label} for {kv} is cached in {out}")
+            return mb
+        files = tree_files(Path(tree.path))
+        bt = build_tree or build_tree_for(Path(tree.path))
+        bt.mkdir(parents=True, exist_ok=True)
+        logs = out / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        times: dict[str, float] = {}
+
+        def step(name: str, fn: Callable[[], object]) -> object:
+            self.say(f"guest build: {tree.label}: {name} ...")
+            t0 = time.monotonic()
+            try:
+                return fn()
+            except TargetError as e:
+                raise TargetError(f"building {tree.label} failed at step {name!r}: {e}") from None
+            finally:
+                times[name] = round(time.monotonic() - t0, 1)
+
+        changed = step("copy the changed files", lambda: sync_tree(Path(tree.path), files, bt))
+        assert isinstance(changed, list)
+        configured = (bt / "config.status").exists() and (bt / ".zfsperf-kernel").exists() \
+            and (bt / ".zfsperf-kernel").read_text() == kv
+        if not (bt / "configure").exists():
+            step("autogen.sh", lambda: _autogen(bt, logs / "autogen.log"))
+            configured = False
+        if not configured or any(Path(n).name in CONFIGURE_INPUTS or n.endswith((".am", ".in", ".m4"))
+                                 for n in changed):
+            (bt / ".zfsperf-kernel").unlink(missing_ok=True)
+            step("configure", lambda: configure_modules(bt, kv, logs / "configure.log"))
+            (bt / ".zfsperf-kernel").write_text(kv)
+        self.say(f"guest build: {tree.label}: {len(changed)} file(s) changed since the last build in {bt}")
+        step(f"make -j{self.jobs}", lambda: make_modules(bt, self.jobs, logs / "make.log"))
+        mods = out / "modules"
+        mods.mkdir(exist_ok=True)
+        for m in MODULES:
+            found = sorted((bt / "module").rglob(m))
+            if not found:
+                raise TargetError(f"building {tree.label}: make left no {m} (see {logs / 'make.log'})")
+            res = proc.run(["strip", "--strip-debug", "-o", str(mods / m), str(found[0])], timeout=600)
+            if not res.ok:
+                raise TargetError(f"strip {m} failed: {res.error_text()}")
+        (out / "build.json").write_text(json.dumps({"format": SOURCE_FORMAT, **mb.info(), "seconds": times,
+                                                    "changed_files": len(changed), "built": time.time()},
+                                                   indent=1))
+        self.say(f"guest build: {tree.label} for {kv}: {out} "
+                 f"({', '.join(f'{k} {v:.0f} s' for k, v in times.items())})")
+        return mb
+
+
+def _autogen(tree: Path, log: Path) -> None:
+    """A git checkout has no generated configure: autogen.sh makes it (autoconf, automake, libtool)."""
+    from . import apt
+    need = [p for tool, p in (("autoconf", "autoconf"), ("automake", "automake"), ("libtoolize", "libtool"))
+            if shutil.which(tool) is None]
+    apt.install_host(need)
+    res = proc.run(["./autogen.sh"], cwd=str(tree), timeout=1800, log=proc.CommandLog(log))
+    if not res.ok:
+        raise TargetError(f"./autogen.sh failed (see {log}): {res.error_text()[-500:]}")
+
+
+def export_commit(repo: Path, rev: str, dest: Path) -> str:
+    """The tree of commit `rev` of the git repository at `repo`, written to `dest` (emptied first)
+    with `git archive`: the repository and its work tree are not touched. Returns the full hash."""
+    res = _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}")
+    if not res.ok:
+        raise InputError(f"{rev!r} is not a commit of {repo}", field="--good/--bad")
+    full = res.stdout.strip()
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    archive = subprocess.Popen(["git", "-C", str(repo), "archive", "--format=tar", full], stdout=subprocess.PIPE)
+    untar = subprocess.run(["tar", "-x", "-C", str(dest)], stdin=archive.stdout, capture_output=True)
+    assert archive.stdout is not None
+    archive.stdout.close()
+    if archive.wait() != 0 or untar.returncode != 0:
+        raise TargetError(f"git archive {full[:12]} of {repo} failed: {untar.stderr.decode(errors='replace')}")
+    return full

@@ -1,0 +1,139 @@
+"""Two OpenZFS builds against each other, and a bisect, in a real OpenZFS guest under QEMU.
+
+A git repository is made from Debian's zfs-dkms 2.3 source with four commits (helpers.openzfs_repo):
+the import, a comment in dmu_recv.c, a deliberate 20 ms pause per WRITE record of a receive, and a
+README note. zfsperf builds each commit's modules (incrementally: a commit that touches one file
+compiles one file), swaps them in the running guest between cases, and must call the ends of the
+range WORSE with an interval, and name the pause's commit as the first worse one. Under TCG the
+pause is a real cost (a sleep, not emulated CPU work): the verdict is about the build, not QEMU."""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from helpers import last_dir, openzfs_repo, records, write_runfile, zfsperf
+from zfsperf import proc
+from zfsperf.guest.vm import Guest
+from zfsperf.sshlink import Ssh
+
+RECV = """
+[defaults]
+iterations = 1
+timeout = "10m"
+[defaults.pool]
+vdevs = 1
+vdev_size = "128M"
+[[test]]
+name = "recv"
+workload = "receive"
+corpus = { kind = "random", size = "4M", seed = 7 }
+threads = 1
+steady = { mode = "off" }
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A repository of four commits and a booted guest of the same series (Debian's 2.3 build)."""
+    root = tmp_path_factory.mktemp("builds")
+    old = os.environ.get("ZFSPERF_GUEST_DIR")
+    os.environ["ZFSPERF_GUEST_DIR"] = str(root / "guest")
+    commits = openzfs_repo(root / "zfs")
+    t0 = time.monotonic()
+    assert zfsperf("guest", "build", "--zfs", "2.3", timeout=3600).returncode == 0
+    up = zfsperf("guest", "up", "--zfs", "2.3", timeout=900)
+    assert up.returncode == 0, up.stdout + up.stderr
+    print(f"\nguest booted in {time.monotonic() - t0:.0f} s")
+    g = Guest(root / "guest")
+    st = g.state()
+    yield root, commits, g
+    Ssh(st.url(), g.ssh_options()).close()
+    assert zfsperf("guest", "down").returncode == 0
+    assert not proc.pid_alive(st.qemu_pid)
+    if old is None:
+        os.environ.pop("ZFSPERF_GUEST_DIR", None)
+    else:
+        os.environ["ZFSPERF_GUEST_DIR"] = old
+
+
+def srcversion(g: Guest) -> str:
+    res = Ssh(g.state().url(), g.ssh_options()).run(["cat", "/sys/module/zfs/srcversion"])
+    assert res.ok, res.stderr
+    return res.stdout.strip()
+
+
+def test_ab_of_two_builds_is_paired_worse_with_its_interval(lab, tmp_path):
+    root, commits, g = lab
+    own = srcversion(g)
+    repo = root / "zfs"
+    res = zfsperf("guest", "ab", "--a", f"{repo}@{commits['base']}", "--b", f"{repo}@{commits['note']}",
+                  "-r", str(write_runfile(tmp_path, RECV)), "--blocks", "6", "--seed", "11",
+                  "-o", str(tmp_path / "o"), timeout=3600)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    d = last_dir(res.stdout)
+    recs = records(d)
+    assert [r["status"] for r in recs] == ["PASS"] * 12
+    assert sorted({r["sweep"]["build"] for r in recs}) == ["a", "b"]
+    # blocks: one iteration of each build per block, the order drawn from the recorded seed
+    run = json.loads((d / "run.json").read_text())
+    assert run["selection"]["interleave"] is True and run["selection"]["seed"] == 11
+    assert sorted((r["sweep"]["build"], r["iteration"]) for r in recs) == \
+        sorted((b, i) for b in "ab" for i in range(1, 7))
+    # run.json names each build: version, commit, not dirty, and the module that was loaded
+    builds = run["builds"]
+    assert builds["a"]["info"]["commit"] == commits["base"] and builds["b"]["info"]["commit"] == commits["note"]
+    assert builds["a"]["info"]["dirty"] is False and builds["a"]["info"]["version"].startswith("2.3.")
+    assert builds["a"]["srcversion"] != builds["b"]["srcversion"]
+    # the paired verdict: worse, with its interval, said with its design and test
+    assert "design: one run, interleaved blocks" in out and "sign-flip" in out
+    line = next(ln for ln in res.stdout.splitlines() if "throughput" in ln and "build=a" in ln)
+    assert "WORSE (" in line and " … " in line, line
+    cmp = zfsperf("compare", str(d), "--json")
+    ch = next(c for c in json.loads(cmp.stdout)["changes"] if c["figure"] == "throughput")
+    assert ch["verdict"] == "worse" and ch["design"] == "paired" and ch["ci_pct"][1] < 0
+    md = (d / "compare.md").read_text()
+    assert commits["note"][:12] in md and "WORSE" in md
+    if run["target"].get("accelerator") == "tcg":
+        assert "only relative, CPU-bound differences" in res.stdout
+    # the guest has its own build loaded again
+    assert srcversion(g) == own
+
+
+def test_bisect_names_the_commit_that_added_the_cost_and_resumes(lab, tmp_path):
+    root, commits, g = lab
+    repo = root / "zfs"
+    rf = str(write_runfile(tmp_path, RECV))
+    argv = ("guest", "bisect", "--zfs-src", str(repo), "--good", commits["base"], "--bad", commits["note"],
+            "-r", rf, "--case", "recv", "--figure", "throughput", "--blocks", "6", "--seed", "5",
+            "-o", str(tmp_path / "b"))
+    res = zfsperf(*argv, timeout=3600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"first worse commit: {commits['cost']}" in res.stdout, res.stdout
+    state = json.loads((tmp_path / "b" / "bisect.json").read_text())
+    steps = state["steps"]
+    assert steps[commits["note"]]["verdict"] == "worse" and steps[commits["cost"]]["verdict"] == "worse"
+    assert steps[commits["comment"]]["verdict"] != "worse"          # the comment costs nothing
+    assert state["first"]["commit"] == commits["cost"]
+    # the same command again resumes: no step is measured twice
+    again = zfsperf(*argv, timeout=600)
+    assert again.returncode == 0 and "resuming" in again.stdout + again.stderr
+    assert "measuring" not in again.stdout + again.stderr
+    assert f"first worse commit: {commits['cost']}" in again.stdout
+
+
+def test_build_a_b_refuses_duet_and_mixed_series_before_building(tmp_path):
+    duet = write_runfile(tmp_path, RECV.replace('threads = 1', 'threads = 1\nduet = true\n'
+                                                'dataset = { compression = ["off", "lz4"] }'))
+    t0 = time.monotonic()
+    res = zfsperf("guest", "ab", "--a", "2.3", "--b", "2.3", "-r", str(duet))
+    assert res.returncode == 2 and "duet" in res.stderr and str(duet) in res.stderr, res.stderr
+    res = zfsperf("guest", "ab", "--a", "2.1", "--b", "2.3", "-r", str(write_runfile(tmp_path, RECV)))
+    assert res.returncode == 2 and "--b" in res.stderr and "one series" in res.stderr, res.stderr
+    assert time.monotonic() - t0 < 60                     # refused up front: nothing was built or booted
+    live = [ln for ln in subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout.splitlines()
+            if "qemu-system" in ln and str(tmp_path) in ln]
+    assert live == []
