@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator
 from .. import proc
 from ..errors import InputError, TargetError
 from .build import VERSIONS, Builder, cache_root, find_build
-from .source import ModuleBuild, SourceBuilder, build_tree_for, export_commit, identify, read_meta
+from .source import ModuleBuild, SourceBuilder, build_tree_for, export_commit, identify, parse_meta, read_meta
 from .switch import BuildRef
 
 DEFAULT_BLOCKS = 6            # the exact paired test needs 6 blocks to reach p < 0.05 at all
@@ -86,10 +86,7 @@ def series_of(spec: str, field: str) -> str:
     res = proc.run(["git", "-C", str(src), "show", f"{rev}:META"], timeout=60)
     if not res.ok:
         raise InputError(f"{rev!r} is not a commit of {src} with a META file: {res.error_text()}", field=field)
-    meta = cache_root() / "stage" / f"META-{_repo_key(src)}"
-    meta.mkdir(parents=True, exist_ok=True)
-    (meta / "META").write_text(res.stdout)
-    return read_meta(meta)[1]
+    return parse_meta(res.stdout, f"{src}@{rev}:META")[1]
 
 
 def check_runfile(runfile: str, test: str | None) -> None:

@@ -69,6 +69,12 @@ def read_meta(src: Path) -> tuple[str, str]:
         text = meta.read_text()
     except OSError:
         raise InputError(f"{src} is not an OpenZFS source tree (no META file)", field="--zfs-src") from None
+    return parse_meta(text, str(meta))
+
+
+def parse_meta(text: str, where: str) -> tuple[str, str]:
+    """(version, series) from the text of a META file (`where` names it in errors)."""
+    meta = where
     fields = {}
     for line in text.splitlines():
         k, _, v = line.partition(":")

@@ -1,0 +1,77 @@
+"""What a source tree is and how its build tree follows it, on real files and a real git
+repository, without building anything: the version and series from META, the cache key of a git
+tree (clean, dirty) and of a plain tree, and the incremental copy that lets `make` recompile only
+what a commit touched."""
+
+import os
+import subprocess
+
+import pytest
+
+from helpers import zfsperf
+from zfsperf.errors import InputError
+from zfsperf.guest.source import identify, parse_meta, sync_tree, tree_files
+
+pytestmark = pytest.mark.fast
+
+META = "Meta:          1\nName:          zfs\nVersion:       {v}\nRelease:       1\n"
+
+
+def tree(path, version="2.3.4"):
+    (path / "module" / "zfs").mkdir(parents=True)
+    (path / "META").write_text(META.format(v=version))
+    (path / "module" / "zfs" / "dmu_recv.c").write_text("int x;\n")
+    (path / "README.md").write_text("readme\n")
+    return path
+
+
+def git(path, *args):
+    return subprocess.run(["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_meta_gives_version_and_series_and_refuses_a_series_without_userland(tmp_path):
+    assert parse_meta(META.format(v="2.3.4"), "META") == ("2.3.4-1", "2.3")
+    with pytest.raises(InputError) as e:
+        parse_meta(META.format(v="2.2.7"), "/src/META")
+    assert e.value.file == "/src/META" and e.value.field == "Version" and "2.2.7" in str(e.value)
+    res = zfsperf("guest", "build", "--zfs-src", str(tree(tmp_path / "z", "2.2.7")))
+    assert res.returncode == 2 and "META: Version" in res.stderr, res.stderr
+    res = zfsperf("guest", "build", "--zfs-src", str(tmp_path))
+    assert res.returncode == 2 and "no META file" in res.stderr
+
+
+def test_a_git_tree_is_named_by_its_commit_and_a_dirty_one_by_its_content(tmp_path):
+    src = tree(tmp_path / "z")
+    plain = identify(src)
+    assert plain.commit is None and plain.key.startswith("tree-")
+    git(src, "init", "-q")
+    git(src, "add", "-A")
+    git(src, "commit", "-q", "-m", "import")
+    head = git(src, "rev-parse", "HEAD")
+    clean = identify(src)
+    assert clean.commit == head and not clean.dirty and clean.key == head[:12]
+    (src / "module" / "zfs" / "dmu_recv.c").write_text("int y;\n")
+    dirty = identify(src)
+    assert dirty.dirty and dirty.key.startswith(f"{head[:12]}-dirty-")
+    (src / "module" / "zfs" / "dmu_recv.c").write_text("int z;\n")
+    assert identify(src).key != dirty.key                  # another edit, another build
+    # what the user built in place is not part of the tree
+    (src / ".gitignore").write_text("*.o\n")
+    (src / "module" / "zfs" / "dmu_recv.o").write_text("object")
+    assert "module/zfs/dmu_recv.o" not in tree_files(src) and ".gitignore" in tree_files(src)
+
+
+def test_the_build_tree_gets_only_what_changed(tmp_path):
+    src, bt = tree(tmp_path / "z"), tmp_path / "bt"
+    assert sorted(sync_tree(src, tree_files(src), bt)) == ["META", "README.md", "module/zfs/dmu_recv.c"]
+    made = (bt / "module" / "zfs" / "dmu_recv.c").stat().st_mtime_ns
+    os.utime(bt / "README.md", ns=(1, 1))
+    assert sync_tree(src, tree_files(src), bt) == []        # nothing changed: nothing rewritten
+    assert (bt / "README.md").stat().st_mtime_ns == 1
+    (src / "module" / "zfs" / "dmu_recv.c").write_text("int y;\n")
+    (src / "README.md").unlink()
+    assert sync_tree(src, tree_files(src), bt) == ["module/zfs/dmu_recv.c", "README.md"]
+    assert (bt / "module" / "zfs" / "dmu_recv.c").read_text() == "int y;\n"
+    assert (bt / "module" / "zfs" / "dmu_recv.c").stat().st_mtime_ns >= made
+    assert not (bt / "README.md").exists()
