@@ -1,7 +1,8 @@
 """One case iteration, from a fresh pool to its record: the case lifecycle.
 
-Order: [a build A/B: the case's OpenZFS build loaded] -> fresh pool (+ dataset properties) -> tunables (journaled) -> sampler -> [gate: workload in
-rounds until steady] -> workload -> stop its processes -> tunables restored -> pool destroyed.
+Order: [a build A/B: the case's OpenZFS build loaded] -> fresh pool (+ dataset properties) ->
+tunables (journaled) -> sampler -> [gate: workload in rounds until steady] -> workload -> stop its
+processes -> tunables restored -> pool destroyed.
 Its status is decided once, by results.record.CaseOutcome.decide_status()."""
 
 from __future__ import annotations
