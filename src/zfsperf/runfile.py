@@ -473,6 +473,15 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
                     max_iterations=max_it, budget=budget, duet=duet)
 
 
+def refuse_duet_with_builds(rf: "Runfile", tests: list[TestSpec]) -> None:
+    """Two OpenZFS builds cannot duet: one kernel module is loaded at a time."""
+    for t in tests:
+        if t.duet:
+            raise InputError("two OpenZFS builds cannot duet (one kernel module is loaded at a time): "
+                             "remove duet from this test for a build A/B", file=rf.source, line=t.line,
+                             field="duet")
+
+
 def _check_duet(workload: str, dataset: dict[str, Any], tunables: dict[str, Any], swept_fields: dict[str, Any],
                 steady: SteadySpec, where) -> None:
     """Only what two datasets of one pool can hold side by side can duet."""

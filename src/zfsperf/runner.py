@@ -28,7 +28,7 @@ from .results.stats import summarise
 from .results.directory import RUN_JSON, SUMMARY, ResultsDir, log_path
 from .metrics.quantize import render_histograms
 from .results.tables import case_table
-from .runfile import Case, Runfile, load, loads
+from .runfile import Case, Runfile, load, loads, refuse_duet_with_builds
 from .targets.factory import check_spec, open_target
 from .targets.base import Target
 from .tunables import Journal, replay
@@ -178,11 +178,9 @@ class Runner:
         else:
             rf = load(opts.runfile, opts.defines)
         if opts.builds:
-            for t in rf.select(tags=opts.tags, test=opts.test):
-                if t.duet:
-                    raise InputError("two OpenZFS builds cannot duet (one kernel module is loaded at a time): "
-                                     "remove duet from this test for a build A/B",
-                                     file=rf.source, line=t.line, field="duet")
+            selected = rf.select(tags=opts.tags, test=opts.test)
+            refuse_duet_with_builds(rf, selected)
+            for t in selected:
                 t.builds = list(opts.builds)
         cases = rf.cases(tags=opts.tags, test=opts.test)
         if not cases:

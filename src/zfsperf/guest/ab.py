@@ -58,10 +58,7 @@ def resolve(spec: str, name: str, field: str, sb: SourceBuilder) -> Side:
         b = find_build(spec) or Builder(spec, sb.say, sb.log).run()
         return Side(spec, spec, BuildRef(name, f"OpenZFS {b.zfs_version} (Debian, the guest's own)", None,
                                          {"kind": "debian", "version": b.zfs_version, "kernel": b.kernel}))
-    path, _, rev = spec.partition("@")
-    src = Path(path).expanduser()
-    if not src.is_dir():
-        raise InputError(f"{spec!r} is neither a series ({', '.join(sorted(VERSIONS))}) nor a directory", field=field)
+    src, rev = _source(spec, field)
     if rev:
         stage = cache_root() / "stage" / _repo_key(src)
         full = export_commit(src, rev, stage)
@@ -73,14 +70,20 @@ def resolve(spec: str, name: str, field: str, sb: SourceBuilder) -> Side:
     return Side(spec, mb.tree.series, _ref(name, mb))
 
 
-def series_of(spec: str, field: str) -> str:
-    """The OpenZFS series a side is, read without building anything (bad input first)."""
-    if spec in VERSIONS:
-        return spec
+def _source(spec: str, field: str) -> tuple[Path, str]:
+    """DIR or DIR@REV: the source directory and the revision ("" for the tree as checked out)."""
     path, _, rev = spec.partition("@")
     src = Path(path).expanduser()
     if not src.is_dir():
         raise InputError(f"{spec!r} is neither a series ({', '.join(sorted(VERSIONS))}) nor a directory", field=field)
+    return src, rev
+
+
+def series_of(spec: str, field: str) -> str:
+    """The OpenZFS series a side is, read without building anything (bad input first)."""
+    if spec in VERSIONS:
+        return spec
+    src, rev = _source(spec, field)
     if not rev:
         return read_meta(src)[1]
     res = proc.run(["git", "-C", str(src), "show", f"{rev}:META"], timeout=60)
@@ -89,18 +92,16 @@ def series_of(spec: str, field: str) -> str:
     return parse_meta(res.stdout, f"{src}@{rev}:META")[1]
 
 
-def check_runfile(runfile: str, test: str | None) -> None:
-    """A build A/B's runfile, refused before anything is built or booted: two builds cannot duet."""
-    from ..runfile import load
+def check_runfile(runfile: str, test: str | None, field: str = "--test") -> Any:
+    """A build A/B's runfile, refused before anything is built or booted (an unknown test, a duet)."""
+    from ..runfile import load, refuse_duet_with_builds
     rf = load(runfile)
     tests = rf.select(test=test)
     if not tests:
-        raise InputError(f"no test {test!r} in this runfile", file=rf.source, field="--test")
-    for t in tests:
-        if t.duet:
-            raise InputError("two OpenZFS builds cannot duet (one kernel module is loaded at a time): "
-                             "remove duet from this test for a build A/B", file=rf.source, line=t.line,
-                             field="duet")
+        raise InputError(f"no test {test!r} in {rf.source} (it has: {', '.join(t.name for t in rf.tests)})",
+                         field=field)
+    refuse_duet_with_builds(rf, tests)
+    return rf
 
 
 def _ref(name: str, mb: ModuleBuild) -> BuildRef:
@@ -257,15 +258,10 @@ def guest_bisect(repo: str, good: str, bad: str, runfile: str, case: str, figure
                  blocks: int = DEFAULT_BLOCKS, seed: int | None = None, outdir: str = "zfsperf-bisect",
                  argv: list[str] | None = None, say: Callable[[str], None] = print) -> int:
     """0: the first changed commit named; 1: no change between GOOD and BAD beyond the noise."""
-    from ..runfile import load
-    rf = load(runfile)
+    rf = check_runfile(runfile, case, "--case")
     src = Path(repo).expanduser().resolve()
     if not (src / ".git").exists():
         raise InputError(f"{repo} is not a git repository", field="--zfs-src")
-    if not any(t.name == case for t in rf.tests):
-        raise InputError(f"no test {case!r} in {rf.source} (it has: {', '.join(t.name for t in rf.tests)})",
-                         field="--case")
-    check_runfile(runfile, case)
     commits = _commits(src, good, bad)
     series_of(f"{src}@{good}", "--good")
     out = Path(outdir)
