@@ -137,6 +137,23 @@ def test_record_keeps_workload_detail(run):
     assert all(r.detail.get("rounds") for r in recs if r.workload == "receive")
 
 
+def test_steady_verdict_is_typed(run):
+    """A record's steady-state verdict reads as a SteadyRecord (typed fields, 1-based sample
+    numbers, its window), and writes back the very dict it was read from."""
+    from zfsperf.results.directory import ResultsDir
+    from zfsperf.results.record import SteadyRecord
+    raw = [json.loads(x) for x in (RUN / "results.jsonl").read_text().splitlines() if x.strip()]
+    recs = ResultsDir.open(run).results()
+    sampled = [(r, d["steady"]) for r, d in zip(recs, raw) if "steady" in d]
+    assert sampled
+    for r, d in sampled:
+        v = r.steady
+        assert isinstance(v, SteadyRecord) and isinstance(v.steady, bool) and v.samples == d["samples"]
+        assert v.window == d["criteria"]["window"] and v.judged == (d["samples"] >= d["criteria"]["window"])
+        assert v.onset is None or v.onset >= 1
+        assert v.to_json() == d and SteadyRecord.from_json(d) == v
+
+
 def test_run_record_reads_and_writes_run_json(run):
     """run.json is read and written by one typed RunRecord: every key a stored run.json holds comes
     back with its value, and what this zfsperf does not name is kept, not dropped."""

@@ -6,7 +6,7 @@ import json
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf import steady
-from zfsperf.results.record import CaseRecord
+from zfsperf.results.record import CaseRecord, SteadyRecord
 from zfsperf.steady import rounds, timescale
 
 STEADY = """
@@ -111,7 +111,7 @@ def _chart_panels_drawn(d, r) -> None:
     shot = d.parent / "shot.png"
     chromium(f"--user-data-dir={profile}", "--window-size=1200,2400", f"--screenshot={shot}", page.as_uri())
     assert float(mpimg.imread(shot)[..., :3].std()) > 0.05
-    png = plots.steady_chart(d / r["series"], r["steady"])
+    png = plots.steady_chart(d / r["series"], SteadyRecord.from_json(r["steady"]))
     px = mpimg.imread(io.BytesIO(png))[..., :3]
     blue = (np.abs(px - np.array([0.12, 0.47, 0.71])).sum(axis=2) < 0.15)     # the judged line
     rows = np.flatnonzero(blue.any(axis=1))

@@ -19,7 +19,7 @@ from .metrics import crosscheck
 from .metrics.sampler import Sampler
 from .tunables import Journal, TunableSession
 from .pool import PoolManager
-from .results.record import CaseOutcome, CaseRecord, Status, as_figures
+from .results.record import CaseOutcome, CaseRecord, Status, SteadyRecord, as_figures
 from .results.directory import ResultsDir, series_path
 from .runfile import Case
 from .targets.base import Target
@@ -38,7 +38,7 @@ def daemon_gone(target: Target) -> bool:
 
 
 def judge_steady(samples: list[dict[str, Any]], spec: steady.SteadySpec, wl: Any, ctx: CaseContext,
-                 figures: dict[str, Any]) -> dict[str, Any]:
+                 figures: dict[str, Any]) -> SteadyRecord:
     """A recorded case's verdict at its workload's time scale (steady/timescale.py): the series in
     bins of whole cycles, decided, and the time scale said in the record."""
     cycle, what = wl.cycle(ctx, figures)
@@ -46,8 +46,8 @@ def judge_steady(samples: list[dict[str, Any]], spec: steady.SteadySpec, wl: Any
     raw = steady.timescale.running(steady.decision_samples(samples), wl.series_headline)
     judged = steady.timescale.bin_means(raw, width) if width > 1.5 * spec.interval else raw
     out = steady.summary(steady.decide(judged, spec.criteria, headline=wl.series_headline), judged, spec)
-    out["timescale"] = {"span_s": round(width, 3), "cycle": what, "raw_samples": len(raw),
-                        "samples": len(judged)}
+    out.timescale = {"span_s": round(width, 3), "cycle": what, "raw_samples": len(raw),
+                     "samples": len(judged)}
     return out
 
 
@@ -301,7 +301,7 @@ class CaseRunner:
         return finish()
 
     def _precondition(self, ctx: CaseContext, wl: Any, sampler: Sampler, spec: steady.SteadySpec,
-                      active: int | None) -> dict[str, Any]:
+                      active: int | None) -> SteadyRecord:
         """Run the workload in rounds until the sampled series is steady or spec.timeout passes
         (recorded as "not steady after N s", never hidden); the caller then measures once."""
         ctx.phase, ctx.stop = "precondition", threading.Event()
@@ -347,12 +347,12 @@ class CaseRunner:
             raise errors[0]
         samples = sampler.snapshot()
         out = steady.summary(verdict, samples, spec)
-        out["rounds"] = rounds
-        out["measure_start"] = round(sampler.elapsed(), 3)
+        out.rounds = rounds
+        out.measure_start = round(sampler.elapsed(), 3)
         ctx.phase, ctx.stop, ctx.round = "measure", None, ctx.round + 1
         ctx.measure_seconds = spec.measure
-        ctx.log.write(f"# steady state: {'steady' if verdict.steady else out.get('note')} after {rounds} rounds; "
-                      f"measuring from t={out['measure_start']} s")
+        ctx.log.write(f"# steady state: {'steady' if verdict.steady else out.note} after {rounds} rounds; "
+                      f"measuring from t={out.measure_start} s")
         return out
 
     def _dataset_properties(self, ctx: CaseContext) -> dict[str, str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..results.record import CaseRecord, RunRecord
+from ..results.record import CaseRecord, RunRecord, SteadyRecord
 from ..results.stats import Summary, summarise
 from ..results.directory import ResultsDir
 
@@ -58,7 +58,7 @@ class CaseData:
     def summary(self, name: str) -> Summary:
         return summarise(self.values(name))
 
-    def steady(self) -> list[dict[str, Any]]:
+    def steady(self) -> list[SteadyRecord]:
         return [r.steady for r in self.records if r.steady is not None]
 
 

@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..results.record import SteadyRecord  # noqa: E402
 from ..results.stats import summarise  # noqa: E402
 from ..steady import Criteria, decide, read_series, timescale  # noqa: E402
 from ..steady.series import decision_samples, is_marker  # noqa: E402
@@ -70,7 +71,7 @@ METRIC_UNITS = {"workload_mibs": "MiB/s", "pool_mibs": "MiB/s", "l2_read_mibs": 
                 "pool_lat_ms": "ms", "txgs_per_s": "TXGs/s"}
 
 
-def steady_chart(series_path: Path, verdict: dict[str, Any] | None, title: str | None = None) -> bytes | None:
+def steady_chart(series_path: Path, verdict: SteadyRecord | None, title: str | None = None) -> bytes | None:
     """Small multiples: one panel per metric in its own units, the workload's headline first and full
     width; every sample drawn thin, the samples the verdict judged (at its time scale) as the bold
     line; each metric's steady stretch shaded, its change points as dotted lines, the judged window
@@ -83,13 +84,13 @@ def steady_chart(series_path: Path, verdict: dict[str, Any] | None, title: str |
     if len(samples) < 3:
         return None
     crit = Criteria()
-    k = (verdict or {}).get("criteria")
-    if isinstance(k, dict):
+    k = verdict.criteria if verdict is not None else None
+    if k:
         crit = Criteria(window=int(k.get("window", crit.window)), range=float(k.get("range", crit.range)),
                         slope=float(k.get("slope", crit.slope)), quorum=float(k.get("quorum", crit.quorum)),
                         method=str(k.get("method", "snia")), tolerance=float(k.get("tolerance", crit.tolerance)))
-    headline = (verdict or {}).get("headline")
-    width = ((verdict or {}).get("timescale") or {}).get("span_s")
+    headline = verdict.headline if verdict is not None else None
+    width = (verdict.timescale or {}).get("span_s") if verdict is not None else None
     judged = timescale.running(decision_samples(raw), headline)
     if width:
         judged = timescale.bin_means(judged, float(width))
@@ -195,7 +196,7 @@ def ab_bars(changes: list[Any]) -> bytes | None:
     return _png(fig)
 
 
-def series_for(run: RunData) -> list[tuple[Path, dict[str, Any] | None]]:
+def series_for(run: RunData) -> list[tuple[Path, SteadyRecord | None]]:
     """Each case's series of its first counted iteration (with its recorded verdict)."""
     out = []
     for c in run.cases.values():

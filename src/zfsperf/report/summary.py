@@ -81,27 +81,26 @@ def steady_summary(case: CaseData) -> dict[str, Any] | None:
     vs = case.steady()
     if not vs:
         return None
-    window = int(((vs[0].get("criteria") or {}).get("window")) or 10)
-    short = [v for v in vs if (v.get("samples") or 0) < window]        # too short to judge within
-    judged = [v for v in vs if (v.get("samples") or 0) >= window]
-    steady = [v for v in judged if v.get("steady")]
-    tts = [v["time_to_steady"] for v in steady if v.get("time_to_steady") is not None]
+    short = [v for v in vs if not v.judged]                   # too short to judge within
+    judged = [v for v in vs if v.judged]
+    steady = [v for v in judged if v.steady]
+    tts = [v.time_to_steady for v in steady if v.time_to_steady is not None]
     failed: dict[str, int] = {}
     for v in judged:
-        for m in v.get("failed") or []:
+        for m in v.failed:
             failed[m] = failed.get(m, 0) + 1
-    v = case_verdict(case.records, headline(case.workload))
-    scales = sorted({f"{(x.get('timescale') or {}).get('cycle')}" for x in vs if x.get("timescale")})
-    return {"mode": vs[0].get("mode"), "steady": len(steady), "of": len(judged), "too_short": len(short),
-            "window": window, "mean_time_to_steady_s": sum(tts) / len(tts) if tts else None,
-            "failed_metrics": failed, "notes": sorted({v["note"] for v in judged if v.get("note")}),
-            "verdict": None if v is None else v.as_dict() | {"text": v.short()}, "timescales": scales}
+    cv = case_verdict(case.records, headline(case.workload))
+    scales = sorted({f"{x.timescale.get('cycle')}" for x in vs if x.timescale})
+    return {"mode": vs[0].mode, "steady": len(steady), "of": len(judged), "too_short": len(short),
+            "window": vs[0].window, "mean_time_to_steady_s": sum(tts) / len(tts) if tts else None,
+            "failed_metrics": failed, "notes": sorted({v.note for v in judged if v.note}),
+            "verdict": None if cv is None else cv.as_dict() | {"text": cv.short()}, "timescales": scales}
 
 
 def cross_check_summary(case: CaseData) -> list[dict[str, Any]]:
     """Each cross-check of the case over its passed iterations: the largest deviation seen and how
     many iterations agreed (of those judged)."""
-    by: dict[str, list[dict[str, Any]]] = {}
+    by: dict[str, list[crosscheck.CrossCheck]] = {}
     for r in case.passed:
         for c in r.cross_checks or []:
             by.setdefault(c.name, []).append(c)

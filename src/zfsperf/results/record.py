@@ -7,7 +7,8 @@ FORMAT_VERSION history:
   1  (no "format" key in run.json) zfsperf 0.1, until statuses became an enum
   2  run.json carries "format"; every record's status is one of Status
   3  a record's sweep point is its "sweep" (format 2 called it "params"); records are written
-     and read by CaseRecord.to_json / CaseRecord.from_json
+     and read by CaseRecord.to_json / CaseRecord.from_json, with typed figures, precision,
+     cross-checks and steady-state verdict (SteadyRecord: the same keys as format 2's dict)
 A reader refuses a results directory written in a newer format than it knows (exit 2) and reads
 every older one."""
 
@@ -110,6 +111,68 @@ class PrecisionVerdict:
         return cls(**{k: d.get(k) for k in ("stopped_by", "target_pct", "achieved_pct", "iterations", "figure")})
 
 
+@dataclass(kw_only=True)
+class SteadyRecord:
+    """The steady-state verdict on one iteration's sampled series, as steady.summary() decides it.
+    Sample numbers (first_steady_index, onset) count from 1; times are seconds."""
+    mode: str                                   # "record" (judged after) or "gate" (preconditioned until)
+    steady: bool
+    method: str                                 # "changepoint" or "snia"
+    samples: int                                # samples judged (at the workload's time scale)
+    first_steady_index: int | None = None       # the sample at which it first counted as steady
+    time_to_steady: float | None = None         # t of that sample, from the sampler's start
+    onset: int | None = None                    # the first sample of the steady stretch
+    headline: str | None = None                 # the metric with a veto (changepoint)
+    passed: list[str] = field(default_factory=list)       # metrics with evidence, steady
+    failed: list[str] = field(default_factory=list)       # metrics with evidence, not steady
+    unreadable: list[str] = field(default_factory=list)   # never counted
+    zero: list[str] = field(default_factory=list)         # 0 in every sample: no evidence
+    criteria: dict[str, Any] = field(default_factory=dict)  # SteadySpec.as_dict(): mode, interval, window, ...
+    span_s: float | None = None                 # first to last judged sample
+    onset_time: float | None = None             # the onset, from the first judged sample
+    classes: dict[str, str] = field(default_factory=dict)  # metric -> flat, warm-up, slowdown, ...
+    why: str | None = None                      # the method's own words (the decisive metric)
+    note: str | None = None                     # why not steady ("not steady after 12 s", too few samples)
+    timescale: dict[str, Any] | None = None     # the bins judged: span_s, cycle, raw_samples, samples
+    rounds: int | None = None                   # gate: workload rounds run to precondition
+    measure_start: float | None = None          # gate: when the measurement began (sampler seconds)
+    other: dict[str, Any] = field(default_factory=dict)   # keys this zfsperf does not name
+
+    @property
+    def window(self) -> int:
+        """The shortest steady segment the verdict needed, in samples (SNIA's window)."""
+        return int(self.criteria.get("window") or 10)
+
+    @property
+    def judged(self) -> bool:
+        """Enough samples for a window: a verdict with evidence either way."""
+        return self.samples >= self.window
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "mode": self.mode, "steady": self.steady, "first_steady_index": self.first_steady_index,
+            "time_to_steady": self.time_to_steady, "samples": self.samples, "method": self.method,
+            "onset": self.onset, "headline": self.headline, "passed": self.passed, "failed": self.failed,
+            "unreadable": self.unreadable, "zero": self.zero, "criteria": self.criteria}
+        for k in ("span_s", "onset_time", "classes", "why", "note", "timescale", "rounds", "measure_start"):
+            v = getattr(self, k)
+            if v:
+                out[k] = v
+            elif v is not None and k in ("span_s", "onset_time", "rounds", "measure_start"):
+                out[k] = v                      # a real 0
+        return out | self.other
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "SteadyRecord":
+        names = {f for f in cls.__dataclass_fields__ if f != "other"}
+        known = {k: d[k] for k in names if d.get(k) is not None}
+        known.setdefault("mode", "record")
+        known.setdefault("steady", False)
+        known.setdefault("method", (d.get("criteria") or {}).get("method") or "changepoint")
+        known.setdefault("samples", 0)
+        return cls(**known, other={k: v for k, v in d.items() if k not in names})
+
+
 def as_figures(figures: dict[str, dict[str, Any]]) -> dict[str, Figure]:
     """A workload's figures ({name: {"value", "unit"}}) as Figures."""
     return {k: Figure.from_json(f) for k, f in figures.items()}
@@ -139,7 +202,7 @@ class CaseRecord:
     pool: dict[str, Any] | None = None        # name, layout, dataset properties
     tunables: dict[str, dict[str, str]] | None = None   # name -> {"before", "set"}
     series: str | None = None    # the sampled series, relative to the results directory
-    steady: dict[str, Any] | None = None      # the steady-state verdict of the series (steady.summary)
+    steady: SteadyRecord | None = None        # the steady-state verdict of the series (steady.summary)
     sampler: dict[str, Any] | None = None     # the sampler's overhead and unreadable sources
     cross_checks: list[CrossCheck] | None = None       # headlines measured a second, independent way
     precision: PrecisionVerdict | None = None # adaptive: why this was the case's last iteration
@@ -174,7 +237,7 @@ class CaseRecord:
             v = getattr(self, k)
             if k == "cross_checks" and v is not None:
                 v = [c.to_json() for c in v]
-            elif k == "precision" and v is not None:
+            elif k in ("precision", "steady") and v is not None:
                 v = v.to_json()
             if v is not None:
                 out[k] = v
@@ -190,6 +253,8 @@ class CaseRecord:
             known["cross_checks"] = [CrossCheck.from_json(c) for c in known["cross_checks"]]
         if "precision" in known:
             known["precision"] = PrecisionVerdict.from_json(known["precision"])
+        if "steady" in known:
+            known["steady"] = SteadyRecord.from_json(known["steady"])
         sweep = d["sweep"] if "sweep" in d else d.get("params") if fmt < 3 else None
         return cls(test=str(d.get("test", d["case"])), case=str(d["case"]), sweep=dict(sweep or {}),
                    iteration=int(d.get("iteration", 1)), workload=str(d.get("workload", "")),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from ..results.record import SteadyRecord
 from . import changepoint, rounds, snia, timescale
 from .cache import CACHE_FULL, CACHE_SHARE, cache_ok
 from .series import decision_samples, matrix, read_series, resample
@@ -96,35 +97,29 @@ class SteadySpec:
                 "cache_gate": self.cache_gate, "measure": self.measure, **self.criteria.__dict__}
 
 
-def summary(v: Verdict, samples: list[dict[str, Any]], spec: SteadySpec) -> dict[str, Any]:
+def summary(v: Verdict, samples: list[dict[str, Any]], spec: SteadySpec) -> SteadyRecord:
     """What every result carries: the verdict, the time to steady, and which metrics passed."""
     samples = decision_samples(samples)
     first = v.first_steady_index
-    out: dict[str, Any] = {
-        "mode": spec.mode, "steady": v.steady, "first_steady_index": first,
-        "time_to_steady": samples[first - 1]["t"] if first else None, "samples": len(samples),
-        "method": v.criteria.method, "onset": v.onset, "headline": v.headline,
-        "passed": sorted(k for k, m in v.metrics.items() if m.evidence and m.steady),
-        "failed": sorted(k for k, m in v.metrics.items() if m.evidence and not m.steady),
-        "unreadable": sorted(k for k, m in v.metrics.items() if not m.readable),
-        "zero": sorted(k for k, m in v.metrics.items() if m.zero),
-        "criteria": spec.as_dict(),
-    }
+    out = SteadyRecord(
+        mode=spec.mode, steady=v.steady, first_steady_index=first,
+        time_to_steady=samples[first - 1]["t"] if first else None, samples=len(samples),
+        method=v.criteria.method, onset=v.onset, headline=v.headline,
+        passed=sorted(k for k, m in v.metrics.items() if m.evidence and m.steady),
+        failed=sorted(k for k, m in v.metrics.items() if m.evidence and not m.steady),
+        unreadable=sorted(k for k, m in v.metrics.items() if not m.readable),
+        zero=sorted(k for k, m in v.metrics.items() if m.zero),
+        criteria=spec.as_dict(),
+        classes={k: m.kind for k, m in v.metrics.items() if m.kind is not None},
+        why=v.note)
     if samples:
-        out["span_s"] = round(samples[-1]["t"] - samples[0]["t"], 3)           # what was judged
+        out.span_s = round(samples[-1]["t"] - samples[0]["t"], 3)              # what was judged
         if v.onset:
-            out["onset_time"] = round(samples[v.onset - 1]["t"] - samples[0]["t"], 3)
-    kinds = {k: m.kind for k, m in v.metrics.items() if m.kind is not None}
-    if kinds:
-        out["classes"] = kinds
-    if v.note:
-        out["why"] = v.note
+            out.onset_time = round(samples[v.onset - 1]["t"] - samples[0]["t"], 3)
     if not v.steady:
         if len(samples) < spec.criteria.window:
-            out["note"] = f"only {len(samples)} samples, fewer than the window of {spec.criteria.window}"
+            out.note = f"only {len(samples)} samples, fewer than the window of {spec.criteria.window}"
         else:
             span = samples[-1]["t"] if samples else 0
-            out["note"] = f"not steady after {span:.0f} s"
+            out.note = f"not steady after {span:.0f} s"
     return out
-
-

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..results.record import CaseRecord
+from ..results.record import CaseRecord, SteadyRecord
 
 ROUNDS_WINDOW = 5            # SNIA PTS: the last 5 rounds
 ROUNDS_RANGE = 0.20          # max - min <= 20 % of the mean
@@ -121,23 +121,17 @@ def noise_aware_rule(values: list[float]) -> NoiseAware:
     return out
 
 
-def within(steady: dict[str, Any], window: int) -> str | None:
+def within(steady: SteadyRecord) -> str | None:
     """What one iteration's own verdict says against steadiness, or None (steady, or no evidence)."""
-    if not isinstance(steady, dict):
-        return None
-    n = steady.get("samples") or 0
-    if n < window:
+    if not steady.judged:
         return None                                   # too short at its time scale: no evidence
-    if not steady.get("steady"):
-        why = steady.get("why") or steady.get("note") or "not steady"
-        return why
-    kinds = steady.get("classes") or {}
-    head = steady.get("headline")
-    onset_t = steady.get("onset_time")
-    span = steady.get("span_s")
-    if head and kinds.get(head) in ("warm-up", "slowdown") and steady.get("mode") == "record" \
+    if not steady.steady:
+        return steady.why or steady.note or "not steady"
+    head, onset_t, span = steady.headline, steady.onset_time, steady.span_s
+    kind = steady.classes.get(head) if head else None
+    if kind in ("warm-up", "slowdown") and steady.mode == "record" \
             and onset_t is not None and span and onset_t > 0.1 * span:
-        return f"{kinds[head]} until {onset_t:.1f} s of {span:.0f} s measured"
+        return f"{kind} until {onset_t:.1f} s of {span:.0f} s measured"
     return None
 
 
@@ -148,25 +142,22 @@ def case_verdict(records: list[CaseRecord], headline: str) -> CaseSteady | None:
     if not passed or not sampled:
         return None
     first = sampled[0][1]
-    window = int(((first.get("criteria") or {}).get("window")) or 10)
     for r, st in sampled:
-        against = within(st, window)
+        against = within(st)
         if against:
             return CaseSteady(False, f"iteration {r.iteration}: {against}", len(passed))
-    tts = [st["time_to_steady"] for _r, st in sampled if st.get("time_to_steady") is not None
-           and st.get("samples", 0) >= window]
+    tts = [st.time_to_steady for _r, st in sampled if st.time_to_steady is not None and st.judged]
     tts_mean = sum(tts) / len(tts) if tts else None
     measured = [r for r in passed if headline in r.figures]
     values = [r.figures[headline].value for r in measured]
     if len(values) < MIN_ROUNDS:
-        judged = any((st.get("samples") or 0) >= window for _r, st in sampled)
-        if judged:
+        if any(st.judged for _r, st in sampled):
             return CaseSteady(True, "each iteration steady at its time scale", len(values),
                               time_to_steady_s=tts_mean)
         return CaseSteady(None, f"{len(values)} iteration(s), each too short for a window at its time scale "
                                 f"(the rounds rule needs {MIN_ROUNDS})", len(values))
     last = min(len(values), ROUNDS_WINDOW)
-    method = (first.get("criteria") or {}).get("method") or first.get("method")
+    method = first.criteria.get("method") or first.method
     if method == "snia":
         ok, rng, slope = rounds_rule(values)
         if not ok:
@@ -174,18 +165,18 @@ def case_verdict(records: list[CaseRecord], headline: str) -> CaseSteady | None:
                               len(values), range_pct=rng, slope_pct=slope, time_to_steady_s=tts_mean)
         return CaseSteady(True, f"the last {last} iterations within {rng:.1f} % (range), trend {slope:.1f} %",
                           len(values), range_pct=rng, slope_pct=slope, time_to_steady_s=tts_mean)
-    r = noise_aware_rule(values)
+    na = noise_aware_rule(values)
     window_its = [m.iteration for m in measured][-last:]       # the window's iteration numbers
     full = 100 * float(np.ptp(values[-last:])) / abs(float(np.mean(values[-last:])))
-    apart = (f", iteration {window_its[r.apart]} set apart at {r.apart_pct:+.0f} %"   # named where it mattered
-             if r.apart is not None and full > 100 * ROUNDS_RANGE else "")
-    if r.trend:
-        return CaseSteady(False, f"the last {last} iterations drift {r.slope_pct:+.0f} % "
-                                 f"(slope p {r.trend_p:.3f})", len(values),
-                          range_pct=r.range_pct, slope_pct=r.slope_pct, time_to_steady_s=tts_mean)
-    if not r.ok:
-        return CaseSteady(False, f"the last {last} iterations vary {r.range_pct:.0f} % (range{apart})",
-                          len(values), range_pct=r.range_pct, slope_pct=r.slope_pct, time_to_steady_s=tts_mean)
-    return CaseSteady(True, f"the last {last} iterations within {r.range_pct:.1f} % (range{apart}), "
-                            f"no significant trend (line {r.slope_pct:+.0f} %, p {r.trend_p:.2f})",
-                      len(values), range_pct=r.range_pct, slope_pct=r.slope_pct, time_to_steady_s=tts_mean)
+    apart = (f", iteration {window_its[na.apart]} set apart at {na.apart_pct:+.0f} %"   # named where it mattered
+             if na.apart is not None and full > 100 * ROUNDS_RANGE else "")
+    if na.trend:
+        return CaseSteady(False, f"the last {last} iterations drift {na.slope_pct:+.0f} % "
+                                 f"(slope p {na.trend_p:.3f})", len(values),
+                          range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
+    if not na.ok:
+        return CaseSteady(False, f"the last {last} iterations vary {na.range_pct:.0f} % (range{apart})",
+                          len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
+    return CaseSteady(True, f"the last {last} iterations within {na.range_pct:.1f} % (range{apart}), "
+                            f"no significant trend (line {na.slope_pct:+.0f} %, p {na.trend_p:.2f})",
+                      len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
