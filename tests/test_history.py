@@ -2,7 +2,6 @@
 code against a real PostgreSQL server started here (Debian's postgresql), never a mock."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -161,8 +160,6 @@ def test_triage_accepted_changes_outliers_and_set_up_markers(history, tmp_path):
     the trend page shows why; a level must hold --min-segment runs; the page marks where the set-up
     (here the runfile's -D value) changed."""
     import shutil
-    from zfsperf.history import analysis
-    import numpy as np
     tmp, store0, changed, _ = history
     store = str(tmp_path / "copy.sqlite")
     shutil.copy(store0, store)                                   # the module's store stays as it was
@@ -191,6 +188,17 @@ def test_triage_accepted_changes_outliers_and_set_up_markers(history, tmp_path):
         js = json.loads(zfsperf("history", "--store", store, "--figure", "throughput", "--json", "--min-segment", n,
                                 "--min-change", MIN_CHANGE).stdout)
         assert len(js["series"][0]["change_points"]) == expect, (n, js["series"][0]["change_points"])
+
+
+@pytest.mark.fast
+def test_a_short_level_is_an_excursion_only_when_the_series_comes_back():
+    import numpy as np
+    from zfsperf.history import analysis
     # a short excursion that comes back is outlier runs, both its edges dropped; one that moves on keeps one
     assert analysis.short_segments([5, 6], np.array([1, 1, 1, 1, 1, 9, 1, 1, 1.]), 2) == ([], [5])
     assert analysis.short_segments([5, 6], np.array([1, 1, 1, 1, 1, 5, 9, 9, 9.]), 2) == ([5], [])
+    # a drift up for 4 runs, then the real fall (these 16 runs of this module on a slow day): not
+    # an excursion that came back, one change at the fall (it was both change points dropped)
+    drift = np.array([370, 371, 337, 341, 372, 351, 408, 471, 439, 447, 44, 44, 42, 43, 45, 42.])
+    assert analysis.short_segments([6, 10], drift, 6) == ([10], [])
+    assert analysis.short_segments([6, 10], drift[::-1].copy(), 6) == ([6], [])    # a rise, then a drift

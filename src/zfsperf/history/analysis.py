@@ -139,9 +139,11 @@ def what_changed(a: RunRow, b: RunRow) -> list[str]:
 
 def short_segments(idx: list[int], vals: np.ndarray, min_segment: int) -> tuple[list[int], list[int]]:
     """(change points, outlier runs): a segment of fewer than min_segment runs between two change
-    points is not a level. When the runs after it are back at the level before it (closer to it
-    than to the short segment), its runs are outliers and both change points go; otherwise the
-    series moved on through it, and the change is kept at its first point."""
+    points is not a level. When the runs after it are back at the level before it (within half the
+    excursion's height of it), its runs are outliers and both change points go; otherwise the
+    series moved on through it: the two steps are one change, kept where the level moved most (the
+    first of two equal steps). A drift up before a fall is not a return: 357 → 441 (4 runs) → 44
+    is a fall at the 44."""
     idx, out = sorted(idx), []
     k = 0
     while k + 1 < len(idx):
@@ -152,9 +154,11 @@ def short_segments(idx: list[int], vals: np.ndarray, min_segment: int) -> tuple[
         lo = idx[k - 1] if k > 0 else 0
         hi = idx[k + 2] if k + 2 < len(idx) else len(vals)
         before, short, after = vals[lo:a].mean(), vals[a:b].mean(), vals[b:hi].mean()
-        if abs(after - before) < abs(after - short):
+        if abs(after - before) < abs(short - before) / 2:
             out += list(range(a, b))
             del idx[k:k + 2]
+        elif abs(after - short) > abs(short - before):
+            del idx[k]
         else:
             del idx[k + 1]
     return idx, out
