@@ -328,3 +328,22 @@ def test_a_build_ab_pairs_each_sweep_point_with_itself_on_the_other_build(h, tmp
     cmp = compare.compare_within(load_run(d), pairs)
     assert {ch.design for ch in cmp.changes} == {"paired"}
     assert all(ch.change_pct == 0 for ch in cmp.changes)        # the same level on both builds: no change
+
+
+def test_no_html_writes_the_records_and_leaves_the_page_to_later(h, tmp_path):
+    """--no-html: junit.xml and results.csv as always, no report.html and no matplotlib imported;
+    `zfsperf report DIR --html` draws the same page later."""
+    import subprocess
+    import sys
+    h.wl.script = lambda ctx: {"throughput": figure(100.0, "MiB/s")}
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=1)
+    code, d, _recs = h.run(rf, html=False)
+    assert code == 0
+    assert (d / "junit.xml").is_file() and (d / "results.csv").is_file() and not (d / "report.html").exists()
+    # what a run imports before its first case: no matplotlib (it is drawn only for a page)
+    probe = subprocess.run([sys.executable, "-c", "import sys, zfsperf.cli, zfsperf.runner; "
+                            "print(any(m.startswith('matplotlib') for m in sys.modules))"],
+                           capture_output=True, text=True)
+    assert probe.stdout.strip() == "False", probe.stderr
+    code, d2, _ = h.run(rf)
+    assert (d2 / "report.html").is_file()

@@ -48,6 +48,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    help="take DISKS that hold a partition table, filesystem or pool label (never a KEEP pool)")
     p.add_argument("--prefill", action="store_true", help="pre-fill vdev files with zeros (steadier numbers)")
     p.add_argument("-o", "--outdir", default="zfsperf-results", help="where results directories go")
+    p.add_argument("--no-html", action="store_true",
+                   help="do not draw report.html at the end (junit.xml and results.csv are still written; "
+                        "`zfsperf report DIR --html DIR/report.html` draws it later)")
     p.add_argument("-v", "--verbose", action="store_true", help="show each case's live figures")
     p.add_argument("-q", "--quiet", action="store_true", help="print only non-PASS lines and the summary")
     p.add_argument("-x", "--cleanup", action="store_true",
@@ -277,7 +280,8 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
                       disks=disks, force=args.force, arc_max_mb=args.arc_max, argv=redact_argv(["zfsperf", *argv]),
                       precision=precision, interleave=args.interleave or detect is not None, seed=args.seed,
                       detect=detect, keep_signal_handlers=True,
-                      store=None if args.no_history else (args.store or ""), check=args.check)
+                      store=None if args.no_history else (args.store or ""), check=args.check,
+                      html=not args.no_html)
     return Runner(opts).run()
 
 

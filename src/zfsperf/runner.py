@@ -74,6 +74,7 @@ class RunOptions:
     keep_signal_handlers: bool = False
     store: str | None = None             # the history store the run is added to ("": the default; None: none)
     check: str = "warn"                  # the machine check before and after: warn | strict (refuse if busy) | off
+    html: bool = True                    # draw report.html at the end (--no-html: junit.xml and results.csv only)
     # a build A/B in the guest (guest ab / guest bisect): every selected test runs once per build,
     # the build's modules swapped in before each case's pool
     builds: dict[str, BuildRef] = field(default_factory=dict)
@@ -594,7 +595,7 @@ class Runner:
         """junit.xml, results.csv and report.html (report/export/); a failure here never
         fails the run, and the first two are written from the records even then."""
         try:
-            return export.write_results_dir(rd.path)["html"]
+            return export.write_results_dir(rd.path, html=self.opts.html).get("html")
         except Exception as e:  # noqa: BLE001
             self.ui.say(f"warning: could not write the derived files: {type(e).__name__}: {e}")
             records = rd.results()

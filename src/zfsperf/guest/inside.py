@@ -107,9 +107,13 @@ class InsideRun:
                                  field="guest run")
         args, dest = split_outdir(args)
         xdir = Path(self.st.exchange) / self.token
+        draw = dest is not None and "--no-html" not in args
+        tail: list[str] = []                      # the summary's last lines, held for the Report line
         if dest is not None:
             xdir.mkdir(parents=True)
-            args = [args[0], "-o", str(xdir), *args[1:]]
+            # report.html is drawn here, on the host, from the same records: under TCG, matplotlib's
+            # import and pictures took a third of a short run's time in the guest
+            args = [args[0], "-o", str(xdir), *(["--no-html"] if draw else []), *args[1:]]
         command = ["chroot", ROOT, IN_GUEST, self.pidfile, cwd, sys.executable, "-m", "zfsperf.cli", *args]
         old = {s: signal.signal(s, self._forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
@@ -121,6 +125,9 @@ class InsideRun:
             for line in self.proc.stdout:
                 if dest is not None:
                     line = line.replace(str(xdir), str(dest))
+                if draw and (tail or line.startswith("Log directory:")):
+                    tail.append(line)             # after the Report line, where the runner puts it
+                    continue
                 sys.stdout.write(line)
                 sys.stdout.flush()
             rc = self.proc.wait()
@@ -128,7 +135,11 @@ class InsideRun:
             for s, h in old.items():
                 signal.signal(s, h)
             if dest is not None:
-                self._collect(xdir, dest)
+                collected = self._collect(xdir, dest)
+                if draw:
+                    self._draw(collected)
+            sys.stdout.write("".join(tail))
+            sys.stdout.flush()
             subprocess.run(self.ssh_argv(["rm", "-f", f"{ROOT}{self.pidfile}"]), stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
         if rc == 255:
@@ -136,12 +147,27 @@ class InsideRun:
                               "the guest failed (exit 255): `zfsperf guest status` shows whether it is up")
         return rc
 
-    def _collect(self, xdir: Path, dest: Path) -> None:
-        """Move what zfsperf wrote in the guest to dest on the host."""
+    def _draw(self, runs: list[Path]) -> None:
+        """report.html of each results directory the guest wrote, drawn on the host."""
+        from ..report.export import write_results_dir
+        for d in runs:
+            if not (d / "run.json").is_file():
+                continue
+            try:
+                html = write_results_dir(d)["html"]
+            except Exception as e:  # noqa: BLE001 - the results are what counts, as in the runner
+                self.say(f"warning: could not draw {d / 'report.html'}: {type(e).__name__}: {e}")
+                continue
+            sys.stdout.write(f"Report:\t\t{html}\n")
+            sys.stdout.flush()
+
+    def _collect(self, xdir: Path, dest: Path) -> list[Path]:
+        """Move what zfsperf wrote in the guest to dest on the host; the directories moved."""
+        moved: list[Path] = []
         try:
             entries = sorted(xdir.iterdir())
         except OSError:
-            return
+            return moved
         if entries:
             dest.mkdir(parents=True, exist_ok=True)
         for e in entries:
@@ -151,7 +177,10 @@ class InsideRun:
             elif target.exists() or target.is_symlink():
                 target = dest / f"{e.name}-guest{self.token}"
             shutil.move(str(e), str(target))
+            if target.is_dir() and not target.is_symlink():
+                moved.append(target)
         shutil.rmtree(xdir, ignore_errors=True)
+        return moved
 
 
 def guest_run(args: list[str], series: str, say: Callable[[str], None] = print) -> int:

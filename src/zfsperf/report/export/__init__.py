@@ -55,10 +55,12 @@ EXPORTERS: dict[str, Exporter] = {e.name: e for e in (
 RESULTS_DIR_FILES = ("junit", "results-csv", "html")      # written into every results directory
 
 
-def write_results_dir(path: Path) -> dict[str, Path]:
-    """junit.xml, results.csv and report.html of one results directory, from what it holds."""
+def write_results_dir(path: Path, html: bool = True) -> dict[str, Path]:
+    """junit.xml, results.csv and (unless html is False) report.html of one results directory,
+    from what it holds."""
     from .. import summary
     from ..model import load_run
     run = load_run(path)
     x = Exported.of([run], [summary.build(run)])
-    return {name: EXPORTERS[name].write(x, Path(path) / EXPORTERS[name].filename) for name in RESULTS_DIR_FILES}
+    return {name: EXPORTERS[name].write(x, Path(path) / EXPORTERS[name].filename) for name in RESULTS_DIR_FILES
+            if html or name != "html"}

@@ -7,15 +7,20 @@ from __future__ import annotations
 import base64
 import html
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from typing import TYPE_CHECKING
-
-from .. import plots
 from ..compare import COLUMNS, Comparison, design_lines, notes, table_rows
 from ..model import RunData
 from ...metrics.quantize import render as render_histogram
 from .cells import STAT_COLUMNS, class_rows, cross_check_line, header_line, stat_cells, status, steady_line
+
+
+def _plots():
+    """The pictures (report/plots.py): matplotlib is imported when a page is drawn, not when
+    zfsperf starts (about 1 s on a host, 10 s in an emulated guest)."""
+    from .. import plots
+    return plots
+
 
 if TYPE_CHECKING:
     from . import Exported
@@ -52,7 +57,7 @@ def run_section(run: RunData, rep: dict[str, Any]) -> str:
     if t.get("accelerator") == "tcg":
         out.append('<p class="warn">This target ran under QEMU TCG (software emulation): its timings are '
                    "emulation artefacts, not speeds.</p>")
-    out.append(_img(plots.thread_scaling(run), "thread scaling"))
+    out.append(_img(_plots().thread_scaling(run), "thread scaling"))
     for case in rep["cases"]:
         out.append(f"<h3>{html.escape(case['case'])} <span class=note>({html.escape(status(case))})</span></h3>")
         if case["figures"]:
@@ -62,14 +67,14 @@ def run_section(run: RunData, rep: dict[str, Any]) -> str:
         if case["class_table"]:
             out.append(_table(["class", "avg latency", "stddev", "iops", "throughput"], class_rows(case)))
         if case["histograms"]:
-            out.append(_img(plots.histograms([(run.label, case["histograms"])]), f"latency histograms {case['case']}"))
+            out.append(_img(_plots().histograms([(run.label, case["histograms"])]), f"latency histograms {case['case']}"))
             out.append("<pre>" + html.escape("\n\n".join(render_histogram(h["buckets"], f"{h['title']} latency ({h['unit']})")
                                                          for h in case["histograms"].values())) + "</pre>")
         for line in (steady_line(case["steady"]), cross_check_line(case)):
             if line:
                 out.append(f"<p>{html.escape(line)}</p>")
-    for path, verdict in plots.series_for(run):
-        out.append(_img(plots.steady_chart(path, verdict), f"steady state {path.name}"))
+    for path, verdict in _plots().series_for(run):
+        out.append(_img(_plots().steady_chart(path, verdict), f"steady state {path.name}"))
     for w in rep["warnings"]:
         out.append(f'<p class="warn">Warning: {html.escape(w)}</p>')
     return "\n".join(x for x in out if x)
@@ -79,7 +84,7 @@ def comparison_section(cmp: Comparison) -> str:
     head = (f"A/B: {html.escape(cmp.base.label)} → {html.escape(cmp.new.label)}" if cmp.base is not cmp.new
             else f"A/B inside {html.escape(cmp.base.label)}")
     out = [f"<h2>{head}</h2>"] + [f"<p>{html.escape(line)}</p>" for line in design_lines(cmp)]
-    out += [_table(list(COLUMNS), table_rows(cmp)), _img(plots.ab_bars(cmp.changes), "A/B changes")]
+    out += [_table(list(COLUMNS), table_rows(cmp)), _img(_plots().ab_bars(cmp.changes), "A/B changes")]
     out += [f"<p>{html.escape(line)}</p>" for line in notes(cmp)]
     pairs = []
     for key, bc in cmp.base.cases.items():
@@ -89,7 +94,7 @@ def comparison_section(cmp: Comparison) -> str:
         from ..summary import merged_histograms
         hb, hn = merged_histograms(bc), merged_histograms(nc)
         if hb and hn:
-            pairs.append(_img(plots.histograms([(cmp.base.label, hb), (cmp.new.label, hn)]),
+            pairs.append(_img(_plots().histograms([(cmp.base.label, hb), (cmp.new.label, hn)]),
                               f"A/B histograms {bc.case}"))
     return "\n".join(out + pairs)
 
@@ -116,7 +121,7 @@ def history_document(series: list[Any], store: str) -> str:
     out = [f"<h2>History: {html.escape(store)}</h2>"]
     for s in series:
         out.append(f"<h3>{html.escape(s.case)} — {html.escape(s.figure)} ({html.escape(s.unit)})</h3>")
-        out.append(_img(plots.trend_chart(s), f"trend {s.case} {s.figure}"))
+        out.append(_img(_plots().trend_chart(s), f"trend {s.case} {s.figure}"))
         notes = getattr(s, "annotations", [])
         if notes:
             out.append("<p>runs where the set-up changed: " + "; ".join(
