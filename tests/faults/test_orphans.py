@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from helpers import DEFAULT_BATCH, children, zfsperf
 from helpers import write_runfile
 from zfsperf import proc
@@ -88,7 +90,10 @@ def test_lab_start_through_a_pipe_returns(session_env):
     assert not Path(env["ZFSPERF_LAB"]).exists()
 
 
-def test_kill9_at_random_moments_leaves_nothing(tmp_path, params, session_env):
+@pytest.mark.parametrize("trials", [3, pytest.param(10, marks=pytest.mark.slow)])
+def test_kill9_at_random_moments_leaves_nothing(tmp_path, params, session_env, trials):
+    """kill -9 at random moments of a run, one in each of `trials` equal slices of its span (so a
+    few trials still reach its start, its middle and its end): nothing of it is left running."""
     rf = write_runfile(tmp_path, RUNFILE)
     env = _own_lab(tmp_path, "k9")
     base = [sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "--params-dir", str(params),
@@ -107,8 +112,9 @@ def test_kill9_at_random_moments_leaves_nothing(tmp_path, params, session_env):
     span = time.monotonic() - t0
     assert p.returncode == 0, (tmp_path / "calib" / "out.txt").read_text()
     rng = random.Random(20261123)
-    for i in range(5):
-        delay = rng.uniform(0.5, 0.9 * span)
+    for i in range(trials):
+        lo, hi = 0.5, 0.9 * span
+        delay = rng.uniform(lo + i * (hi - lo) / trials, lo + (i + 1) * (hi - lo) / trials)
         o = tmp_path / f"t{i}"
         p = start(o)
         seen: set[int] = set()
