@@ -59,3 +59,26 @@ def test_kill9_recovery(session_env, tmp_path):
     finally:
         lab2.stop()
     assert not root.exists()
+
+
+def test_txg_is_read_as_zdb_prints_it_and_zdb_is_stopped(lab, target, tmp_path):
+    """ZfsFuseTarget.txg reads `zdb -u` line-buffered and stops zdb once the txg line is out (its
+    teardown would add a second): the number is the one zdb prints when left to finish, and no
+    zdb is left running."""
+    from zfsperf.targets.kstat import parse_zdb_txg
+    vd = tmp_path / "v"
+    os.truncate(vd, 0) if vd.exists() else vd.write_bytes(b"")
+    os.truncate(vd, 128 << 20)
+    assert lab.run(["zpool", "create", "-m", str(tmp_path / "mnt"), "ltxg", str(vd)]).ok
+    try:
+        early = target.txg("ltxg")
+        full = lab.run(["zdb", "-u", "ltxg"])
+        late = target.txg("ltxg")
+        assert full.ok, full.stderr
+        assert early is not None and early <= parse_zdb_txg(full.stdout) <= late
+        left = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+                if proc.pid_cmdline(pid)[:1] == ["zdb"] and "ltxg" in proc.pid_cmdline(pid)]
+        assert left == []
+        assert target.txg("no-such-pool") is None
+    finally:
+        assert lab.run(["zpool", "destroy", "-f", "ltxg"]).ok

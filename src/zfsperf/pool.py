@@ -380,7 +380,7 @@ class PoolManager:
             return False, f"{name} does not carry the {OWNER_PROP} mark"
         return True, ""
 
-    def destroy(self, pool: Pool | str, *, attempts: int = 10, delay: float = 1.0) -> None:
+    def destroy(self, pool: Pool | str, *, attempts: int = 40, delay: float = 0.25) -> None:
         name = pool.name if isinstance(pool, Pool) else pool
         ok, why = self.may_destroy(name)
         if not ok:
@@ -397,7 +397,7 @@ class PoolManager:
         return self.vdev_dir.remove_all()
 
 
-def destroy_busy(target: Target, name: str, *, attempts: int = 10, delay: float = 1.0) -> None:
+def destroy_busy(target: Target, name: str, *, attempts: int = 40, delay: float = 0.25) -> None:
     """`zpool destroy -f`, retried while the pool is busy (zfs-fuse right after a receive, or after
     a killed writer): callers have already decided the pool is zfsperf's to destroy."""
     last = ""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import selectors
 import shlex
 import signal
 import subprocess
@@ -96,6 +98,27 @@ def run(argv: Sequence[str], *, log: CommandLog = NULL_LOG, stdin: IO[bytes] | i
         res = Completed(argv, 127, "", f"{argv[0]}: {e.strerror}", time.monotonic() - t0)
     log.record(res, note)
     return res
+
+
+def read_until(p: subprocess.Popen, pattern: re.Pattern[str], timeout: float) -> re.Match[str] | None:
+    """The first complete line of p's stdout (a pipe) that matches pattern, read as it is printed
+    (p should print line-buffered: `stdbuf -oL`); None at end of output or after timeout seconds.
+    The caller stops p."""
+    assert p.stdout is not None
+    fd = p.stdout.fileno()
+    text, deadline = b"", time.monotonic() + timeout
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while (left := deadline - time.monotonic()) > 0:
+            if not sel.select(left):
+                continue
+            chunk = os.read(fd, 65536)
+            text += chunk
+            whole = text[:text.rfind(b"\n") + 1].decode(errors="replace")     # complete lines only
+            m = pattern.search(whole)
+            if m or not chunk:
+                return m
+    return None
 
 
 def _term_group(p: subprocess.Popen) -> None:

@@ -133,12 +133,12 @@ def parse_sysctl(text: str, prefix: str, source: str = "sysctl") -> dict[str, fl
     return out
 
 
-_ZDB_TXG_RE = re.compile(r"^\s*txg = (\d+)\s*$", re.MULTILINE)
+ZDB_TXG_RE = re.compile(r"^\s*txg = (\d+)\s*$", re.MULTILINE)
 
 
 def parse_zdb_txg(text: str) -> int | None:
     """The last synced txg from `zdb -u POOL` (the uberblock's `txg = N`), or None."""
-    m = _ZDB_TXG_RE.search(text)
+    m = ZDB_TXG_RE.search(text)
     return int(m.group(1)) if m else None
 
 

@@ -134,7 +134,7 @@ def teardown(lab: Lab, say: Callable[[str], None]) -> None:
                 say(f"keeping pool {name} (in KEEP); it is exported, its vdev files stay")
                 continue
             try:
-                destroy_busy(target, name, attempts=5)
+                destroy_busy(target, name, attempts=20)
                 say(f"destroyed zfsperf pool {name} (run {owner})")
             except ZfsperfError as e:
                 say(f"could not destroy pool {name}: {e}")
