@@ -184,3 +184,55 @@ def test_every_import_resolves_even_inside_functions():
                     except ImportError:
                         bad.append(f"{p.relative_to(SRC)}:{line}: {mod} has no {n}")
     assert bad == [], "\n".join(bad)
+
+
+def _class_attr_problems(path: Path, tree: ast.Module, classes: dict[str, ast.ClassDef]) -> list[str]:
+    """`self.NAME(...)` calls in a class whose NAME no class of the chain (the project's own
+    classes; a base from outside the project means unknown) defines as a method, class attribute
+    or `self.NAME = ...` assignment."""
+    def defined(cls: ast.ClassDef) -> set[str] | None:
+        names: set[str] = set()
+        for node in cls.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign):
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+        for node in ast.walk(cls):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+            flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+            names |= {t.attr for t in flat if isinstance(t, ast.Attribute)
+                      and isinstance(t.value, ast.Name) and t.value.id == "self"}
+        for base in cls.bases:
+            name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else None
+            if name is None or name not in classes:
+                return None                               # a base we cannot read: no claim
+            more = defined(classes[name])
+            if more is None:
+                return None
+            names |= more
+        return names
+
+    out = []
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        names = defined(cls)
+        if names is None:
+            continue
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "self" \
+                    and node.func.attr not in names:
+                out.append(f"{path.relative_to(SRC)}:{node.lineno} {cls.name}.{node.func.attr}")
+    return out
+
+
+def test_every_method_a_class_calls_on_itself_exists():
+    """A module-level function put between two methods made the methods after it nested
+    functions: Builder.run called self._initramfs, which no longer existed, and every guest build
+    on a cold cache failed at its last step (a warm cache never reached it)."""
+    trees = {p: ast.parse(p.read_text()) for p in sorted(SRC.rglob("*.py"))}
+    classes = {n.name: n for t in trees.values() for n in t.body if isinstance(n, ast.ClassDef)}
+    found = [x for p, t in trees.items() for x in _class_attr_problems(p, t, classes)]
+    assert found == [], found

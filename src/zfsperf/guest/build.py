@@ -171,21 +171,6 @@ class Builder:
         make_modules(work / "zbuild", self.jobs, work / "make.log")
 
 
-def configure_modules(tree: Path, kv: str, log: Path) -> None:
-    """`./configure` of an OpenZFS tree for kernel modules only, against kernel `kv`'s headers."""
-    common = kv[: -len("-amd64")] + "-common" if kv.endswith("-amd64") else kv
-    res = proc.run(["./configure", "--prefix=/usr", "--with-config=kernel",
-                    f"--with-linux=/usr/src/linux-headers-{common}", f"--with-linux-obj=/usr/src/linux-headers-{kv}"],
-                   cwd=str(tree), timeout=3600, log=proc.CommandLog(log))
-    if not res.ok:
-        raise TargetError(f"OpenZFS configure failed (see {log}): {res.error_text()[-500:]}")
-
-
-def make_modules(tree: Path, jobs: int, log: Path) -> None:
-    res = proc.run(["make", f"-j{jobs}"], cwd=str(tree), timeout=7200, log=proc.CommandLog(log))
-    if not res.ok or not list((tree / "module").rglob("zfs.ko")):
-        raise TargetError(f"OpenZFS make failed (see {log}): {res.error_text()[-500:]}")
-
     def _initramfs(self, work: Path, kv: str, out: Path) -> None:
         st, mt = work / "initrd", work / "modtree"
         moddir = mt / "lib" / "modules" / kv
@@ -266,6 +251,21 @@ def make_modules(tree: Path, jobs: int, log: Path) -> None:
         if zst.returncode or cpio.returncode:
             raise TargetError("packing the initramfs failed")
 
+
+def configure_modules(tree: Path, kv: str, log: Path) -> None:
+    """`./configure` of an OpenZFS tree for kernel modules only, against kernel `kv`'s headers."""
+    common = kv[: -len("-amd64")] + "-common" if kv.endswith("-amd64") else kv
+    res = proc.run(["./configure", "--prefix=/usr", "--with-config=kernel",
+                    f"--with-linux=/usr/src/linux-headers-{common}", f"--with-linux-obj=/usr/src/linux-headers-{kv}"],
+                   cwd=str(tree), timeout=3600, log=proc.CommandLog(log))
+    if not res.ok:
+        raise TargetError(f"OpenZFS configure failed (see {log}): {res.error_text()[-500:]}")
+
+
+def make_modules(tree: Path, jobs: int, log: Path) -> None:
+    res = proc.run(["make", f"-j{jobs}"], cwd=str(tree), timeout=7200, log=proc.CommandLog(log))
+    if not res.ok or not list((tree / "module").rglob("zfs.ko")):
+        raise TargetError(f"OpenZFS make failed (see {log}): {res.error_text()[-500:]}")
 
 def _check(argv: list[str]) -> proc.Completed:
     res = proc.run(argv, timeout=600)
