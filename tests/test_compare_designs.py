@@ -7,6 +7,7 @@ zfs-fuse runs."""
 
 import json
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -292,6 +293,60 @@ def test_duet_ab_of_a_real_property(tmp_path, lab):
     d = _duet(tmp_path, "ab", 'primarycache = ["all", "none"]', DUET_FIO)
     ch = next(c for c in json.loads(zfsperf("compare", str(d), "--json").stdout)["changes"] if c["figure"] == "iops")
     assert ch["design"] == "duet" and ch["verdict"] == "worse" and ch["ci_pct"][1] < 0, ch
+
+
+TURNS = DUET.replace("duet = true", 'duet = "turns"')
+
+
+def _turn_order(d: Path, it: int) -> str:
+    """The sides' receives in the order the case log ran them: "ABBA…"."""
+    log = next((d / "logs").glob(f"*.iter{it}.log")).read_text()
+    return "".join(m for m in re.findall(r"^\$ .*zfs receive \S*?/duet([AB])/", log, re.M))
+
+
+def test_turns_take_turns_abba_and_aa_is_unbiased(tmp_path, lab):
+    """duet = "turns": both sides on one pool, round by round in ABBA groups (the side that goes
+    first swaps every iteration), equal rounds each; an A/A's interval holds 1 (twice in a row
+    missing it happens 0.25 % of the time)."""
+    for attempt in range(2):
+        d = _duet(tmp_path / str(attempt), "aa", '"zfsperf:arm" = ["a", "b"]', TURNS)
+        ch = _tp(zfsperf("compare", str(d), "--json"))
+        if ch["ci_pct"][0] <= 0 <= ch["ci_pct"][1]:
+            break
+    assert ch["design"] == "turns" and ch["ci_pct"][0] <= 0 <= ch["ci_pct"][1], ch
+    assert ch["detectable_pct"] is not None and ch["detectable_pct"] > 0
+    assert "taking turns round by round" in zfsperf("compare", str(d)).stdout
+    assert json.loads((d / "run.json").read_text())["turns"] == ["recv"]
+    recs = records(d)
+    for it in (1, 2):
+        a, b = [r for r in recs if r["iteration"] == it]
+        assert a["rounds"] == b["rounds"] and a["rounds"] % 2 == 0 and a["turns"] == "ABBA"
+        order = _turn_order(d, it)
+        assert len(order) == 2 * a["rounds"], order
+        group = "ABBA" if it % 2 else "BAAB"
+        assert order == group * (len(order) // 4), order
+
+
+def test_turns_ab_of_a_real_property_is_worse_with_its_interval(tmp_path, lab):
+    """gzip-9 on a compressible stream costs CPU in the txg sync that ends each receive: in turns
+    that sync is its own round's (a duet, both syncing together, shares it and saw about -8 %)."""
+    d = _duet(tmp_path, "ab", 'compression = ["off", "gzip-9"]', TURNS)
+    ch = _tp(zfsperf("compare", str(d), "--json"))
+    assert ch["design"] == "turns" and ch["verdict"] == "worse", ch
+    lo, hi = ch["ci_pct"]
+    assert lo <= ch["change_pct"] <= hi < 0 and ch["p"] <= 2 / 2 ** 6
+
+
+def test_turns_are_refused_where_there_are_no_rounds(tmp_path):
+    rf = write_runfile(tmp_path, DUET_FIO.format(prop='"zfsperf:arm" = ["a", "b"]').replace("duet = true",
+                                                                                          'duet = "turns"'))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"))
+    assert res.returncode == 2 and 'test[1].duet: a fio test cannot duet = "turns" (only receive)' in res.stderr, \
+        res.stderr
+    rf.write_text(DUET.format(prop='"zfsperf:arm" = ["a", "b"]').replace("duet = true", 'duet = "sometimes"'))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"))
+    assert res.returncode == 2 and f"{rf}:13: test[1].duet: expected true, false or \"turns\"" in res.stderr, res.stderr
+    assert not (tmp_path / "res").exists()
 
 
 def test_a_duet_over_a_module_tunable_is_refused(tmp_path):

@@ -179,9 +179,9 @@ class CaseRunner:
     def run_duet(self, a: Case, b: Case, it: int, prepared: Any,
                  prep_error: str | None) -> tuple[CaseRecord, CaseRecord]:
         """One iteration of a duet: the two cases (one dataset property, two values) at the same
-        time on one pool, a dataset each, so that whatever the machine does hits both alike. They
-        swap places every iteration: on odd ones A's dataset is created and started first, on even
-        ones B's. Each side gets its own record with its own figures; the series (of the pool) and
+        time on one pool, a dataset each, so that whatever the machine does hits both alike (with
+        `duet = "turns"`: taking turns on that pool round by round, ABBA). They swap places every
+        iteration: on odd ones A's dataset is created and started first, on even ones B's. Each side gets its own record with its own figures; the series (of the pool) and
         the steady verdict are shared. Returns (A's record, B's record)."""
         rd, target, pools, journal = self.rd, self.target, self.pools, self.journal
         t = a.test
@@ -242,11 +242,19 @@ class CaseRunner:
                     results[c.id] = wl.run(ctxs[c.id])
                 except BaseException as e:  # noqa: BLE001 - handed to this thread's caller
                     results[c.id] = e
-            threads = [threading.Thread(target=side, args=(c,), name=f"duet {c.id}") for c in first]
-            for th in threads:                    # the side that starts first alternates
-                th.start()
-            for th in threads:
-                th.join()
+            if t.turns:                           # round by round, the side that goes first alternates
+                try:
+                    results.update(zip((c.id for c in first), wl.run_turns([ctxs[c.id] for c in first])))
+                except Interrupted:
+                    raise
+                except Exception as e:  # noqa: BLE001 - judged per side below, as a thread's would be
+                    results.update({c.id: e for c in first})
+            else:
+                threads = [threading.Thread(target=side, args=(c,), name=f"duet {c.id}") for c in first]
+                for th in threads:                # the side that starts first alternates
+                    th.start()
+                for th in threads:
+                    th.join()
             self.control.check()
             if sampler is not None:
                 sampler.mark("workload end")

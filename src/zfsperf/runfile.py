@@ -41,7 +41,6 @@ EXPECT_RE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*(\S.*)?$")
 PRECISION_KEYS = {"precision", "max_iterations", "budget"}
 COMMON_TEST_KEYS = {"name", "tags", "workload", "description", "iterations", "warmup", "timeout", "pool",
                     "dataset", "tunables", "expect", "steady", "duet"} | PRECISION_KEYS
-DUET_WORKLOADS = ("receive", "fio")
 DEFAULT_KEYS = {"iterations", "warmup", "timeout", "pool", "dataset", "tunables", "steady"} | PRECISION_KEYS
 DEFAULT_MAX_ITERATIONS = 30
 DEFAULT_BUDGET = 1800.0                    # seconds one case may spend reaching its precision
@@ -153,6 +152,9 @@ class TestSpec:
     # duet: the two values of one swept dataset property run at the same time on one pool (a dataset
     # each), so the machine's noise hits both alike; the figure of merit is the within-iteration ratio
     duet: bool = False
+    # duet = "turns": the two sides take turns on the one pool, round by round in ABBA groups, instead
+    # of running at once (what one round pays is its side's alone; drift over seconds hits both alike)
+    turns: bool = False
     # builds: the OpenZFS builds this test is measured on, one case each, swapped in the guest
     # between cases (guest ab / guest bisect set it; a runfile does not)
     builds: list[str] = field(default_factory=list)
@@ -461,16 +463,21 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         budget = parse_duration(budget_raw)
     except ValueError as e:
         raise InputError(str(e), **bw) from None
-    duet = raw.get("duet", False)
-    if not isinstance(duet, bool):
-        raise InputError(f"expected true or false, got {duet!r}", **where("duet"))
+    duet_raw = raw.get("duet", False)
+    if isinstance(duet_raw, bool):
+        duet, turns = duet_raw, False
+    elif duet_raw == "turns":
+        duet, turns = True, True
+    else:
+        raise InputError(f'expected true, false or "turns", got {duet_raw!r}', **where("duet"))
     if duet:
         _check_duet(workload, dataset, tunables, {k: v for k, v in fields.items()
-                                                  if isinstance(v, list) and wl.fields[k][1]}, steady, where)
+                                                  if isinstance(v, list) and wl.fields[k][1]}, steady, where,
+                    "turns" if turns else "together")
     return TestSpec(name=name, workload=workload, tags=list(tags), iterations=iterations, timeout=timeout,
                     pool=pool, dataset=dataset, tunables=tunables, fields=fields, expect=expect, steady=steady,
                     description=str(raw.get("description", "")), warmup=warmup, precision=precision,
-                    max_iterations=max_it, budget=budget, duet=duet)
+                    max_iterations=max_it, budget=budget, duet=duet, turns=turns)
 
 
 def refuse_duet_with_builds(rf: "Runfile", tests: list[TestSpec]) -> None:
@@ -483,7 +490,7 @@ def refuse_duet_with_builds(rf: "Runfile", tests: list[TestSpec]) -> None:
 
 
 def _check_duet(workload: str, dataset: dict[str, Any], tunables: dict[str, Any], swept_fields: dict[str, Any],
-                steady: SteadySpec, where) -> None:
+                steady: SteadySpec, where, mode: str) -> None:
     """Only what two datasets of one pool can hold side by side can duet."""
     swept_tunables = [k for k, v in tunables.items() if isinstance(v, list)]
     if swept_tunables:
@@ -495,8 +502,10 @@ def _check_duet(workload: str, dataset: dict[str, Any], tunables: dict[str, Any]
     swept = [k for k, v in dataset.items() if isinstance(v, list)]
     if len(swept) != 1 or len(dataset[swept[0]]) != 2:
         raise InputError("duet needs exactly one dataset property swept over two values", **where("duet"))
-    if workload not in DUET_WORKLOADS:
-        raise InputError(f"a {workload} test cannot duet (only {' and '.join(DUET_WORKLOADS)})", **where("duet"))
+    if mode not in WORKLOADS[workload].duet_modes:
+        able = [name for name, w in WORKLOADS.items() if mode in w.duet_modes]
+        what = 'duet = "turns"' if mode == "turns" else "duet"
+        raise InputError(f"a {workload} test cannot {what} (only {' and '.join(able)})", **where("duet"))
     if steady.mode == "gate":
         raise InputError("a duet is measured as it runs: steady mode \"gate\" cannot precondition two "
                          "sides at once (use \"record\")", **where("duet"))

@@ -250,6 +250,7 @@ class Runner:
             run_info.history_store = store_url
             run_info.machine = {"before": self.before.as_dict() if self.before else None, "after": None}
             run_info.duets = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides
+            run_info.turns = sorted({c.test.name for c in cases if c.test.turns})   # ... and names the design
             run_info.builds = {k: b.to_json() for k, b in opts.builds.items()}
             if not opts.resume:
                 rd.write_run(run_info)

@@ -71,6 +71,8 @@ DESIGNS = {
     "runs": "several runs a side, the run as the unit (between-run variance)",
     "paired": "one run, interleaved blocks: within-block ratios (drift cancels)",
     "duet": "one run, both sides at once on one pool (duet): within-iteration ratios (noise hits both alike)",
+    "turns": "one run, both sides on one pool taking turns round by round (ABBA): within-iteration ratios "
+             "(what drifts over seconds hits both alike; each round pays its own txg sync)",
     "unpaired": "one run, not interleaved: iterations compared (consecutive cases carry drift)",
 }
 DRIFT_FLOOR_PCT = 20.0    # run-to-run drift of one setting on zfs-fuse here reaches ~20 % (docs/benchmarks.md)
@@ -313,7 +315,7 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
     when they ran as a duet; else compared as independent samples (and said so)."""
     cmp = Comparison(run, run, bases=[run], news=[run])
     interleaved = bool(run.run.selection.get("interleave"))
-    duets = set(run.run.duets)
+    duets, turns = set(run.run.duets), set(run.run.turns)
     for a, b in pairs:
         _warn_unsteady(cmp, [(run.label, a), (run.label, b)])
         duet = a.test == b.test and a.test in duets
@@ -328,7 +330,8 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
                 if est is None:
                     continue
                 ch = from_estimate(f"{a.case} → {b.case}", name, a.unit(name), old, newv, est, way, noise_pct,
-                                   "duet" if duet else "paired", "sign-flip permutation on log ratios (exact)")
+                                   ("turns" if a.test in turns else "duet") if duet else "paired",
+                                   "sign-flip permutation on log ratios (exact)")
                 if len(blocks) < abstats.MIN_BLOCKS:
                     ch.note = f"{len(blocks)} blocks: p < {ALPHA} needs ≥ {abstats.MIN_BLOCKS}"
                     ch.verdict = "too few iterations" if ch.verdict != "no verdict" else ch.verdict

@@ -268,7 +268,8 @@ class CaseRecord:
 # keys of run.json that RunRecord names; any other key is kept in `other` and written back
 _RUN_FIELDS = ("format", "zfsperf_version", "command_line", "host", "os", "kernel", "python", "target",
                "fio_version", "start", "end", "interrupted", "runfile", "selection", "params", "vdev_dir",
-               "pools", "cases", "tunables", "machine", "duets", "history_store", "detect", "resumed", "builds")
+               "pools", "cases", "tunables", "machine", "duets", "turns", "history_store", "detect", "resumed",
+               "builds")
 
 
 @dataclass(kw_only=True)
@@ -296,6 +297,7 @@ class RunRecord:
     tunables: dict[str, Any] = field(default_factory=lambda: {"before": {}, "after": None})
     machine: dict[str, Any] | None = None     # machine.Check before and after, and what rose
     duets: list[str] = field(default_factory=list)             # tests whose two sides ran at once
+    turns: list[str] = field(default_factory=list)             # ... of them, those that took turns (ABBA)
     history_store: str | None = None          # where the run was added (credentials redacted)
     detect: dict[str, Any] | None = None      # --detect: what the blocks reached and what stopped them
     resumed: list[dict[str, Any]] = field(default_factory=list)

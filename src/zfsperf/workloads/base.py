@@ -92,6 +92,9 @@ class Workload(Protocol):
                                 # figures not named here go by their unit (unit_direction)
     # field name -> (python type or tuple of types, sweepable); validated by runfile.py
     fields: dict[str, tuple[Any, bool]]
+    # the duets it can run (runfile.py checks a test's `duet` against it): "together" (both sides at
+    # once, run() in a thread each), "turns" (round by round, run_turns()); () for none
+    duet_modes: tuple[str, ...]
 
     def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
         """Workload-specific checks beyond types; raise InputError with where(field)."""
@@ -103,6 +106,10 @@ class Workload(Protocol):
     def run(self, ctx: CaseContext) -> Figures:
         """Run one case (or one precondition round, ctx.phase) on ctx.pool and return its figures,
         or raise WorkloadFailed. Must be re-runnable on the same pool (ctx.round differs)."""
+
+    def run_turns(self, ctxs: list[CaseContext]) -> list[Figures]:
+        """("turns" in duet_modes) Both sides of a duet on one pool, taking turns round by round;
+        each side's figures over its own rounds. ctxs[0] goes first."""
 
     def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
         """The active data set of a case, for the steady-state cache gate."""

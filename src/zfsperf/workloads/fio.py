@@ -285,6 +285,7 @@ class FioWorkload:
     series_headline = "workload_iops"   # its live counterpart in the sampled series (steady veto)
     bandwidth_figure: str | None = "bw"   # cross-checked against zpool iostat
     summary_figures = ["iops", "bw", "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99", "sync_lat_p99"]
+    duet_modes = ("together",)          # one job set on each dataset at once; no rounds to take turns with
     directions = {"iops": 1, "bw": 1, "hosts": 0, "sync_ops": 0}
     fields = FIO_FIELDS
 

@@ -25,6 +25,7 @@ class MixedWorkload:
     series_headline = "workload_mibs"   # its live counterpart in the sampled series (steady veto)
     bandwidth_figure: str | None = None   # cross-checked against zpool iostat (None: two phases, no one figure)
     summary_figures = ["reader_alone_p99", "reader_loaded_p99", "read_p99_ratio", "reader_loaded_iops", "writer_bw"]
+    duet_modes: tuple[str, ...] = ()     # its reader and writer already share one pool
     directions = {"read_p99_ratio": -1, "read_mean_ratio": -1, "writer_bw": 1, "writer_iops": 1}
     fields: dict[str, tuple[Any, bool]] = {
         "reader": (dict, False), "writer": (dict, False),
