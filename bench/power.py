@@ -13,13 +13,16 @@ for 4 s per iteration, pre-filled vdevs, primarycache=none) measured four ways, 
                     paired (compare's sign-flip test on the within-block ratios)
   duet              one `duet = true` run of the same A/A sweep: both arms at once on one pool,
                     windows of --block iterations, paired
+  turns             one `duet = "turns"` run of the same A/A sweep: both arms on one pool taking
+                    turns round by round (ABBA), windows of --block iterations, paired
 
 For each: the A/A false-alarm rate (a verdict of better/WORSE on identical settings; goal <= 5 %),
 the smallest change called significant with 80 % power when one arm's values are scaled by 1 + d
-(goal <= 2 %), and the machine time it took. Then a real change of known direction -- the
+(goal <= 2 %), and the machine time it took. Then two real changes of known direction -- the
 receive into compression=lzjb against off on an incompressible stream (lzjb tries every block and
-gives up: a real, small CPU cost) -- interleaved and as a duet, with compare's own verdict.
-Usage: bench/power.py [--runs 6] [--blocks 24] [--block 6] [--threads 1] [--keep DIR]
+gives up: CPU spent, nothing saved), and a block checksum (fletcher4) against none (a little CPU
+per block) -- interleaved, as a duet and in turns, with compare's own verdict.
+Usage: bench/power.py [--runs 6] [--blocks 24] [--block 6] [--threads 1] [--only pairs] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -42,17 +45,19 @@ from zfsperf.report.model import load_run
 from zfsperf.report.compare import ab_pairs, compare_within
 from zfsperf.runfile import resolve_path
 
+DESIGNS = ("consecutive", "interleaved", "duet", "turns")
 SCALES = [0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 25, 30, 40, 50]
 
 
-def runfile(threads: int, iterations: int, sweep: str = "", duet: bool = False) -> str:
+def runfile(threads: int, iterations: int, sweep: str = "", duet: str = "") -> str:
+    """The default suite's receive case; duet "true" (both sides at once) or '"turns"' (round by round)."""
     text = resolve_path("quick")[1]
     text = text.replace("threads = [1, 2, 4]", f"threads = {threads}").replace("iterations = 5",
                                                                               f"iterations = {iterations}")
     if sweep:
         text = re.sub(r"(\[defaults\.dataset\]\n[^\n]*\n)", lambda m: m.group(1) + sweep + "\n", text)
     if duet:
-        text = text.replace('duration = "4s"', 'duration = "4s"\nduet = true')
+        text = text.replace('duration = "4s"', f'duration = "4s"\nduet = {duet}')
     return text
 
 
@@ -121,8 +126,15 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=24, help="blocks of the interleaved and duet A/A runs")
     ap.add_argument("--block", type=int, default=6, help="blocks (pairs) per comparison window")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--real-iterations", type=int, default=12, help="iterations (blocks) of each real change's run")
+    ap.add_argument("--checksum", default="fletcher4", help="the small real change: this checksum against off")
+    ap.add_argument("--designs", default=",".join(DESIGNS),
+                    help=f"which designs to measure, of {','.join(DESIGNS)} (the real changes: all but consecutive)")
     ap.add_argument("--keep", help="keep the results here (default: a temporary directory)")
     args = ap.parse_args()
+    designs = [x for x in args.designs.split(",") if x]
+    if set(designs) - set(DESIGNS):
+        ap.error(f"--designs: unknown {sorted(set(designs) - set(DESIGNS))}")
     out = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zfsperf-power-"))
     out.mkdir(parents=True, exist_ok=True)
     aa = '"zfsperf:arm" = ["a", "b"]'
@@ -130,46 +142,58 @@ def main() -> None:
 
     # consecutive separate runs
     runs, secs = [], 0.0
-    for i in range(args.runs):
+    for i in range(args.runs if "consecutive" in designs else 0):
         d, s = run(out, f"run{i}", runfile(args.threads, 5))
         runs.append(np.array(list(by_arm(d)["all"].values())))
         secs += s
     comps = [(runs[i], runs[j]) for i, j in itertools.combinations(range(len(runs)), 2)]
-    res = {"consecutive": report(f"consecutive runs, {args.runs} x 5 (compare A B)", comps, separate, secs)}
-    raw_fa = sum(called(unpaired(a, b)) for a, b in comps)
-    print(f"  (without the drift floor, the rank test alone: {raw_fa} of {len(comps)} false alarms)")
+    res = {}
+    if comps:
+        res["consecutive"] = report(f"consecutive runs, {args.runs} x 5 (compare A B)", comps, separate, secs)
+        raw_fa = sum(called(unpaired(a, b)) for a, b in comps)
+        print(f"  (without the drift floor, the rank test alone: {raw_fa} of {len(comps)} false alarms)")
 
     # interleaved A/A, unpaired and paired
-    d, s = run(out, "inter", runfile(args.threads, args.blocks, aa), "--interleave")
-    arms = list(by_arm(d).values())
-    blocks = sorted(set(arms[0]) & set(arms[1]))
-    a, b = np.array([arms[0][i] for i in blocks]), np.array([arms[1][i] for i in blocks])
     w = args.block
-    windows = [(a[k:k + w], b[k:k + w]) for k in range(0, len(a) - w + 1, w // 2)]
-    res["interleaved_unpaired"] = report(f"interleaved, windows of {w} blocks, unpaired", windows, unpaired, s)
-    res["interleaved_paired"] = report(f"interleaved, windows of {w} blocks, paired", windows, paired, s)
+    if "interleaved" in designs:
+        d, s = run(out, "inter", runfile(args.threads, args.blocks, aa), "--interleave")
+        arms = list(by_arm(d).values())
+        blocks = sorted(set(arms[0]) & set(arms[1]))
+        a, b = np.array([arms[0][i] for i in blocks]), np.array([arms[1][i] for i in blocks])
+        windows = [(a[k:k + w], b[k:k + w]) for k in range(0, len(a) - w + 1, w // 2)]
+        res["interleaved_unpaired"] = report(f"interleaved, windows of {w} blocks, unpaired", windows, unpaired, s)
+        res["interleaved_paired"] = report(f"interleaved, windows of {w} blocks, paired", windows, paired, s)
 
     # duet A/A
-    d, s = run(out, "duet", runfile(args.threads, args.blocks, aa, duet=True))
-    arms = list(by_arm(d).values())
-    its = sorted(set(arms[0]) & set(arms[1]))
-    a, b = np.array([arms[0][i] for i in its]), np.array([arms[1][i] for i in its])
-    windows = [(a[k:k + w], b[k:k + w]) for k in range(0, len(a) - w + 1, w // 2)]
-    res["duet_paired"] = report(f"duet, windows of {w} iterations, paired", windows, paired, s)
+    for key, how, title in (("duet_paired", "true", "duet"), ("turns_paired", '"turns"', "turns (ABBA rounds)")):
+        if key.split("_")[0] not in designs:
+            continue
+        d, s = run(out, key.split("_")[0], runfile(args.threads, args.blocks, aa, duet=how))
+        arms = list(by_arm(d).values())
+        its = sorted(set(arms[0]) & set(arms[1]))
+        a, b = np.array([arms[0][i] for i in its]), np.array([arms[1][i] for i in its])
+        windows = [(a[k:k + w], b[k:k + w]) for k in range(0, len(a) - w + 1, w // 2)]
+        res[key] = report(f"{title}, windows of {w} iterations, paired", windows, paired, s)
 
-    # a real change of known direction: lzjb on an incompressible stream costs CPU and saves nothing
-    real = 'compression = ["off", "lzjb"]'
-    print("\na real change of known direction: receive into compression=lzjb vs off, incompressible stream")
-    for name, text, flags in (("real-inter", runfile(args.threads, 12, real), ["--interleave"]),
-                              ("real-duet", runfile(args.threads, 12, real, duet=True), [])):
-        d, s = run(out, name, text, *flags)
-        run_data = load_run(d)
-        cmp = compare_within(run_data, ab_pairs(run_data))
-        ch = next(c for c in cmp.changes if c.figure == "throughput")
-        print(f"  {name:<11} {ch.change_pct:+6.1f} %  p {ch.p:.3f}  {verdict_text(ch)}  [{ch.design}, "
-              f"{s / 60:.1f} min]", flush=True)
-        res[name] = {"change_pct": ch.change_pct, "p": ch.p, "verdict": ch.verdict, "ci_pct": ch.ci_pct,
-                     "detectable_pct": ch.detectable_pct}
+    # real changes of known direction: lzjb on an incompressible stream costs CPU and saves nothing;
+    # a block checksum (fletcher4) costs a little CPU against none
+    for real, what in (('compression = ["off", "lzjb"]', "compression=lzjb vs off, incompressible stream"),
+                       (f'checksum = ["off", "{args.checksum}"]', f"checksum={args.checksum} vs off")):
+        print(f"\na real change of known direction: receive into {what}")
+        for name, text, flags in (("interleaved", runfile(args.threads, args.real_iterations, real), ["--interleave"]),
+                                  ("duet", runfile(args.threads, args.real_iterations, real, duet="true"), []),
+                                  ("turns", runfile(args.threads, args.real_iterations, real, duet='"turns"'), [])):
+            if name not in designs:
+                continue
+            name = f"{real.split()[0]}-{name}"
+            d, s = run(out, name, text, *flags)
+            run_data = load_run(d)
+            cmp = compare_within(run_data, ab_pairs(run_data))
+            ch = next(c for c in cmp.changes if c.figure == "throughput")
+            print(f"  {name:<18} {ch.change_pct:+6.1f} %  p {ch.p:.3f}  {verdict_text(ch)}  [{ch.design}, "
+                  f"{s / 60:.1f} min]", flush=True)
+            res[name] = {"change_pct": ch.change_pct, "p": ch.p, "verdict": ch.verdict, "ci_pct": ch.ci_pct,
+                         "detectable_pct": ch.detectable_pct}
     (out / "power.json").write_text(json.dumps(res, indent=1))
 
 

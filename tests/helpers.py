@@ -337,6 +337,7 @@ class ScriptedWorkload:
     summary_figures = ["throughput"]
     directions: dict[str, int] = {}
     fields = {"level": ((int, float), True), "mode": (str, True)}
+    duet_modes: tuple[str, ...] = ()
 
     def __init__(self, target: FakeTarget, script: Callable[[CaseContext], Figures] | None = None) -> None:
         self.target = target

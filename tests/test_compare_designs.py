@@ -134,18 +134,21 @@ steady = {{ mode = "off" }}
 """
 
 
-def _interleaved(tmp_path: Path, name: str, prop: str) -> Path:
+def _interleaved(tmp_path: Path, name: str, prop: str, *, runfile_ab: bool = False) -> Path:
+    """An interleaved run of AB: with --interleave, or (runfile_ab) with `ab = true` in the runfile."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     rf = tmp_path / f"{name}.toml"
-    rf.write_text(AB.format(prop=prop))
-    res = zfsperf("run", "-q", "-r", str(rf), "--interleave", "--seed", "11", "-o", str(tmp_path / name),
-                  "--no-history")
+    rf.write_text(AB.format(prop=prop) + ("ab = true\n" if runfile_ab else ""))
+    res = zfsperf("run", "-q", "-r", str(rf), *([] if runfile_ab else ["--interleave"]), "--seed", "11",
+                  "-o", str(tmp_path / name), "--no-history")
     assert res.returncode == 0, res.stdout + res.stderr
     return last_dir(res.stdout)
 
 
 def test_interleaved_ab_of_a_real_property_is_called_with_its_interval(tmp_path, lab):
-    d = _interleaved(tmp_path, "ab", 'compression = ["off", "gzip-9"]')
+    """`ab = true` in the runfile (the same blocks as --interleave, for this test)."""
+    d = _interleaved(tmp_path, "ab", 'compression = ["off", "gzip-9"]', runfile_ab=True)
+    assert json.loads((d / "run.json").read_text())["ab"] == ["recv"]
     assert len(records(d)) == 12
     ch = _tp(zfsperf("compare", str(d), "--json"))
     assert ch["design"] == "paired" and ch["verdict"] == "worse", ch

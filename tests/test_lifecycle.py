@@ -170,6 +170,48 @@ def test_interleaved_blocks_hold_every_case_once_in_a_seeded_order(h, tmp_path):
     assert h.workload_calls() == first                              # the seed gives the order again
 
 
+def test_an_ab_test_runs_its_points_in_seeded_blocks_and_the_rest_in_turn(h, tmp_path):
+    """`ab = true` in the runfile is --interleave for that test alone: its sweep points in blocks of
+    one iteration each, in an order drawn from the recorded seed, at least 6 blocks (the fewest with
+    which the paired test can reach p < 0.05); a test without it runs its iterations one after another,
+    and compare pairs the ab test's points by block."""
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nlevel = [1, 2]\nab = true\n\n'
+                 '[[test]]\nname = "u"\nworkload = "scripted"\nlevel = [5, 6]\n', iterations=3)
+    code, d, recs = h.run(rf, seed=5)
+    assert code == 0
+    calls = h.workload_calls()
+    ab = [c for c in calls if c[0].startswith("t__")]
+    assert len(ab) == 12 and calls[:12] == ab                        # 6 blocks, not 3 iterations
+    blocks = [ab[i:i + 2] for i in range(0, 12, 2)]
+    assert all(sorted(c for c, _ in b) == ["t__level=1", "t__level=2"] and {it for _, it in b} == {i}
+               for i, b in enumerate(blocks, start=1))
+    assert len({tuple(c for c, _ in b) for b in blocks}) == 2        # the order is drawn per block
+    assert calls[12:] == [("u__level=5", i) for i in (1, 2, 3)] + [("u__level=6", i) for i in (1, 2, 3)]
+    info = json.loads((d / "run.json").read_text())
+    assert info["ab"] == ["t"] and info["selection"]["seed"] == 5 and info["selection"]["interleave"] is False
+    from zfsperf.report.compare import ab_pairs, compare_within
+    from zfsperf.report.model import load_run
+    run = load_run(d)
+    designs = {c.case: c.design for c in compare_within(run, ab_pairs(run)).changes}
+    assert designs == {"t level=1 → t level=2": "paired", "u level=5 → u level=6": "unpaired"}
+    h.target.events.clear()
+    h.run(rf, seed=5)
+    assert h.workload_calls() == calls                              # the seed gives the order again
+
+
+@pytest.mark.parametrize("body,error", [
+    ('level = 1\nab = true\n', "ab needs a sweep to compare"),
+    ('level = [1, 2]\nab = "yes"\n', "expected true or false, got 'yes'"),
+])
+def test_an_ab_test_without_a_sweep_is_refused(h, tmp_path, body, error):
+    from zfsperf.errors import InputError
+    from zfsperf.runfile import load
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n' + body)
+    with pytest.raises(InputError) as e:
+        load(str(rf))
+    assert error in str(e.value) and "test[1].ab" in str(e.value) and "r.toml:15: " in str(e.value), str(e.value)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
 def test_a_signal_abandons_the_case_and_resume_finishes_the_run(h, tmp_path, sig):
     """A signal mid-case: that iteration is not a result (no record), its tunables are put back and

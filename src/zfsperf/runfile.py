@@ -40,7 +40,7 @@ TUNABLE_RE = re.compile(r"^[a-z][a-z0-9_]{1,80}$")
 EXPECT_RE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*(\S.*)?$")
 PRECISION_KEYS = {"precision", "max_iterations", "budget"}
 COMMON_TEST_KEYS = {"name", "tags", "workload", "description", "iterations", "warmup", "timeout", "pool",
-                    "dataset", "tunables", "expect", "steady", "duet"} | PRECISION_KEYS
+                    "dataset", "tunables", "expect", "steady", "duet", "ab"} | PRECISION_KEYS
 DEFAULT_KEYS = {"iterations", "warmup", "timeout", "pool", "dataset", "tunables", "steady"} | PRECISION_KEYS
 DEFAULT_MAX_ITERATIONS = 30
 DEFAULT_BUDGET = 1800.0                    # seconds one case may spend reaching its precision
@@ -155,6 +155,9 @@ class TestSpec:
     # duet = "turns": the two sides take turns on the one pool, round by round in ABBA groups, instead
     # of running at once (what one round pays is its side's alone; drift over seconds hits both alike)
     turns: bool = False
+    # ab: the test is an A/B of its sweep points: they run in blocks of one iteration each, in an order
+    # drawn from the run's seed (what --interleave does for a whole run), and compare pairs them by block
+    ab: bool = False
     # builds: the OpenZFS builds this test is measured on, one case each, swapped in the guest
     # between cases (guest ab / guest bisect set it; a runfile does not)
     builds: list[str] = field(default_factory=list)
@@ -474,10 +477,21 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         _check_duet(workload, dataset, tunables, {k: v for k, v in fields.items()
                                                   if isinstance(v, list) and wl.fields[k][1]}, steady, where,
                     "turns" if turns else "together")
+    ab = raw.get("ab", False)
+    if not isinstance(ab, bool):
+        raise InputError(f"expected true or false, got {ab!r}", **where("ab"))
+    if ab and duet:
+        raise InputError("a duet already pairs its two sides in every iteration: ab and duet do not go together",
+                         **where("ab"))
+    swept = [k for table in (dataset, tunables, fields) for k, v in table.items()
+             if isinstance(v, list) and len(v) >= 2 and (table is not fields or wl.fields[k][1])]
+    if ab and not swept:
+        raise InputError("ab needs a sweep to compare (a dataset property, tunable or field with two or more "
+                         "values)", **where("ab"))
     return TestSpec(name=name, workload=workload, tags=list(tags), iterations=iterations, timeout=timeout,
                     pool=pool, dataset=dataset, tunables=tunables, fields=fields, expect=expect, steady=steady,
                     description=str(raw.get("description", "")), warmup=warmup, precision=precision,
-                    max_iterations=max_it, budget=budget, duet=duet, turns=turns)
+                    max_iterations=max_it, budget=budget, duet=duet, turns=turns, ab=ab)
 
 
 def refuse_duet_with_builds(rf: "Runfile", tests: list[TestSpec]) -> None:

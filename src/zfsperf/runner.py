@@ -206,7 +206,7 @@ class Runner:
         for line in replay(journal):
             self.ui.say(f"journal: {line}")
 
-        if opts.interleave and opts.seed is None:
+        if (opts.interleave or any(c.test.ab for c in cases)) and opts.seed is None:
             opts.seed = random.SystemRandom().randrange(2 ** 31)
         rd = ResultsDir.open(Path(opts.resume)) if opts.resume else ResultsDir.create(Path(opts.outdir))
         self.results_dir = rd.path
@@ -251,6 +251,7 @@ class Runner:
             run_info.machine = {"before": self.before.as_dict() if self.before else None, "after": None}
             run_info.duets = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides
             run_info.turns = sorted({c.test.name for c in cases if c.test.turns})   # ... and names the design
+            run_info.ab = sorted({c.test.name for c in cases if c.test.ab})         # compare pairs by block
             run_info.builds = {k: b.to_json() for k, b in opts.builds.items()}
             if not opts.resume:
                 rd.write_run(run_info)
@@ -319,26 +320,27 @@ class Runner:
                     if r.case == case.id and r.iteration >= 1:
                         adaptive.add(r)
             states.append(_CaseState(case, adaptive, partner=partner))
+        # --interleave: every case in blocks; else an `ab` test's cases in blocks, the rest one after another
+        blocked = [st for st in states if self.opts.interleave or st.case.test.ab]
         try:
-            if self.opts.interleave:
+            if blocked:
                 # blocks: one iteration of every case each, in an order drawn from the recorded seed
                 # (no case always first, so no fixed order effect; the same seed, the same order)
                 rng = random.Random(self.opts.seed)
                 t0, blocks = time.monotonic(), 0
-                while any(not st.finished for st in states):
-                    order = list(states)
+                while any(not st.finished for st in blocked):
+                    order = list(blocked)
                     rng.shuffle(order)
                     for st in order:
                         if not st.finished:
                             self._step(st, done, rd, target, pools, journal)
                     blocks += 1
-                    if self.opts.detect is not None and self._detected(rd, states, blocks, time.monotonic() - t0):
-                        for st in states:
+                    if self.opts.detect is not None and self._detected(rd, blocked, blocks, time.monotonic() - t0):
+                        for st in blocked:
                             st.finished = True
-            else:
-                for st in states:
-                    while not st.finished:
-                        self._step(st, done, rd, target, pools, journal)
+            for st in states:
+                while not st.finished:
+                    self._step(st, done, rd, target, pools, journal)
         except Interrupted:
             return True
         return False
@@ -441,8 +443,8 @@ class Runner:
 
     def _iterations(self, case: Case) -> int:
         n = self.opts.iterations or case.test.iterations
-        # an interleaved run is an A/B: its paired test cannot reach p < 0.05 with fewer blocks
-        return max(n, MIN_BLOCKS) if self.opts.interleave else n
+        # an interleaved run (or an ab test) is an A/B: its paired test cannot reach p < 0.05 with fewer blocks
+        return max(n, MIN_BLOCKS) if self.opts.interleave or case.test.ab else n
 
     def _precision(self, case: Case) -> float | None:
         return self.opts.precision if self.opts.precision is not None else case.test.precision

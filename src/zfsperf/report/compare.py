@@ -314,11 +314,12 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
     """Points of one run (an A/B sweep): paired by block when the run was interleaved, by iteration
     when they ran as a duet; else compared as independent samples (and said so)."""
     cmp = Comparison(run, run, bases=[run], news=[run])
-    interleaved = bool(run.run.selection.get("interleave"))
-    duets, turns = set(run.run.duets), set(run.run.turns)
+    everything_interleaved = bool(run.run.selection.get("interleave"))
+    duets, turns, ab = set(run.run.duets), set(run.run.turns), set(run.run.ab)
     for a, b in pairs:
         _warn_unsteady(cmp, [(run.label, a), (run.label, b)])
         duet = a.test == b.test and a.test in duets
+        interleaved = everything_interleaved or (a.test in ab and b.test in ab)
         for name in a.figure_names():
             way = figure_direction(a.workload, name, a.unit(name))
             by_a = _by_iteration(a, name)

@@ -268,8 +268,8 @@ class CaseRecord:
 # keys of run.json that RunRecord names; any other key is kept in `other` and written back
 _RUN_FIELDS = ("format", "zfsperf_version", "command_line", "host", "os", "kernel", "python", "target",
                "fio_version", "start", "end", "interrupted", "runfile", "selection", "params", "vdev_dir",
-               "pools", "cases", "tunables", "machine", "duets", "turns", "history_store", "detect", "resumed",
-               "builds")
+               "pools", "cases", "tunables", "machine", "duets", "turns", "ab", "history_store", "detect",
+               "resumed", "builds")
 
 
 @dataclass(kw_only=True)
@@ -298,6 +298,7 @@ class RunRecord:
     machine: dict[str, Any] | None = None     # machine.Check before and after, and what rose
     duets: list[str] = field(default_factory=list)             # tests whose two sides ran at once
     turns: list[str] = field(default_factory=list)             # ... of them, those that took turns (ABBA)
+    ab: list[str] = field(default_factory=list)                # tests run in blocks (`ab = true`; all with --interleave)
     history_store: str | None = None          # where the run was added (credentials redacted)
     detect: dict[str, Any] | None = None      # --detect: what the blocks reached and what stopped them
     resumed: list[dict[str, Any]] = field(default_factory=list)
