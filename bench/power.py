@@ -22,7 +22,8 @@ the smallest change called significant with 80 % power when one arm's values are
 receive into compression=lzjb against off on an incompressible stream (lzjb tries every block and
 gives up: CPU spent, nothing saved), and a block checksum (fletcher4) against none (a little CPU
 per block) -- interleaved, as a duet and in turns, with compare's own verdict.
-Usage: bench/power.py [--runs 6] [--blocks 24] [--block 6] [--threads 1] [--only pairs] [--keep DIR]
+Usage: bench/power.py [--runs 6] [--blocks 24] [--block 6] [--threads 1] [--designs consecutive,interleaved,duet,turns]
+                      [--real-iterations 12] [--small 'checksum = ["off", "fletcher4"]'] [--skip-lzjb] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -120,6 +121,15 @@ def report(title: str, comps: list[tuple[np.ndarray, np.ndarray]], judge, second
     return {"false_alarms": fa, "of": len(comps), "detect_pct": found, "minutes": round(seconds / 60, 1)}
 
 
+def whole(a: np.ndarray, b: np.ndarray) -> dict:
+    """The whole A/A run as one comparison: what compare itself would say it could see, from all pairs."""
+    est = abstats.paired(list(a), list(b))
+    sd = float(np.std(np.log(b) - np.log(a), ddof=1) * 100)
+    print(f"  all {len(a)} pairs of the run as one comparison: compare could see >= {est.detectable_pct:.1f} % "
+          f"(sd of a pair's log ratio {sd:.1f} %; p {est.p:.2f})", flush=True)
+    return {"pairs": len(a), "detectable_pct": est.detectable_pct, "pair_sd_pct": sd, "p": est.p}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=6, help="consecutive runs of 5 iterations")
@@ -127,7 +137,10 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=6, help="blocks (pairs) per comparison window")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--real-iterations", type=int, default=12, help="iterations (blocks) of each real change's run")
-    ap.add_argument("--checksum", default="fletcher4", help="the small real change: this checksum against off")
+    ap.add_argument("--small", default='checksum = ["off", "fletcher4"]',
+                    help="the small real change of known direction, a dataset property sweep (default: a block "
+                         "checksum against none)")
+    ap.add_argument("--skip-lzjb", action="store_true", help="leave out the lzjb real change")
     ap.add_argument("--designs", default=",".join(DESIGNS),
                     help=f"which designs to measure, of {','.join(DESIGNS)} (the real changes: all but consecutive)")
     ap.add_argument("--keep", help="keep the results here (default: a temporary directory)")
@@ -163,6 +176,7 @@ def main() -> None:
         windows = [(a[k:k + w], b[k:k + w]) for k in range(0, len(a) - w + 1, w // 2)]
         res["interleaved_unpaired"] = report(f"interleaved, windows of {w} blocks, unpaired", windows, unpaired, s)
         res["interleaved_paired"] = report(f"interleaved, windows of {w} blocks, paired", windows, paired, s)
+        res["interleaved_paired"]["whole_run"] = whole(a, b)
 
     # duet A/A
     for key, how, title in (("duet_paired", "true", "duet"), ("turns_paired", '"turns"', "turns (ABBA rounds)")):
@@ -174,11 +188,13 @@ def main() -> None:
         a, b = np.array([arms[0][i] for i in its]), np.array([arms[1][i] for i in its])
         windows = [(a[k:k + w], b[k:k + w]) for k in range(0, len(a) - w + 1, w // 2)]
         res[key] = report(f"{title}, windows of {w} iterations, paired", windows, paired, s)
+        res[key]["whole_run"] = whole(a, b)
 
     # real changes of known direction: lzjb on an incompressible stream costs CPU and saves nothing;
     # a block checksum (fletcher4) costs a little CPU against none
-    for real, what in (('compression = ["off", "lzjb"]', "compression=lzjb vs off, incompressible stream"),
-                       (f'checksum = ["off", "{args.checksum}"]', f"checksum={args.checksum} vs off")):
+    reals = [('compression = ["off", "lzjb"]', "compression=lzjb vs off, incompressible stream"),
+             (args.small, args.small)][1 if args.skip_lzjb else 0:]
+    for real, what in reals:
         print(f"\na real change of known direction: receive into {what}")
         for name, text, flags in (("interleaved", runfile(args.threads, args.real_iterations, real), ["--interleave"]),
                                   ("duet", runfile(args.threads, args.real_iterations, real, duet="true"), []),

@@ -181,8 +181,9 @@ class CaseRunner:
         """One iteration of a duet: the two cases (one dataset property, two values) at the same
         time on one pool, a dataset each, so that whatever the machine does hits both alike (with
         `duet = "turns"`: taking turns on that pool round by round, ABBA). They swap places every
-        iteration: on odd ones A's dataset is created and started first, on even ones B's. Each side gets its own record with its own figures; the series (of the pool) and
-        the steady verdict are shared. Returns (A's record, B's record)."""
+        iteration: on odd ones A's dataset is created and started first, on even ones B's. Each side
+        gets its own record with its own figures; the series (of the pool) and the steady verdict
+        are shared. Returns (A's record, B's record)."""
         rd, target, pools, journal = self.rd, self.target, self.pools, self.journal
         t = a.test
         log = rd.case_log(a.slug, it)
