@@ -340,6 +340,21 @@ def test_turns_ab_of_a_real_property_is_worse_with_its_interval(tmp_path, lab):
     assert lo <= ch["change_pct"] <= hi < 0 and ch["p"] <= 2 / 2 ** 6
 
 
+def test_detect_on_a_test_that_takes_turns(tmp_path, lab):
+    """--detect on a turns test: iteration after iteration (each one both sides' turns) until the
+    detectable change compare computes is reached, at least 6."""
+    rf = write_runfile(tmp_path, TURNS.format(prop='"zfsperf:arm" = ["a", "b"]').replace(
+        "iterations = 6", "iterations = 1\nmax_iterations = 12").replace('duration = "2s"', 'duration = "1s"'))
+    res = zfsperf("run", "-r", str(rf), "--detect", "90%", "-o", str(tmp_path / "res"), "--no-history")
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    det = json.loads((d / "run.json").read_text())["detect"]
+    assert det["stopped_by"] == "detectable change reached" and det["blocks"] == 6, det
+    assert len(records(d)) == 12
+    ch = _tp(zfsperf("compare", str(d), "--json"))
+    assert ch["design"] == "turns" and ch["detectable_pct"] <= 90
+
+
 def test_turns_are_refused_where_there_are_no_rounds(tmp_path):
     rf = write_runfile(tmp_path, DUET_FIO.format(prop='"zfsperf:arm" = ["a", "b"]').replace("duet = true",
                                                                                           'duet = "turns"'))
