@@ -110,3 +110,16 @@ def test_steady_method_and_tolerance_fields(tmp_path):
     res = zfsperf("run", "-r", str(bad), "-o", str(tmp_path / "out"))
     assert res.returncode == 2 and f"{bad}:4" in res.stderr and "method" in res.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.fast
+def test_the_guides_runfiles_load():
+    """Every TOML runfile the user guide shows loads as written (the manual's examples are tests):
+    its A/B (`ab = true`) and turns duet included."""
+    import re
+    from pathlib import Path
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guide.md").read_text()
+    blocks = [(guide[:m.start()].count("\n") + 1, m.group(1)) for m in re.finditer(r"```toml\n(.*?)```", guide, re.S)]
+    assert len(blocks) >= 2
+    tests = {t.name: t for line, text in blocks for t in loads(text, f"docs/guide.md:{line}").tests}
+    assert tests["recv-batch"].ab and tests["recv-checksum"].turns and tests["recv-checksum"].duet
