@@ -98,3 +98,55 @@ def test_human_pool_named_pool_on_real_zfs_fuse(lab, target, tmp_path):
         assert res.stdout.split("\n")[1].split()[:2] == ["pool", "alloc"]      # the header is there
         rows = parse_human_reports(res.stdout, "pool")
         assert len(rows) == 2 and rows[0]["alloc"] > 0
+
+
+class _Replay:
+    """A target whose `zpool iostat -w` header and long-running reports are real processes replaying
+    output captured from OpenZFS 2.1.11 (`cat` of the file), or a process that prints only an error."""
+    impl = "openzfs-linux"
+
+    def __init__(self, tmp, reports: dict[str, str | None]) -> None:
+        self.tmp, self.reports = tmp, reports
+
+    def capabilities(self):
+        from types import SimpleNamespace
+        return SimpleNamespace(iostat_forms=["-Hp", "-w", "-l"])
+
+    def run(self, argv):
+        from zfsperf import proc
+        assert argv == ["zpool", "iostat", "-w", "tank"]
+        return proc.Completed(argv, 0, fixture("openzfs-2.1.11", "zpool_iostat_-w_tank.txt"), "", 0.01)
+
+    def popen(self, argv, stderr=None):
+        import subprocess
+        name = self.reports["-w" if "-w" in argv else "-l"]
+        if name is None:                           # the report never comes: an error and exit 1
+            cmd = ["sh", "-c", "echo \"cannot open 'tank': no such pool\" >&2; exit 1"]
+        else:
+            path = self.tmp / name
+            path.write_text(fixture("openzfs-2.1.11", name))
+            cmd = ["cat", str(path)]
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr)
+
+
+@pytest.mark.fast
+def test_pool_latency_of_a_measured_interval(tmp_path):
+    from zfsperf.metrics.iostat import PoolLatency
+    pl = PoolLatency(_Replay(tmp_path, {"-w": "zpool_iostat_-Hp_-w_-y_tank_5_1.txt",
+                                        "-l": "zpool_iostat_-Hp_-y_-l_tank_2_5.txt"}), "tank", 5)
+    pl.start()
+    got = pl.finish()
+    assert got["histograms"] and got["average_wait_ns"] and "unavailable" not in got
+
+
+@pytest.mark.fast
+def test_a_pool_latency_report_that_never_came_is_unavailable_not_a_failed_case(tmp_path):
+    """A `zpool iostat -Hp -y -l` that printed no report (seen once in the guest: exit without a row)
+    made a fio case that had run fine FAIL with 'no row for pool'. The pool-side latency was not
+    measured: it is recorded as unavailable, with the command, its exit status and its message."""
+    from zfsperf.metrics.iostat import PoolLatency
+    pl = PoolLatency(_Replay(tmp_path, {"-w": "zpool_iostat_-Hp_-w_-y_tank_5_1.txt", "-l": None}), "tank", 5)
+    pl.start()
+    got = pl.finish()
+    assert set(got) == {"unavailable"}, got
+    assert "zpool iostat -Hp -y -l tank 5 1` printed no report (exit status 1: cannot open 'tank'" in got["unavailable"]

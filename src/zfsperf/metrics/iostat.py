@@ -186,20 +186,28 @@ class PoolLatency:
             self.available = False
             return
         for flags in (["-Hp", "-y", "-w"], ["-Hp", "-y", "-l"]):
-            self.procs.append(self.target.popen(["zpool", "iostat", *flags, self.pool, str(self.seconds), "1"],
-                                                stderr=subprocess.DEVNULL))
+            self.procs.append((flags, self.target.popen(["zpool", "iostat", *flags, self.pool, str(self.seconds), "1"],
+                                                        stderr=subprocess.PIPE)))
 
     def finish(self, timeout: float = 30) -> dict:
         if not self.available:
             return {"unavailable": f"{self.target.impl} has no `zpool iostat -w/-l` (pool v23 on zfs-fuse)"}
-        texts = []
-        for p in self.procs:
+        texts, missing = [], []
+        for flags, p in self.procs:
             try:
-                out, _ = p.communicate(timeout=timeout)
+                out, err = p.communicate(timeout=timeout)
             except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired: stop it, report what is there
                 p.kill()
-                out, _ = p.communicate()
-            texts.append(out.decode(errors="replace") if isinstance(out, bytes) else out)
+                out, err = p.communicate()
+            text, err = (x.decode(errors="replace") if isinstance(x, bytes) else (x or "") for x in (out, err))
+            texts.append(text)
+            if not any(line.split("\t")[0] == self.pool for line in text.splitlines()):
+                missing.append(f"`zpool iostat {' '.join(flags)} {self.pool} {self.seconds} 1` printed no report "
+                               f"(exit status {p.returncode}{': ' + err.strip()[:200] if err.strip() else ''})")
+        if missing:
+            # a report that never came is a measurement that was not made: said, not faked; a
+            # report that came in a shape zfsperf does not know is still an error (parsed below)
+            return {"unavailable": "; ".join(missing)}
         hist = parse_hp_histogram(texts[0], self.columns)
         rows = parse_hp_reports(texts[1], self.pool, ["-l"])
         waits = {k: v for k, v in (rows[-1] if rows else {}).items() if k in LATENCY_FIELDS}
