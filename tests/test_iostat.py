@@ -150,3 +150,27 @@ def test_a_pool_latency_report_that_never_came_is_unavailable_not_a_failed_case(
     got = pl.finish()
     assert set(got) == {"unavailable"}, got
     assert "zpool iostat -Hp -y -l tank 5 1` printed no report (exit status 1: cannot open 'tank'" in got["unavailable"]
+
+
+@pytest.mark.fast
+def test_a_cut_short_interval_does_not_wait_for_its_report(tmp_path):
+    """Ctrl-C during a fio case on OpenZFS: the case's `zpool iostat -Hp -y -w/-l POOL T 1` side
+    processes report only after T seconds (the fio runtime), and the case waited for them, 30 s
+    each, before its teardown: a SIGINT'd run in the guest took 63 s to end. A cut-short interval
+    is abandoned: its report processes are stopped at once."""
+    import time
+    from zfsperf.metrics.iostat import PoolLatency
+
+    class Slow(_Replay):
+        def popen(self, argv, stderr=None):     # a report that comes after its 60 s interval
+            import subprocess
+            return subprocess.Popen(["sleep", "60"], stdout=subprocess.PIPE, stderr=stderr)
+
+    pl = PoolLatency(Slow(tmp_path, {}), "tank", 60)
+    pl.start()
+    procs = [p for _f, p in pl.procs]
+    assert len(procs) == 2 and all(p.poll() is None for p in procs)
+    t0 = time.monotonic()
+    pl.abandon()
+    assert time.monotonic() - t0 < 10
+    assert all(p.poll() is not None for p in procs)

@@ -189,6 +189,15 @@ class PoolLatency:
             self.procs.append((flags, self.target.popen(["zpool", "iostat", *flags, self.pool, str(self.seconds), "1"],
                                                         stderr=subprocess.PIPE)))
 
+    def abandon(self) -> None:
+        """The measured interval was cut short (a signal, a timeout, fio failed): its report is not
+        waited for. A reader that waited would hold a Ctrl-C'd run for up to the interval, twice."""
+        for _flags, p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.communicate()
+        self.procs = []
+
     def finish(self, timeout: float = 30) -> dict:
         if not self.available:
             return {"unavailable": f"{self.target.impl} has no `zpool iostat -w/-l` (pool v23 on zfs-fuse)"}

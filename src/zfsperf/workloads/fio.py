@@ -322,8 +322,14 @@ class FioWorkload:
             pool_lat.start()
         try:
             res, raw = run_jobfile(ctx, texts, clients)
-        finally:
+        except BaseException:
             if pool_lat is not None:
+                pool_lat.abandon()
+            raise
+        if pool_lat is not None:
+            if ctx.procs.cancelled:                # stopped by a signal or a timeout: no interval was measured
+                pool_lat.abandon()
+            else:
                 ctx.extra["pool_latency"] = pool_lat.finish()
         if ctx.phase == "precondition":
             return {}
