@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats as sps
 
 
 @dataclass
@@ -30,6 +29,7 @@ class Summary:
 @lru_cache(maxsize=256)
 def t975(df: int) -> float:
     """Student's t quantile for a two-sided 95 % interval (cached: reports summarise thousands)."""
+    from scipy import stats as sps           # here, not at import: scipy.stats costs ~0.5 s to import
     return float(sps.t.ppf(0.975, df))
 
 

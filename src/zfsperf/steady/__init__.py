@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..results.record import SteadyRecord
-from . import changepoint, rounds, snia, timescale
+from . import rounds, snia, timescale
 from .cache import CACHE_FULL, CACHE_SHARE, cache_ok
 from .series import decision_samples, matrix, read_series, resample
 from .snia import check_metric, vote, window_checks
@@ -35,6 +35,9 @@ def decide(samples: list[dict[str, Any]], c: Criteria | None = None, *, active_b
     samples = decision_samples(samples)
     if c.method == "snia":
         return snia.decide(samples, c, active_bytes=active_bytes)
+    # imported when first needed: ruptures pulls in scipy.stats, signal and spatial (~0.9 s here,
+    # ~20 s in a guest under emulation), which every command that never decides would pay
+    from . import changepoint
     return changepoint.decide(samples, c, active_bytes=active_bytes, headline=headline)
 
 

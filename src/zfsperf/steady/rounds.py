@@ -46,7 +46,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ..results.record import CaseRecord, SteadyRecord
 
@@ -105,6 +104,7 @@ class NoiseAware:
 
 
 def noise_aware_rule(values: list[float]) -> NoiseAware:
+    from scipy import stats                  # here, not at import: scipy.stats costs ~0.5 s to import
     y = np.asarray(values[-ROUNDS_WINDOW:], float)
     med = float(np.median(y))
     if med == 0 or len(y) < MIN_ROUNDS:
