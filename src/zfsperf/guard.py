@@ -155,10 +155,13 @@ def _stop_procs(entries: list[str], say) -> None:
     for ln in entries:
         pid_s, _, start = ln.partition(" ")
         pid = int(pid_s)
-        if _start_time(pid) == start:
+        now = _start_time(pid)
+        if now == start or (now is None and proc.group_members(pid)):     # the leader gone, its group not
             live.append(pid)
     for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
-        live = [p for p in live if _start_time(p) is not None and _alive(p)]
+        # a group whose leader is gone may still have members (fio's job processes): the group's
+        # id cannot be reused while any of them lives, so they are still the ones zfsperf started
+        live = [p for p in live if proc.group_members(p)]
         if not live:
             return
         for pid in live:
@@ -171,16 +174,8 @@ def _stop_procs(entries: list[str], say) -> None:
                 except OSError:
                     pass
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and any(_alive(p) for p in live):
+        while time.monotonic() < deadline and any(proc.group_members(p) for p in live):
             time.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
 
 
 def _cmd(pid: int) -> str:

@@ -186,6 +186,33 @@ def pid_cmdline(pid: int) -> list[str]:
         return []
 
 
+def group_members(pgid: int) -> list[int]:
+    """pids of the live (not zombie) processes in process group pgid. A group outlives its leader:
+    fio's job processes, say, when fio itself exits on SIGTERM and they are still in an I/O."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            out.append(int(d))
+    return out
+
+
+def wait_group_gone(pgid: int, timeout: float) -> bool:
+    """Wait until no live process is left in group pgid. True if none is."""
+    deadline = time.monotonic() + timeout
+    while group_members(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def wait_gone(pid: int, timeout: float, proc: subprocess.Popen | None = None) -> bool:
     """Wait until pid has exited (reaping it when it is our child). True if it is gone."""
     deadline = time.monotonic() + timeout
@@ -208,7 +235,8 @@ def stop_pid(pid: int, *, grace: float = 10.0, proc: subprocess.Popen | None = N
     """Stop one process we started, by pid: sig, wait up to grace seconds, then SIGKILL.
 
     With group=True the signal goes to the process group the pid leads (a process we
-    started with start_new_session=True), so its children stop with it.
+    started with start_new_session=True), so its children stop with it, and the whole group
+    must be gone, not only its leader (else SIGKILL to the group).
     Returns True when it had to be killed.
     """
     if not pid_alive(pid):
@@ -220,13 +248,16 @@ def stop_pid(pid: int, *, grace: float = 10.0, proc: subprocess.Popen | None = N
         kill(pid, sig)
     except (ProcessLookupError, PermissionError):
         return False
-    if wait_gone(pid, grace, proc):
+    t0 = time.monotonic()
+    if wait_gone(pid, grace, proc) and (not group or wait_group_gone(pid, grace - (time.monotonic() - t0))):
         return False
     try:
         kill(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     wait_gone(pid, 5.0, proc)
+    if group:
+        wait_group_gone(pid, 5.0)
     return True
 
 
