@@ -14,7 +14,7 @@ run: deps
 	.venv/bin/zfsperf run $(RUN_ARGS)
 
 test: test-deps
-	.venv/bin/python -m pytest $(PYTEST_ARGS)
+	.venv/bin/python tests/lanes.py $(PYTEST_ARGS)
 
 bench: deps
 	.venv/bin/python bench/recv_overhead.py

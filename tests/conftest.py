@@ -1,18 +1,34 @@
-"""One real zfs-fuse daemon per test session, in zfsperf's own private mount namespace.
+"""One real zfs-fuse daemon per test session, in zfsperf's own private mount namespace, and one
+OpenZFS guest, booted once, for every test that needs it (`openzfs_guest`).
 
-The CLI runs the tests start find it through ZFSPERF_LAB, corpora go to a session cache
+The CLI runs the tests start find the daemon through ZFSPERF_LAB, corpora go to a session cache
 (ZFSPERF_CACHE), and the tunables journal to a session state dir (ZFSPERF_STATE).
+
+Markers: `quiet` (judges measured figures or the machine: runs with nothing beside it), `guest`
+(needs the OpenZFS guest), `fast` (no ZFS at all). tests/lanes.py, which `make test` runs, runs
+the guest tests beside the other host tests, then the quiet ones alone.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from helpers import DEFAULT_BATCH
+
+
+def pytest_collection_modifyitems(config, items):
+    """In one session: the `quiet` tests first, the `guest` tests last (tests/lanes.py runs them
+    as separate sessions)."""
+    quiet = [i for i in items if i.get_closest_marker("quiet")]
+    guest = [i for i in items if i.get_closest_marker("guest")]
+    rest = [i for i in items if i not in quiet and i not in guest]
+    items[:] = quiet + rest + guest
+
 
 @pytest.fixture(scope="session")
 def session_env(tmp_path_factory):
@@ -68,3 +84,37 @@ def params(tmp_path):
     (d / "zfs_recv_write_batch_size").write_text(DEFAULT_BATCH + "\n")
     (d / "zfs_vdev_async_write_max_active").write_text("10\n")
     return d
+
+
+@pytest.fixture(scope="session")
+def openzfs_guest(session_env, tmp_path_factory):
+    """The OpenZFS 2.3 guest zfsperf builds (cached) and boots, shared by every guest test: stopped
+    at the end, with no qemu left."""
+    from zfsperf import proc
+    from zfsperf.guest.vm import Guest
+    from zfsperf.sshlink import Ssh
+    from helpers import zfsperf
+    root = tmp_path_factory.mktemp("guest")
+    old = os.environ.get("ZFSPERF_GUEST_DIR")
+    os.environ["ZFSPERF_GUEST_DIR"] = str(root)
+    t0 = time.monotonic()
+    build = zfsperf("guest", "build", "--zfs", "2.3", timeout=3600)
+    assert build.returncode == 0, build.stdout + build.stderr
+    up = zfsperf("guest", "up", "--zfs", "2.3", timeout=900)
+    assert up.returncode == 0, up.stdout + up.stderr
+    print(f"\nOpenZFS guest built and booted in {time.monotonic() - t0:.0f} s")
+    g = Guest(root)
+    st = g.state()
+    assert st is not None and st.accel in ("tcg", "kvm")
+    yield g
+    Ssh(st.url(), g.ssh_options()).close()                # the tests' shared ssh connection
+    down = zfsperf("guest", "down")
+    assert down.returncode == 0
+    assert not proc.pid_alive(st.qemu_pid)                  # no qemu left (a zombie awaits its reaper)
+    live = [ln for ln in subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
+            .splitlines() if "qemu-system" in ln and not ln.startswith("Z") and str(root) in ln]
+    assert live == []
+    if old is None:
+        os.environ.pop("ZFSPERF_GUEST_DIR", None)
+    else:
+        os.environ["ZFSPERF_GUEST_DIR"] = old

@@ -68,6 +68,18 @@ def children(pid: int) -> list[tuple[int, str]]:
     return out
 
 
+def descendants(pid: int, seen: set[int] | None = None) -> set[int]:
+    """pids of every live descendant of pid (children, theirs, ...), added to `seen` and returned."""
+    seen = set() if seen is None else seen
+    todo = [pid]
+    while todo:
+        for c, _cmd in children(todo.pop()):
+            if c not in seen:
+                seen.add(c)
+                todo.append(c)
+    return seen
+
+
 def _pg_bin(name: str) -> str:
     found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
     assert found, f"no PostgreSQL {name}: make test installs the postgresql package"
@@ -407,10 +419,14 @@ def openzfs_repo(dest: Path) -> dict[str, str]:
     shutil.move(str(src), str(dest))
     shutil.rmtree(x)
 
+    # fixed dates: the same source makes the same commits in every session, so their modules,
+    # cached by commit, are built once per machine
+    when = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(dest), "-c", "user.name=zfsperf test", "-c",
                                "user.email=test@zfsperf.invalid", *args], check=True, capture_output=True,
-                              text=True).stdout.strip()
+                              text=True, env={**os.environ, **when}).stdout.strip()
     git("init", "-q", "-b", "main")
     commits = {}
 

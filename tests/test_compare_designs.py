@@ -16,6 +16,8 @@ import pytest
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 
+pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
+
 
 def _results(d: Path, values: list[float], *, host: str = "h1", case: str = "c",
              interleave: bool = False) -> Path:

@@ -5,9 +5,13 @@ warned about in the run and the report."""
 
 import json
 
+import pytest
+
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf.metrics.crosscheck import CrossCheck
+
+pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
 
 RUNFILE = """
 [defaults]

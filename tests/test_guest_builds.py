@@ -8,16 +8,16 @@ range WORSE with an interval, and name the pause's commit as the first worse one
 pause is a real cost (a sleep, not emulated CPU work): the verdict is about the build, not QEMU."""
 
 import json
-import os
 import subprocess
 import time
 
 import pytest
 
 from helpers import last_dir, openzfs_repo, records, write_runfile, zfsperf
-from zfsperf import proc
 from zfsperf.guest.vm import Guest
 from zfsperf.sshlink import Ssh
+
+pytestmark = pytest.mark.guest
 
 RECV = """
 [defaults]
@@ -36,27 +36,10 @@ steady = { mode = "off" }
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A repository of four commits and a booted guest of the same series (Debian's 2.3 build)."""
-    root = tmp_path_factory.mktemp("builds")
-    old = os.environ.get("ZFSPERF_GUEST_DIR")
-    os.environ["ZFSPERF_GUEST_DIR"] = str(root / "guest")
-    commits = openzfs_repo(root / "zfs")
-    t0 = time.monotonic()
-    assert zfsperf("guest", "build", "--zfs", "2.3", timeout=3600).returncode == 0
-    up = zfsperf("guest", "up", "--zfs", "2.3", timeout=900)
-    assert up.returncode == 0, up.stdout + up.stderr
-    print(f"\nguest booted in {time.monotonic() - t0:.0f} s")
-    g = Guest(root / "guest")
-    st = g.state()
-    yield root, commits, g
-    Ssh(st.url(), g.ssh_options()).close()
-    assert zfsperf("guest", "down").returncode == 0
-    assert not proc.pid_alive(st.qemu_pid)
-    if old is None:
-        os.environ.pop("ZFSPERF_GUEST_DIR", None)
-    else:
-        os.environ["ZFSPERF_GUEST_DIR"] = old
+def lab(openzfs_guest, tmp_path_factory):
+    """A repository of four commits and the booted guest of the same series (Debian's 2.3 build)."""
+    repo = tmp_path_factory.mktemp("builds") / "zfs"
+    return repo, openzfs_repo(repo), openzfs_guest
 
 
 def srcversion(g: Guest) -> str:
@@ -66,9 +49,8 @@ def srcversion(g: Guest) -> str:
 
 
 def test_ab_of_two_builds_is_paired_worse_with_its_interval(lab, tmp_path):
-    root, commits, g = lab
+    repo, commits, g = lab
     own = srcversion(g)
-    repo = root / "zfs"
     res = zfsperf("guest", "ab", "--a", f"{repo}@{commits['base']}", "--b", f"{repo}@{commits['note']}",
                   "-r", str(write_runfile(tmp_path, RECV)), "--blocks", "6", "--seed", "11",
                   "-o", str(tmp_path / "o"), timeout=3600)
@@ -104,8 +86,7 @@ def test_ab_of_two_builds_is_paired_worse_with_its_interval(lab, tmp_path):
 
 
 def test_bisect_names_the_commit_that_added_the_cost_and_resumes(lab, tmp_path):
-    root, commits, g = lab
-    repo = root / "zfs"
+    repo, commits, g = lab
     rf = str(write_runfile(tmp_path, RECV))
     argv = ("guest", "bisect", "--zfs-src", str(repo), "--good", commits["base"], "--bad", commits["note"],
             "-r", rf, "--case", "recv", "--figure", "throughput", "--blocks", "6", "--seed", "5",

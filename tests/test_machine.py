@@ -9,9 +9,13 @@ import sys
 import time
 from contextlib import contextmanager
 
+import pytest
+
 from helpers import zfsperf
 from helpers import last_dir, write_runfile
 from zfsperf import machine
+
+pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
 
 FIO = """
 [defaults]

@@ -3,7 +3,6 @@ through its real interfaces over ssh — the same target code as for an OpenZFS 
 timings are emulation: these tests check behaviour, formats and tunables, never speeds."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,41 +12,16 @@ import pytest
 
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
-from zfsperf import proc
 from zfsperf.guest.vm import Guest
 from zfsperf.sshlink import Ssh
 
 PARAM = "/sys/module/zfs/parameters/zfs_vdev_async_write_max_active"
+pytestmark = pytest.mark.guest
 
 
-@pytest.fixture(scope="module")
-def guest(tmp_path_factory):
-    root = guest_dir = tmp_path_factory.mktemp("guest")
-    env = {"ZFSPERF_GUEST_DIR": str(root)}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    t0 = time.monotonic()
-    build = zfsperf("guest", "build", "--zfs", "2.3", timeout=3600)
-    assert build.returncode == 0, build.stdout + build.stderr
-    up = zfsperf("guest", "up", "--zfs", "2.3", timeout=900)
-    assert up.returncode == 0, up.stdout + up.stderr
-    print(f"\nOpenZFS guest built and booted in {time.monotonic() - t0:.0f} s")
-    lab = Guest(root)
-    st = lab.state()
-    assert st is not None and st.accel in ("tcg", "kvm")
-    yield lab
-    Ssh(st.url(), lab.ssh_options()).close()                # guest_sh's shared connection
-    down = zfsperf("guest", "down")
-    assert down.returncode == 0
-    assert not proc.pid_alive(st.qemu_pid)                  # no qemu left (a zombie awaits its reaper)
-    live = [ln for ln in subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
-            .splitlines() if "qemu-system" in ln and not ln.startswith("Z") and str(guest_dir) in ln]
-    assert live == []
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+@pytest.fixture
+def guest(openzfs_guest):
+    return openzfs_guest
 
 
 def guest_sh(lab: Guest, *argv: str) -> str:
@@ -271,7 +245,9 @@ def test_inside_the_guest_kill9_then_journal_and_leftovers(guest, tmp_path):
     guest_sh(guest, "kill", "-9", pids[0])
     p.communicate(timeout=300)
     assert p.returncode != 0
-    # the killed run's fio, orphaned (a user would see it end): stopped so it cannot slow what follows
+    # the killed run's fio job process: fio starts it in a session of its own, fio itself died of
+    # SIGPIPE when zfsperf went, and the guard does not know it (a known gap, see
+    # tests/faults/test_process_groups.py): stopped here so it cannot slow what follows
     guest_sh(guest, "sh", "-c", "for d in /proc/[0-9]*; do grep -qsx fio $d/comm && kill -9 ${d#/proc/}; done; true")
     assert guest_sh(guest, "cat", PARAM).strip() == "3"                 # left changed by the killed run
     pools = guest_sh(guest, "zpool", "list", "-H", "-o", "name").split()
@@ -299,8 +275,12 @@ def test_inside_the_guest_sigint(guest, tmp_path):
     p = in_guest_popen("run", "-r", str(rf), "-o", str(tmp_path / "o"))
     wait_param(guest, p, "3")
     p.send_signal(signal.SIGINT)
+    t_sig = time.monotonic()
     out, err = p.communicate(timeout=600)
     assert p.returncode == 3, out + err
+    # ended promptly: no wait for the pool-latency report of the 60 s interval it cut short (it
+    # took 63 s when the case waited for `zpool iostat -Hp -y -w/-l POOL 60 1`)
+    assert time.monotonic() - t_sig < 45, out + err
     assert guest_sh(guest, "cat", PARAM).strip() == before
     assert guest_sh(guest, "zpool", "list", "-H", "-o", "name").strip() == ""
     assert guest_pids(guest) == [] or all(not guest_sh(guest, "sh", "-c", f"[ -d /proc/{x} ] && echo alive; true").strip()

@@ -15,6 +15,8 @@ from scipy import stats as sps
 
 from helpers import chromium, last_dir, zfsperf
 
+pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
+
 AB = """
 [defaults]
 iterations = 5

@@ -4,11 +4,15 @@ people look (the summary table, summary.txt, report, compare), on real zfs-fuse.
 import json
 import os
 
+import pytest
+
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf import steady
 from zfsperf.results.record import CaseRecord, SteadyRecord
 from zfsperf.steady import rounds, timescale
+
+pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
 
 # 7 iterations: SNIA's window is the last 5 rounds, so a host disturbance at the start (the previous
 # test's files still being written back) passes before the window, as it would in a longer run

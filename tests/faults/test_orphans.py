@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEFAULT_BATCH, children, zfsperf
+from helpers import DEFAULT_BATCH, children, descendants, zfsperf
 from helpers import write_runfile
 from zfsperf import proc
 from zfsperf.pool import MANIFEST, VdevDir, cleanup_leftovers
@@ -46,15 +46,6 @@ tunables = { zfs_vdev_async_write_max_active = 3 }
 def _own_lab(tmp_path: Path, name: str) -> dict:
     """Environment for a run that starts (and owns) its own zfs-fuse lab, as a user's run does."""
     return {"ZFSPERF_LAB": f"/run/zfsperf/{name}-{os.getpid()}"}
-
-
-def _descendants(pid: int, seen: set[int]) -> None:
-    todo = [pid]
-    while todo:
-        for c, _cmd in children(todo.pop()):
-            if c not in seen:
-                seen.add(c)
-                todo.append(c)
 
 
 def _gone_within(pids, seconds: float) -> list[int]:
@@ -120,7 +111,7 @@ def test_kill9_at_random_moments_leaves_nothing(tmp_path, params, session_env, t
         seen: set[int] = set()
         until = time.monotonic() + delay
         while time.monotonic() < until and p.poll() is None:
-            _descendants(p.pid, seen)
+            descendants(p.pid, seen)
             time.sleep(0.02)
         if p.poll() is not None:
             continue                      # finished before its moment: nothing to kill
@@ -158,14 +149,14 @@ def _hangup_mid(tmp_path: Path, params: Path, workload: str, marker: str) -> Non
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             assert proc.pid_alive(zpid), _tmux(sock, "capture-pane", "-p").stdout
-            _descendants(zpid, seen)
+            descendants(zpid, seen)
             if any(marker in " ".join(proc.pid_cmdline(c)) for c in seen if proc.pid_alive(c)):
                 break
             time.sleep(0.05)
         else:
             raise AssertionError(f"no {marker} process ever ran")
         time.sleep(1.0)
-        _descendants(zpid, seen)
+        descendants(zpid, seen)
         assert proc.pid_alive(zpid)
     finally:
         _tmux(sock, "kill-server")                 # the terminal is gone: SIGHUP to the pane's processes

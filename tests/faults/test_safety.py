@@ -9,8 +9,20 @@ from zfsperf.pool import OWNER_PROP
 
 
 def _receives_in_lab(lab) -> list[str]:
+    """`zfs receive` processes in the lab's mount namespace (a receive elsewhere on the machine, e.g.
+    an ssh command line of another test session, is not this lab's)."""
+    ns = os.readlink(f"/proc/{lab.state.holder_pid}/ns/mnt")
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [ln for ln in out.splitlines() if "zfs receive" in ln and "nsenter" not in ln and "ps -eo" not in ln]
+    mine = []
+    for ln in out.splitlines():
+        if "zfs receive" not in ln or "nsenter" in ln or "ps -eo" in ln:
+            continue
+        try:
+            if os.readlink(f"/proc/{ln.split()[0]}/ns/mnt") == ns:
+                mine.append(ln)
+        except OSError:
+            continue                          # ended since ps looked
+    return mine
 
 
 def test_timeout_is_killed_and_processes_stopped(tmp_path, lab):

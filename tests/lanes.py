@@ -1,0 +1,133 @@
+"""`make test`: the whole suite in two phases, so that the OpenZFS guest's emulation does not wait
+for the host tests, nor they for it.
+
+Phase 1, side by side:
+  host   pytest -m "not slow and not quiet and not guest"   zfs-fuse, fio, the fake target, captures
+  guest  pytest -m "guest and not slow"                      the OpenZFS guest under QEMU
+Phase 2, alone:
+  quiet  pytest -m "quiet and not slow"                      the tests that judge measured figures
+                                                             or the machine (nothing runs beside them)
+
+The guest lane runs in a private mount namespace with its own empty /run/zfsperf: zfsperf's
+one-run-at-a-time lock, its guards and its labs live there, so the guest lane's runs (which
+measure the guest, whose TCG timings are never speeds and never judged) and the host lane's runs
+do not refuse each other or read each other's leftovers. Each lane is its own pytest session
+with its own zfs-fuse daemon when it needs one. Output: every line of a lane as it comes, with
+the lane's name in front; the whole of each lane's output is also kept in build/test-logs/.
+
+`python tests/lanes.py ARGS...` with arguments runs `pytest ARGS` once, as given. Exit status: 0
+when every lane passed (or selected nothing), else the first failing lane's.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / "build" / "test-logs"
+PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+NO_TESTS = 5                                  # pytest's exit status when a selection is empty
+
+LANES = {
+    "host": ["-m", "not slow and not quiet and not guest"],
+    "guest": ["-m", "guest and not slow"],
+    "quiet": ["-m", "quiet and not slow"],
+}
+PHASES = [["host", "guest"], ["quiet"]]
+
+
+def own_run_dir(argv: list[str]) -> list[str]:
+    """argv run in a private mount namespace with an empty tmpfs on /run/zfsperf."""
+    Path("/run/zfsperf").mkdir(parents=True, exist_ok=True)
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+            'mount -t tmpfs -o mode=755 zfsperf-guest-lane /run/zfsperf && exec "$@"', "sh", *argv]
+
+
+class Lane:
+    def __init__(self, name: str, argv: list[str]) -> None:
+        self.name, self.argv = name, argv
+        self.proc: subprocess.Popen | None = None
+        self.rc: int | None = None
+        self.t0 = self.t1 = 0.0
+        self.last = ""
+
+    def start(self, out_lock: threading.Lock) -> None:
+        LOGS.mkdir(parents=True, exist_ok=True)
+        log = open(LOGS / f"{self.name}.log", "w")
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(self.argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, text=True, bufsize=1)
+
+        def pump() -> None:
+            assert self.proc is not None and self.proc.stdout is not None
+            for line in self.proc.stdout:
+                log.write(line)
+                log.flush()
+                if line.strip():
+                    self.last = line.rstrip()
+                with out_lock:
+                    sys.stdout.write(f"[{self.name}] {line}")
+                    sys.stdout.flush()
+            log.close()
+        self.pump = threading.Thread(target=pump, daemon=True)
+        self.pump.start()
+
+    def wait(self) -> int:
+        assert self.proc is not None
+        self.rc = self.proc.wait()
+        self.pump.join()
+        self.t1 = time.monotonic()
+        return self.rc
+
+    def ok(self) -> bool:
+        return self.rc in (0, NO_TESTS)
+
+
+def main(args: list[str]) -> int:
+    if args:
+        return subprocess.run([*PYTEST, *args], cwd=ROOT).returncode
+    t0 = time.monotonic()
+    out_lock = threading.Lock()
+    done: list[Lane] = []
+    running: list[Lane] = []
+
+    def forward(signum: int, _frame) -> None:     # SIGTERM/SIGHUP to make: the lanes end their sessions
+        for lane in running:
+            if lane.proc is not None and lane.proc.poll() is None:
+                lane.proc.send_signal(signum)
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, forward)
+
+    for phase in PHASES:
+        running = []
+        for name in phase:
+            argv = [*PYTEST, *LANES[name]]
+            lane = Lane(name, own_run_dir(argv) if name == "guest" else argv)
+            lane.start(out_lock)
+            running.append(lane)
+        try:
+            for lane in running:
+                lane.wait()
+        except KeyboardInterrupt:                  # Ctrl-C reached the lanes too: let them end their sessions
+            for lane in running:
+                lane.wait()
+            return 130
+        done += running
+    print(f"\nmake test: {time.monotonic() - t0:.0f} s in all (phase 1: host beside guest; phase 2: quiet alone)")
+    for lane in done:
+        print(f"  {lane.name:6} exit {lane.rc}  {lane.t1 - lane.t0:5.0f} s  {lane.last}")
+    print(f"  each lane's whole output: {LOGS}/")
+    failed = [lane for lane in done if not lane.ok()]
+    if failed:
+        return failed[0].rc or 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
