@@ -21,8 +21,9 @@ from zfsperf import guard, proc
 pytestmark = pytest.mark.fast
 
 # sh leads the group and dies of SIGTERM; its child ignores SIGTERM (an ignored signal stays
-# ignored across exec), like a fio job process that does not stop when fio does
-GROUP = ["sh", "-c", "(trap '' TERM; exec sleep 120) & echo $!; wait"]
+# ignored across exec), like a process that does not stop when its leader does; the member
+# prints its pid once its trap is set (a SIGTERM before that would end it: no test)
+GROUP = ["sh", "-c", "sh -c 'trap \"\" TERM; echo $$; exec sleep 120' & wait"]
 
 
 def _start() -> tuple[subprocess.Popen, int]:
@@ -30,6 +31,14 @@ def _start() -> tuple[subprocess.Popen, int]:
     member = int(p.stdout.readline())
     assert os.getpgid(member) == p.pid
     return p, member
+
+
+def _kill(*pids: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _gone(pid: int) -> bool:
@@ -51,11 +60,7 @@ def test_stop_pid_of_a_group_stops_a_member_that_outlives_its_leader():
             time.sleep(0.05)
         assert _gone(member)
     finally:
-        for pid in (member, p.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        _kill(member, p.pid)
 
 
 def test_the_guard_stops_a_member_that_outlives_its_leader():
@@ -66,9 +71,5 @@ def test_the_guard_stops_a_member_that_outlives_its_leader():
         assert proc.group_members(p.pid) == [], said
         assert [s.split(" ")[0] for s in said] == ["SIGTERM", "SIGKILL"], said
     finally:
-        for pid in (member, p.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        _kill(member, p.pid)
         p.wait()
