@@ -159,8 +159,9 @@ def _stop_procs(entries: list[str], say) -> None:
         if now == start or (now is None and proc.group_members(pid)):     # the leader gone, its group not
             live.append(pid)
     for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
-        # a group whose leader is gone may still have members (fio's job processes): the group's
-        # id cannot be reused while any of them lives, so they are still the ones zfsperf started
+        # a group whose leader is gone may still have members: the group's id cannot be reused
+        # while any of them lives, so they are still the ones zfsperf started (a process that made
+        # a session of its own, as fio's job processes do, is not reached this way)
         live = [p for p in live if proc.group_members(p)]
         if not live:
             return

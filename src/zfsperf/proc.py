@@ -187,8 +187,8 @@ def pid_cmdline(pid: int) -> list[str]:
 
 
 def group_members(pgid: int) -> list[int]:
-    """pids of the live (not zombie) processes in process group pgid. A group outlives its leader:
-    fio's job processes, say, when fio itself exits on SIGTERM and they are still in an I/O."""
+    """pids of the live (not zombie) processes in process group pgid. A group can outlive its
+    leader: a child that ignores SIGTERM, or is still in an I/O, when the leader has exited."""
     out = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
