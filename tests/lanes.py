@@ -13,7 +13,9 @@ one-run-at-a-time lock, its guards and its labs live there, so the guest lane's 
 measure the guest, whose TCG timings are never speeds and never judged) and the host lane's runs
 do not refuse each other or read each other's leftovers. Each lane is its own pytest session
 with its own zfs-fuse daemon when it needs one. Output: every line of a lane as it comes, with
-the lane's name in front; the whole of each lane's output is also kept in build/test-logs/.
+the lane's name in front; the whole of each lane's output is also kept in build/test-logs/. The
+last lines say each lane's exit status and time, then every failed test's line (pytest's short
+summary), so that the end of a long log names what failed.
 
 `python tests/lanes.py ARGS...` with arguments runs `pytest ARGS` once, as given. Exit status: 0
 when every lane passed (or selected nothing), else the first failing lane's.
@@ -56,6 +58,7 @@ class Lane:
         self.rc: int | None = None
         self.t0 = self.t1 = 0.0
         self.last = ""
+        self.failures: list[str] = []           # pytest's short summary: FAILED/ERROR lines
 
     def start(self, out_lock: threading.Lock) -> None:
         LOGS.mkdir(parents=True, exist_ok=True)
@@ -71,6 +74,8 @@ class Lane:
                 log.flush()
                 if line.strip():
                     self.last = line.rstrip()
+                if line.startswith(("FAILED ", "ERROR ")):
+                    self.failures.append(line.rstrip())
                 with out_lock:
                     sys.stdout.write(f"[{self.name}] {line}")
                     sys.stdout.flush()
@@ -122,6 +127,9 @@ def main(args: list[str]) -> int:
     print(f"\nmake test: {time.monotonic() - t0:.0f} s in all (phase 1: host beside guest; phase 2: quiet alone)")
     for lane in done:
         print(f"  {lane.name:6} exit {lane.rc}  {lane.t1 - lane.t0:5.0f} s  {lane.last}")
+    for lane in done:                              # what failed, where the end of a CI log shows it
+        for line in lane.failures:
+            print(f"  {lane.name:6} {line}")
     print(f"  each lane's whole output: {LOGS}/")
     failed = [lane for lane in done if not lane.ok()]
     if failed:
