@@ -5,12 +5,14 @@ what a commit touched."""
 
 import os
 import subprocess
+import threading
+import time
 
 import pytest
 
 from helpers import zfsperf
 from zfsperf.errors import InputError
-from zfsperf.guest.source import identify, parse_meta, sync_tree, tree_files
+from zfsperf.guest.source import build_tree_lock, identify, parse_meta, sync_tree, tree_files
 
 pytestmark = pytest.mark.fast
 
@@ -75,3 +77,25 @@ def test_the_build_tree_gets_only_what_changed(tmp_path):
     assert (bt / "module" / "zfs" / "dmu_recv.c").read_text() == "int y;\n"
     assert (bt / "module" / "zfs" / "dmu_recv.c").stat().st_mtime_ns >= made
     assert not (bt / "README.md").exists()
+
+
+def test_one_build_at_a_time_in_a_build_tree(tmp_path):
+    """A second build of the same repository waits for the first (two `make`s in one tree would
+    spoil both), says so, and goes on when the first is done."""
+    bt = tmp_path / "trees" / "git-0123456789ab"
+    said, order = [], []
+
+    def second():
+        with build_tree_lock(bt, said.append):
+            order.append("second builds")
+    with build_tree_lock(bt, said.append):
+        t = threading.Thread(target=second)
+        t.start()
+        time.sleep(0.5)
+        order.append("first done")
+    t.join(10)
+    assert order == ["first done", "second builds"]
+    assert said == [f"guest build: waiting for another build in {bt} ..."]
+    with build_tree_lock(tmp_path / "trees" / "git-other", said.append):    # another repository: no wait
+        pass
+    assert len(said) == 1

@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("guest", help="the real OpenZFS guest under QEMU: build | up | down | status | run -- ARGS "
                                      "| ab | bisect",
-                       description="zfsperf guest build|up|down|status [--zfs 2.1|2.3] [--zfs-src DIR]  |  "
+                       description="zfsperf guest build|up|down|status [--zfs 2.1|2.3] [--zfs-src DIR|DIR@REV]  |  "
                                    "zfsperf guest run [--zfs 2.1|2.3] -- ZFSPERF-ARGS (zfsperf itself inside the "
                                    "guest, as a local process on kernel OpenZFS; `run -o DIR` lands in DIR on this "
                                    "host)  |  zfsperf guest ab --a BUILD --b BUILD -r RUNFILE  |  zfsperf guest "
@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="build the guest (cached), boot it, stop it, show it, run zfsperf inside it, "
                         "A/B two OpenZFS builds, or bisect a range of commits")
     p.add_argument("--zfs", default="2.3", help="OpenZFS series for the guest: 2.1 or 2.3 (default 2.3)")
-    p.add_argument("--zfs-src", metavar="DIR", help="build: the modules of this OpenZFS source tree; "
+    p.add_argument("--zfs-src", metavar="DIR", help="build: the modules of this OpenZFS source tree "
+                                                    "(DIR@REV: of one commit of a git repository); "
                                                     "bisect: the git repository")
     p.add_argument("--a", metavar="BUILD", help="ab: side A (2.3 | DIR | DIR@REV)")
     p.add_argument("--b", metavar="BUILD", help="ab: side B")
@@ -368,8 +369,9 @@ def cmd_guest(args: argparse.Namespace) -> int:
     if args.guest_action in ("ab", "bisect"):
         return _guest_ab_or_bisect(args)
     if args.guest_action == "build" and getattr(args, "zfs_src", None):
-        from .guest.source import SourceBuilder
-        mb = SourceBuilder().build(Path(args.zfs_src))
+        from .guest.source import SourceBuilder, source_spec
+        src, rev = source_spec(args.zfs_src, "--zfs-src")
+        mb = SourceBuilder().build_commit(src, rev) if rev else SourceBuilder().build(src)
         print(f"{mb.tree.label} for kernel {mb.kernel}: {mb.modules}")
     elif args.guest_action == "build":
         b = Builder(series).run()

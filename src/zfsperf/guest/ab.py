@@ -22,7 +22,6 @@ step is kept in bisect.json in the output directory: the same command again resu
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import random
 import signal
@@ -32,8 +31,8 @@ from typing import Any, Callable, Iterator
 
 from .. import proc
 from ..errors import InputError, TargetError
-from .build import VERSIONS, Builder, cache_root, find_build
-from .source import ModuleBuild, SourceBuilder, build_tree_for, export_commit, identify, parse_meta, read_meta
+from .build import VERSIONS, Builder, find_build
+from .source import ModuleBuild, SourceBuilder, identify, parse_meta, read_meta, source_spec
 from .switch import BuildRef
 
 DEFAULT_BLOCKS = 6            # the exact paired test needs 6 blocks to reach p < 0.05 at all
@@ -48,10 +47,6 @@ class Side:
     ref: BuildRef
 
 
-def _repo_key(path: Path) -> str:
-    return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-
-
 def resolve(spec: str, name: str, field: str, sb: SourceBuilder) -> Side:
     """A side of the A/B, built (or found cached) and named `name` in case names."""
     if spec in VERSIONS:
@@ -60,10 +55,7 @@ def resolve(spec: str, name: str, field: str, sb: SourceBuilder) -> Side:
                                          {"kind": "debian", "version": b.zfs_version, "kernel": b.kernel}))
     src, rev = _source(spec, field)
     if rev:
-        stage = cache_root() / "stage" / _repo_key(src)
-        full = export_commit(src, rev, stage)
-        mb = sb.build(stage, commit=full, build_tree=build_tree_for(src))
-        mb.tree.path = str(src.resolve())
+        mb = sb.build_commit(src, rev)
     else:
         identify(src)                      # bad input is refused before any build
         mb = sb.build(src)
@@ -71,12 +63,7 @@ def resolve(spec: str, name: str, field: str, sb: SourceBuilder) -> Side:
 
 
 def _source(spec: str, field: str) -> tuple[Path, str]:
-    """DIR or DIR@REV: the source directory and the revision ("" for the tree as checked out)."""
-    path, _, rev = spec.partition("@")
-    src = Path(path).expanduser()
-    if not src.is_dir():
-        raise InputError(f"{spec!r} is neither a series ({', '.join(sorted(VERSIONS))}) nor a directory", field=field)
-    return src, rev
+    return source_spec(spec, field, f"neither a series ({', '.join(sorted(VERSIONS))}) nor a directory")
 
 
 def series_of(spec: str, field: str) -> str:

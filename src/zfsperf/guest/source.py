@@ -17,6 +17,8 @@ step of `guest bisect`.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -25,7 +27,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from .. import proc
 from ..errors import InputError, TargetError
@@ -89,6 +91,15 @@ def parse_meta(text: str, where: str) -> tuple[str, str]:
                          "only, and a module of another series would not match it", file=str(meta), field="Version")
     release = fields.get("Release", "")
     return (f"{version}-{release}" if release else version), series
+
+
+def source_spec(spec: str, field: str, what: str = "not a directory") -> tuple[Path, str]:
+    """DIR or DIR@REV: the source directory and the revision ("" for the tree as checked out)."""
+    path, _, rev = spec.partition("@")
+    src = Path(path).expanduser()
+    if not src.is_dir():
+        raise InputError(f"{spec!r} is {what}", field=field)
+    return src, rev
 
 
 def _git(src: Path, *args: str) -> proc.Completed:
@@ -218,9 +229,24 @@ class SourceBuilder:
             b.host_tools(self._kernel)
         return self._kernel
 
-    def build(self, src: Path, commit: str | None = None, build_tree: Path | None = None) -> ModuleBuild:
-        """Modules of the tree at `src` (its commit when exported from a repository).
-        `build_tree` is the persistent tree to build in (default: one per source location)."""
+    def build(self, src: Path) -> ModuleBuild:
+        """Modules of the tree at `src` as it is (a git work tree: its commit, dirty or not)."""
+        bt = build_tree_for(src)
+        with build_tree_lock(bt, self.say):
+            return self._build(src, None, bt)
+
+    def build_commit(self, repo: Path, rev: str) -> ModuleBuild:
+        """Modules of commit `rev` of the git repository `repo`, exported with `git archive` to a
+        stage directory (the repository and its work tree are not touched)."""
+        bt = build_tree_for(repo)
+        with build_tree_lock(bt, self.say):
+            stage = cache_root() / "stage" / hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:12]
+            full = export_commit(repo, rev, stage)
+            mb = self._build(stage, full, bt)
+        mb.tree.path = str(repo.resolve())
+        return mb
+
+    def _build(self, src: Path, commit: str | None, bt: Path) -> ModuleBuild:
         tree = identify(src, commit)
         kv = self.kernel(tree.series)
         out = cache_root() / f"src-{tree.key}-{kv}"
@@ -229,7 +255,6 @@ class SourceBuilder:
             self.say(f"guest build: {tree.label} for {kv} is cached in {out}")
             return mb
         files = tree_files(Path(tree.path))
-        bt = build_tree or build_tree_for(Path(tree.path))
         bt.mkdir(parents=True, exist_ok=True)
         logs = out / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -274,6 +299,20 @@ class SourceBuilder:
         self.say(f"guest build: {tree.label} for {kv}: {out} "
                  f"({', '.join(f'{k} {v:.0f} s' for k, v in times.items())})")
         return mb
+
+
+@contextlib.contextmanager
+def build_tree_lock(bt: Path, say: Callable[[str], None]) -> Iterator[None]:
+    """One build at a time in a build tree (and its repository's stage): a second `guest build`,
+    `ab` or `bisect` of the same repository waits, then finds the first one's product cached."""
+    bt.parent.mkdir(parents=True, exist_ok=True)
+    with open(bt.parent / f"{bt.name}.lock", "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"guest build: waiting for another build in {bt} ...")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def _autogen(tree: Path, log: Path) -> None:
