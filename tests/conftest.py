@@ -18,19 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEFAULT_BATCH, RepoBuilds
-
-_REPO_BUILDS: list[RepoBuilds] = []          # started by openzfs_guest, waited for by openzfs_test_repo
+from helpers import DEFAULT_BATCH
 
 
 def pytest_collection_modifyitems(config, items):
     """In one session: the `quiet` tests first, the `guest` tests last (tests/lanes.py runs them
-    as separate sessions), and of those the ones that need the test repository's builds last."""
+    as separate sessions)."""
     quiet = [i for i in items if i.get_closest_marker("quiet")]
-    # the guest tests that need the test repository's builds last: those builds run while the
-    # other guest tests use the guest (openzfs_guest starts them)
-    guest = sorted((i for i in items if i.get_closest_marker("guest")),
-                   key=lambda i: "openzfs_test_repo" in getattr(i, "fixturenames", ()))
+    guest = [i for i in items if i.get_closest_marker("guest")]
     rest = [i for i in items if i not in quiet and i not in guest]
     items[:] = quiet + rest + guest
 
@@ -92,10 +87,9 @@ def params(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def openzfs_guest(session_env, tmp_path_factory, request):
+def openzfs_guest(session_env, tmp_path_factory):
     """The OpenZFS 2.3 guest zfsperf builds (cached) and boots, shared by every guest test: stopped
-    at the end, with no qemu left. When the session has tests that need `openzfs_test_repo`, its
-    builds start in the background once the guest is up."""
+    at the end, with no qemu left."""
     from zfsperf import proc
     from zfsperf.guest.vm import Guest
     from zfsperf.sshlink import Ssh
@@ -109,14 +103,10 @@ def openzfs_guest(session_env, tmp_path_factory, request):
     up = zfsperf("guest", "up", "--zfs", "2.3", timeout=900)
     assert up.returncode == 0, up.stdout + up.stderr
     print(f"\nOpenZFS guest built and booted in {time.monotonic() - t0:.0f} s")
-    if any("openzfs_test_repo" in getattr(i, "fixturenames", ()) for i in request.session.items):
-        _REPO_BUILDS.append(RepoBuilds(tmp_path_factory.mktemp("builds") / "zfs").start())
     g = Guest(root)
     st = g.state()
     assert st is not None and st.accel in ("tcg", "kvm")
     yield g
-    for b in _REPO_BUILDS:
-        b.stop()
     Ssh(st.url(), g.ssh_options()).close()                # the tests' shared ssh connection
     down = zfsperf("guest", "down")
     assert down.returncode == 0
@@ -128,15 +118,3 @@ def openzfs_guest(session_env, tmp_path_factory, request):
         os.environ.pop("ZFSPERF_GUEST_DIR", None)
     else:
         os.environ["ZFSPERF_GUEST_DIR"] = old
-
-
-@pytest.fixture(scope="session")
-def openzfs_test_repo(openzfs_guest, tmp_path_factory):
-    """helpers.openzfs_repo (four commits of Debian's zfs-dkms 2.3 source) with every commit's
-    modules built: (repository, {name: commit})."""
-    if not _REPO_BUILDS:
-        _REPO_BUILDS.append(RepoBuilds(tmp_path_factory.mktemp("builds") / "zfs").start())
-    t0 = time.monotonic()
-    repo = _REPO_BUILDS[0].result()
-    print(f"\nthe test repository's builds waited for: {time.monotonic() - t0:.0f} s")
-    return repo

@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -450,55 +449,3 @@ def openzfs_repo(dest: Path) -> dict[str, str]:
         f.write("\nA note that changes nothing built.\n")
     commit("note", "README: a note")
     return commits
-
-
-class RepoBuilds:
-    """helpers.openzfs_repo made and its four commits' modules built (`zfsperf guest build
-    --zfs-src REPO@COMMIT`, each cached by commit), in a thread: started when the guest is up, so
-    that the builds run while the other guest tests use the guest (QEMU's one emulating thread
-    leaves the second core to `make`), and waited for by the tests that need them. niced: the
-    tests beside it come first."""
-
-    def __init__(self, dest: Path) -> None:
-        self.dest = dest
-        self.commits: dict[str, str] = {}
-        self.errors: list[str] = []
-        self.proc: subprocess.Popen | None = None
-        self.stopped = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> "RepoBuilds":
-        self.thread.start()
-        return self
-
-    def _run(self) -> None:
-        try:
-            self.commits = openzfs_repo(self.dest)
-        except Exception as e:                        # named when the tests ask for the repository
-            self.errors.append(f"making the repository: {e!r}")
-            return
-        for name, commit in self.commits.items():
-            if self.stopped:
-                return
-            self.proc = subprocess.Popen(["nice", "-n", "10", sys.executable, "-m", "zfsperf.cli", "guest", "build",
-                                          "--zfs-src", f"{self.dest}@{commit}"],
-                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                         start_new_session=True)
-            out, _ = self.proc.communicate()
-            if self.proc.returncode != 0 and not self.stopped:
-                self.errors.append(f"guest build of {name} ({commit[:12]}) exit {self.proc.returncode}: {out[-2000:]}")
-                return
-
-    def result(self, timeout: float = 3600) -> tuple[Path, dict[str, str]]:
-        """The repository and its commits, once every build is done (or the first failure)."""
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), f"the builds of {self.dest} took over {timeout} s"
-        assert not self.errors, self.errors[0]
-        return self.dest, self.commits
-
-    def stop(self) -> None:
-        """The session ends: a build still going is stopped (its next run resumes from the cache)."""
-        self.stopped = True
-        if self.proc is not None and self.proc.poll() is None:
-            proc.stop_pid(self.proc.pid, proc=self.proc, group=True)       # make and its compilers too
-        self.thread.join(60)

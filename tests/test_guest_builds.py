@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from helpers import last_dir, records, write_runfile, zfsperf
+from helpers import last_dir, openzfs_repo, records, write_runfile, zfsperf
 from zfsperf.guest.vm import Guest
 from zfsperf.sshlink import Ssh
 
@@ -36,11 +36,10 @@ steady = { mode = "off" }
 
 
 @pytest.fixture(scope="module")
-def lab(openzfs_test_repo, openzfs_guest):
-    """A repository of four commits, their modules built, and the booted guest of the same series
-    (Debian's 2.3 build)."""
-    repo, commits = openzfs_test_repo
-    return repo, commits, openzfs_guest
+def lab(openzfs_guest, tmp_path_factory):
+    """A repository of four commits and the booted guest of the same series (Debian's 2.3 build)."""
+    repo = tmp_path_factory.mktemp("builds") / "zfs"
+    return repo, openzfs_repo(repo), openzfs_guest
 
 
 def srcversion(g: Guest) -> str:

@@ -161,7 +161,8 @@ def _stop_procs(entries: list[str], say) -> None:
     for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
         # a group whose leader is gone may still have members: the group's id cannot be reused
         # while any of them lives, so they are still the ones zfsperf started (a process that made
-        # a session of its own, as fio's job processes do, is not reached this way)
+        # a session of its own, as fio's job processes do, is not reached this way: fio starts with
+        # SIGPIPE ignored, so that it is alive to pass this SIGTERM on to them)
         live = [p for p in live if proc.group_members(p)]
         if not live:
             return

@@ -4,7 +4,6 @@ summary printed, exit 3; after kill -9 the next start restores from the journal,
 left, and -x removes it."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import children, zfsperf
+from helpers import children, descendants, zfsperf
 from helpers import DEFAULT_BATCH
 from helpers import records, write_runfile
 
@@ -44,6 +43,26 @@ tunables = { zfs_recv_write_batch_size = "128K" }
 
 def _fio_children(pid: int) -> list[int]:
     return [c for c, cmd in children(pid) if "--status-interval" in cmd]       # the workload's fio
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _alive_fio(pids) -> list[int]:
+    """Those of pids still alive as fio (not zombies)."""
+    out = []
+    for x in pids:
+        try:
+            state = Path(f"/proc/{x}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and "fio" in _cmdline(x):
+            out.append(x)
+    return out
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -82,18 +101,25 @@ def test_kill9_then_leftovers_named_and_removed(tmp_path, params, lab):
                           "--params-dir", str(params), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
-    fio = []
-    while time.monotonic() < deadline and not fio:
+    fio: list[int] = []
+    jobs: set[int] = set()
+    while time.monotonic() < deadline and not (fio and jobs):
         assert p.poll() is None
         fio = _fio_children(p.pid)
+        jobs = descendants(fio[0]) if fio else set()       # fio's job processes, in sessions of their own
         time.sleep(0.05)
+    assert fio and jobs
     p.kill()
     p.communicate()
-    for pid in fio:                        # the orphaned fio of the killed run (a user would see it end)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    # nothing of the killed run keeps running: the guard's SIGTERM reached fio, which ended its
+    # jobs (fio killed by SIGPIPE when zfsperf's end of its pipe closed left them running to the
+    # end of their 60 s)
+    left = _alive_fio([*fio, *jobs])
+    until = time.monotonic() + 20
+    while left and time.monotonic() < until:
+        time.sleep(0.2)
+        left = _alive_fio(left)
+    assert not left, [_cmdline(x) for x in left]
     assert (params / "zfs_recv_write_batch_size").read_text().strip() == "131072"
     pools = lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.split()
     assert len(pools) == 1

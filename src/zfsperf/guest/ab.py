@@ -15,7 +15,8 @@ so both must be of the guest's series.
 
 Bisect walks the first-parent commits of GOOD..BAD: it measures BAD against GOOD first (no
 significant change: nothing to look for), then halves the range, each step an A/B of GOOD against
-the step's commit, a step "changed" when its verdict is significant in BAD's direction. Every
+the step's commit, a step "changed" when its verdict is significant in BAD's direction and its
+change at least half of BAD's (nearer BAD than GOOD). Every
 step is kept in bisect.json in the output directory: the same command again resumes there.
 """
 
@@ -230,8 +231,17 @@ class Step:
     results_dir: str
     subject: str = ""
 
-    def changed(self, direction: str) -> bool:
-        return self.verdict == direction
+    def changed(self, direction: str, full_pct: float | None) -> bool:
+        """Does this step carry the change BAD has (`direction`, `full_pct` from GOOD to BAD)?
+        Significant in that direction, and at least half of it: a step nearer GOOD than BAD is on
+        GOOD's side even when significant (a small real change of its own, or a false positive of
+        the 5 % level), so one such step cannot draw the search away from the commit that made
+        the change."""
+        if self.verdict != direction:
+            return False
+        if full_pct is None or self.change_pct is None:
+            return True
+        return abs(self.change_pct) >= abs(full_pct) / 2
 
     def line(self) -> str:
         ci = f" [{self.ci_pct[0]:+.1f} … {self.ci_pct[1]:+.1f} %]" if self.ci_pct else ""
@@ -315,10 +325,14 @@ def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, f
         lo, hi = -1, len(commits) - 1             # commits[hi] changed; commits[lo] (or GOOD) did not
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if measure(commits[mid]).changed(direction):
+            st = measure(commits[mid])
+            if st.changed(direction, last.change_pct):
                 hi = mid
             else:
                 lo = mid
+                if st.verdict == direction:
+                    say(f"bisect: {commits[mid][:12]} is {direction} by less than half of {bad}'s change: "
+                        "counted on the good side")
     finally:
         if guest and guest[0][1]:
             guest[0][0].down(say=say)

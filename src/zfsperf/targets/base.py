@@ -71,14 +71,21 @@ class Target(ABC):
         return local_path
 
     def popen(self, argv: Sequence[str], *, stdin_file: str | None = None,
-              stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE) -> subprocess.Popen:
+              stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
+              ignore_sigpipe: bool = False) -> subprocess.Popen:
         """Start argv on the target in its own process group (stopped later by pid); stdin_file
-        is a file on the target's machine (this one, for a local target)."""
+        is a file on the target's machine (this one, for a local target).
+
+        ignore_sigpipe: the process starts with SIGPIPE ignored (Python's own setting, kept), so
+        that zfsperf's death, which closes the pipe it writes to, does not kill it before the
+        guard's SIGTERM reaches it: fio, whose job processes run in sessions of their own, stops
+        them on SIGTERM, but leaves them running to the end of their runtime when SIGPIPE kills it."""
         stdin: Any = subprocess.DEVNULL
         f = open(stdin_file, "rb") if stdin_file else None
         try:
             p = subprocess.Popen(self.wrap(argv), stdin=f or stdin, stdout=stdout, stderr=stderr,
-                                 start_new_session=True, env=proc.c_locale_env())
+                                 start_new_session=True, env=proc.c_locale_env(),
+                                 restore_signals=not ignore_sigpipe)
             guard.watch(p)                   # stopped even if zfsperf is killed with -9
             return p
         finally:

@@ -252,10 +252,12 @@ class FioRun:
         ctx = self.ctx
         runner = ctx.target if not self.clients else None
         if runner is not None:
-            p = ctx.procs.add(runner.popen(self.argv))
+            # SIGPIPE ignored: a zfsperf killed with -9 must not take fio with it before the guard's
+            # SIGTERM, which fio passes on to its job processes (each in a session of its own)
+            p = ctx.procs.add(runner.popen(self.argv, ignore_sigpipe=True))
         else:
             p = ctx.procs.add(subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                               env=proc.c_locale_env(),
+                                               env=proc.c_locale_env(), restore_signals=False,
                                                stderr=subprocess.PIPE, start_new_session=True))
             guard.watch(p)
         reader = threading.Thread(target=self._reader, args=(p.stdout,), daemon=True)
