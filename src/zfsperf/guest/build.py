@@ -4,7 +4,10 @@ userland, fio and a small ssh server (dropbear), packed into one initramfs with 
 
 Products are cached by ZFS version and kernel ABI under the user's cache directory
 (~/.cache/zfsperf/openzfs/<zfs>-<kernel>/: vmlinuz, initramfs.img, build.json), so the second
-build is seconds. Facts and pitfalls: docs/reference/openzfs-guest.md.
+build is seconds. The modules are built by guest/source.py in the build tree a git repository
+importing Debian's source as its first commit would get (trees/git-<its tree>/), and that tree is
+kept: such a repository's builds recompile only what its commits change. Facts and pitfalls:
+docs/reference/openzfs-guest.md.
 """
 
 from __future__ import annotations
@@ -140,15 +143,15 @@ class Builder:
             [kernel_pkg, f"zfs-dkms={zver}", f"zfsutils-linux={zver}", *(f"{p}={zver}" for p in pkgs),
              *FIO_PKGS, *SSH_PKGS], work / "debs"))
         self._step("unpack (dpkg -x)", lambda: self._unpack(debs, work))
-        self._step("configure OpenZFS for the guest kernel", lambda: self._configure(work, kv))
-        self._step(f"make -j{self.jobs}", lambda: self._make(work))
+        kos = self._step("OpenZFS modules for the guest kernel (configure, make)", lambda: self._modules(work, kv))
+        assert isinstance(kos, list)
         out.mkdir(parents=True, exist_ok=True)
-        self._step("initramfs", lambda: self._initramfs(work, kv, out))
+        self._step("initramfs", lambda: self._initramfs(work, kv, out, kos))
         shutil.copyfile(work / "kroot" / "boot" / f"vmlinuz-{kv}", out / "vmlinuz")
         (out / "build.json").write_text(json.dumps({
             "format": BUILD_FORMAT, "zfs_version": zver, "kernel": kv, "series": self.series, "built": time.time(), "seconds": self.times,
-            "modules": sorted(p.name for p in (work / "zbuild" / "module").rglob("*.ko"))}, indent=1))
-        shutil.rmtree(work, ignore_errors=True)           # ~1.1 GB; the products are what is kept
+            "modules": sorted(p.name for p in kos)}, indent=1))
+        shutil.rmtree(work, ignore_errors=True)           # the packages and their unpacked trees
         return build
 
     # ---------------------------------------------------------------- steps
@@ -160,23 +163,25 @@ class Builder:
                                                  "sshroot" if name in SSH_PKGS else "uroot")
             apt.extract(deb, work / dest, self.log)
 
-    def _configure(self, work: Path, kv: str) -> None:
+    def _modules(self, work: Path, kv: str) -> list[Path]:
+        """The kernel modules of Debian's zfs-dkms source, built (source.SourceBuilder: configure,
+        make, logs kept) in the build tree a git repository importing that source would have, so
+        that such a repository's builds (`guest ab`, `guest bisect`) start from this one."""
+        from .source import SourceBuilder, build_tree_of_import
         srcs = sorted((work / "zsrc" / "usr" / "src").glob("zfs-*"))
         if not srcs:
             raise TargetError("zfs-dkms carries no /usr/src/zfs-* source")
-        shutil.copytree(srcs[0], work / "zbuild", symlinks=True)
-        configure_modules(work / "zbuild", kv, work / "configure.log")
+        bt = build_tree_of_import(srcs[0])
+        mb = SourceBuilder(self.say, self.log, self.jobs, kernel=kv).build_in(srcs[0], bt)
+        # every module of the series (2.1 has more than spl and zfs), else the two the build kept
+        return sorted((bt / "module").rglob("*.ko")) or sorted(mb.modules.glob("*.ko"))
 
-    def _make(self, work: Path) -> None:
-        make_modules(work / "zbuild", self.jobs, work / "make.log")
-
-
-    def _initramfs(self, work: Path, kv: str, out: Path) -> None:
+    def _initramfs(self, work: Path, kv: str, out: Path, kos: list[Path]) -> None:
         st, mt = work / "initrd", work / "modtree"
         moddir = mt / "lib" / "modules" / kv
         shutil.copytree(work / "kroot" / "lib" / "modules" / kv, moddir, symlinks=True)
         (moddir / "extra").mkdir(exist_ok=True)
-        for ko in (work / "zbuild" / "module").rglob("*.ko"):
+        for ko in kos:
             shutil.copyfile(ko, moddir / "extra" / ko.name)
         _check(["depmod", "-b", str(mt), kv])
         deps = _check(["modprobe", "-d", str(mt), "-S", kv, "--show-depends", "-a", *GUEST_MODULES]).stdout
@@ -251,21 +256,6 @@ class Builder:
         if zst.returncode or cpio.returncode:
             raise TargetError("packing the initramfs failed")
 
-
-def configure_modules(tree: Path, kv: str, log: Path) -> None:
-    """`./configure` of an OpenZFS tree for kernel modules only, against kernel `kv`'s headers."""
-    common = kv[: -len("-amd64")] + "-common" if kv.endswith("-amd64") else kv
-    res = proc.run(["./configure", "--prefix=/usr", "--with-config=kernel",
-                    f"--with-linux=/usr/src/linux-headers-{common}", f"--with-linux-obj=/usr/src/linux-headers-{kv}"],
-                   cwd=str(tree), timeout=3600, log=proc.CommandLog(log))
-    if not res.ok:
-        raise TargetError(f"OpenZFS configure failed (see {log}): {res.error_text()[-500:]}")
-
-
-def make_modules(tree: Path, jobs: int, log: Path) -> None:
-    res = proc.run(["make", f"-j{jobs}"], cwd=str(tree), timeout=7200, log=proc.CommandLog(log))
-    if not res.ok or not list((tree / "module").rglob("zfs.ko")):
-        raise TargetError(f"OpenZFS make failed (see {log}): {res.error_text()[-500:]}")
 
 def _check(argv: list[str]) -> proc.Completed:
     res = proc.run(argv, timeout=600)

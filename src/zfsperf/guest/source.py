@@ -13,6 +13,10 @@ step of `guest bisect`.
   or per path for a tree that is not a git work tree) is kept between builds; files whose content changed are copied in, the rest keep their times,
   so `make` recompiles what a commit touched and configure runs again only when a build-system
   file changed. A bisect step that changes one .c file costs one compile and a link, not a build.
+  The guest build (build.py) builds Debian's zfs-dkms source here too, in the tree a repository
+  importing that source as its first commit gets: such a repository starts from the guest's build.
+- One build at a time per build tree (a lock file beside it); bad input is refused before any
+  file is written.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,7 +36,7 @@ from typing import Callable, Iterator
 
 from .. import proc
 from ..errors import InputError, TargetError
-from .build import VERSIONS, Builder, cache_root, configure_modules, make_modules
+from .build import VERSIONS, Builder, cache_root
 
 SOURCE_FORMAT = 1
 MODULES = ("spl.ko", "zfs.ko")
@@ -129,6 +134,24 @@ def build_tree_for(src: Path) -> Path:
     return cache_root() / "trees" / key
 
 
+def build_tree_of_import(src: Path) -> Path:
+    """The build tree (build_tree_for) of a git repository whose first commit imports the tree at
+    `src` as it is: named by that commit's git tree, computed here with a throwaway repository
+    (`src` is not touched). The guest build builds Debian's source there, so a repository made
+    from Debian's source starts from the guest's own build: its first build recompiles only what
+    its commits changed."""
+    with tempfile.TemporaryDirectory(prefix="zfsperf-tree-") as tmp:
+        gd = str(Path(tmp) / "git")
+        for args in (["init", "-q", "--bare", gd], ["--git-dir", gd, "--work-tree", str(src), "add", "-A"]):
+            res = proc.run(["git", "-c", "core.bare=false", *args], timeout=600)
+            if not res.ok:
+                raise TargetError(f"git {args[0]} of {src} failed: {res.error_text()}")
+        res = proc.run(["git", "--git-dir", gd, "write-tree"], timeout=300)
+        if not res.ok:
+            raise TargetError(f"git write-tree of {src} failed: {res.error_text()}")
+    return cache_root() / "trees" / f"git-{res.stdout.strip()[:12]}"
+
+
 def content_hash(src: Path, files: list[str]) -> str:
     h = hashlib.sha256()
     for n in files:
@@ -217,10 +240,10 @@ class SourceBuilder:
     """Build (or find cached) the modules of one source tree for the guest kernel."""
 
     def __init__(self, say: Callable[[str], None] = print, log: proc.CommandLog = proc.NULL_LOG,
-                 jobs: int | None = None) -> None:
+                 jobs: int | None = None, kernel: str | None = None) -> None:
         self.say, self.log = say, log
         self.jobs = jobs or os.cpu_count() or 2
-        self._kernel: str | None = None
+        self._kernel = kernel             # the guest kernel's ABI, when the caller knows it already
 
     def kernel(self, series: str) -> str:
         if self._kernel is None:
@@ -231,27 +254,35 @@ class SourceBuilder:
 
     def build(self, src: Path) -> ModuleBuild:
         """Modules of the tree at `src` as it is (a git work tree: its commit, dirty or not)."""
+        tree = identify(src)                  # bad input is refused before anything is written
         bt = build_tree_for(src)
         with build_tree_lock(bt, self.say):
-            return self._build(src, None, bt)
+            return self._build(tree, bt)
 
     def build_commit(self, repo: Path, rev: str) -> ModuleBuild:
         """Modules of commit `rev` of the git repository `repo`, exported with `git archive` to a
         stage directory (the repository and its work tree are not touched)."""
+        full = commit_of(repo, rev)
         bt = build_tree_for(repo)
         with build_tree_lock(bt, self.say):
             stage = cache_root() / "stage" / hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:12]
-            full = export_commit(repo, rev, stage)
-            mb = self._build(stage, full, bt)
+            export_commit(repo, full, stage)
+            mb = self._build(identify(stage, full), bt)
         mb.tree.path = str(repo.resolve())
         return mb
 
-    def _build(self, src: Path, commit: str | None, bt: Path) -> ModuleBuild:
-        tree = identify(src, commit)
+    def build_in(self, src: Path, bt: Path) -> ModuleBuild:
+        """Modules of the tree at `src` built in the build tree `bt` (the guest build's, for
+        Debian's source: see build.Builder), which holds every module built when this returns."""
+        tree = identify(src)
+        with build_tree_lock(bt, self.say):
+            return self._build(tree, bt, reuse=False)
+
+    def _build(self, tree: Tree, bt: Path, reuse: bool = True) -> ModuleBuild:
         kv = self.kernel(tree.series)
         out = cache_root() / f"src-{tree.key}-{kv}"
         mb = ModuleBuild(out, tree, kv)
-        if mb.complete():
+        if reuse and mb.complete():
             self.say(f"guest build: {tree.label} for {kv} is cached in {out}")
             return mb
         files = tree_files(Path(tree.path))
@@ -326,13 +357,18 @@ def _autogen(tree: Path, log: Path) -> None:
         raise TargetError(f"./autogen.sh failed (see {log}): {res.error_text()[-500:]}")
 
 
-def export_commit(repo: Path, rev: str, dest: Path) -> str:
-    """The tree of commit `rev` of the git repository at `repo`, written to `dest` (emptied first)
-    with `git archive`: the repository and its work tree are not touched. Returns the full hash."""
+def commit_of(repo: Path, rev: str) -> str:
+    """The full hash of commit `rev` of the git repository at `repo` (bad input: InputError)."""
     res = _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}")
     if not res.ok:
         raise InputError(f"{rev!r} is not a commit of {repo}", field="--good/--bad")
-    full = res.stdout.strip()
+    return res.stdout.strip()
+
+
+def export_commit(repo: Path, rev: str, dest: Path) -> str:
+    """The tree of commit `rev` of the git repository at `repo`, written to `dest` (emptied first)
+    with `git archive`: the repository and its work tree are not touched. Returns the full hash."""
+    full = commit_of(repo, rev)
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     archive = subprocess.Popen(["git", "-C", str(repo), "archive", "--format=tar", full], stdout=subprocess.PIPE)
@@ -342,3 +378,19 @@ def export_commit(repo: Path, rev: str, dest: Path) -> str:
     if archive.wait() != 0 or untar.returncode != 0:
         raise TargetError(f"git archive {full[:12]} of {repo} failed: {untar.stderr.decode(errors='replace')}")
     return full
+
+
+def configure_modules(tree: Path, kv: str, log: Path) -> None:
+    """`./configure` of an OpenZFS tree for kernel modules only, against kernel `kv`'s headers."""
+    common = kv[: -len("-amd64")] + "-common" if kv.endswith("-amd64") else kv
+    res = proc.run(["./configure", "--prefix=/usr", "--with-config=kernel",
+                    f"--with-linux=/usr/src/linux-headers-{common}", f"--with-linux-obj=/usr/src/linux-headers-{kv}"],
+                   cwd=str(tree), timeout=3600, log=proc.CommandLog(log))
+    if not res.ok:
+        raise TargetError(f"OpenZFS configure failed (see {log}): {res.error_text()[-500:]}")
+
+
+def make_modules(tree: Path, jobs: int, log: Path) -> None:
+    res = proc.run(["make", f"-j{jobs}"], cwd=str(tree), timeout=7200, log=proc.CommandLog(log))
+    if not res.ok or not list((tree / "module").rglob("zfs.ko")):
+        raise TargetError(f"OpenZFS make failed (see {log}): {res.error_text()[-500:]}")
