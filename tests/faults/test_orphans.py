@@ -226,7 +226,11 @@ def test_run_refuses_beside_an_orphan_and_x_stops_it_in_order(tmp_path, params, 
                       "-o", str(tmp_path / "res3"), "-d", str(tmp_path / "vd"), env=env)
         out = res.stdout
         assert res.returncode == 0, out + res.stderr
-        order = [out.index(s) for s in ("stopping 1 process", "destroyed zfsperf pool", "removed 1 vdev file",
+        # the killed run's fio and its job process (fio, started with SIGPIPE ignored, outlives the
+        # zfsperf that read its output; with that zfsperf's guard killed too, nothing stopped them)
+        stopping = next(ln for ln in out.splitlines() if "still running against the lab" in ln)
+        assert "stopping 2 process(es)" in stopping and stopping.count("(fio ") == 2, out
+        order = [out.index(s) for s in ("stopping 2 process", "destroyed zfsperf pool", "removed 1 vdev file",
                                         "stopped zfs-fuse daemon")]
         assert order == sorted(order), out
         assert not proc.pid_alive(state["daemon_pid"]) and not root.exists()
