@@ -1,9 +1,12 @@
-"""Which side of a bisect a measured step falls on (guest/ab.py Step.changed), on the figures a
-step records: no guest, no build."""
+"""Bisect's rules (guest/ab.py), without a guest or a build: which side a measured step falls on
+(Step.changed, on the figures a step records) and the halving search over the commits
+(first_changed: what the real bisect test, on a range of two commits, halves only once)."""
+
+import math
 
 import pytest
 
-from zfsperf.guest.ab import Step
+from zfsperf.guest.ab import Step, first_changed
 
 pytestmark = pytest.mark.fast
 
@@ -21,3 +24,16 @@ def test_a_step_carries_the_change_when_significant_and_nearer_bad():
     assert not step("better", 10.0).changed("worse", -60.0)        # the other direction
     assert step("better", 12.0).changed("better", 20.0) and not step("better", 3.0).changed("better", 20.0)
     assert step("worse", None).changed("worse", -60.0)             # no change figure: the verdict decides
+
+
+@pytest.mark.parametrize("n", range(1, 10))
+def test_the_search_names_the_first_changed_commit_in_log2_steps(n):
+    for first in range(n):
+        asked = []
+
+        def changed(i):
+            asked.append(i)
+            return i >= first
+        assert first_changed(n, changed) == first
+        assert len(asked) <= math.ceil(math.log2(n)) and n - 1 not in asked     # the last is known
+        assert len(set(asked)) == len(asked)                                    # none measured twice

@@ -322,17 +322,16 @@ def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, f
             _print_steps(steps, commits)
             return 1
         direction = last.verdict
-        lo, hi = -1, len(commits) - 1             # commits[hi] changed; commits[lo] (or GOOD) did not
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            st = measure(commits[mid])
+
+        def changed(i: int) -> bool:
+            st = measure(commits[i])
             if st.changed(direction, last.change_pct):
-                hi = mid
-            else:
-                lo = mid
-                if st.verdict == direction:
-                    say(f"bisect: {commits[mid][:12]} is {direction} by less than half of {bad}'s change: "
-                        "counted on the good side")
+                return True
+            if st.verdict == direction:
+                say(f"bisect: {commits[i][:12]} is {direction} by less than half of {bad}'s change: "
+                    "counted on the good side")
+            return False
+        hi = first_changed(len(commits), changed)
     finally:
         if guest and guest[0][1]:
             guest[0][0].down(say=say)
@@ -342,6 +341,19 @@ def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, f
     state["first"] = {"commit": first, "direction": direction}
     state_file.write_text(json.dumps(state, indent=1))
     return 0
+
+
+def first_changed(n: int, changed: Callable[[int], bool]) -> int:
+    """The index of the first changed one of n commits in order, the last known changed and
+    GOOD (before the first) known not: halving, about log2(n) calls of `changed`."""
+    lo, hi = -1, n - 1                        # commits[hi] changed; commits[lo] (or GOOD) did not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if changed(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def _print_steps(steps: dict[str, Step], commits: list[str]) -> None:
