@@ -236,3 +236,15 @@ def test_every_method_a_class_calls_on_itself_exists():
     classes = {n.name: n for t in trees.values() for n in t.body if isinstance(n, ast.ClassDef)}
     found = [x for p, t in trees.items() for x in _class_attr_problems(p, t, classes)]
     assert found == [], found
+
+
+def test_a_run_starts_without_scipy_ruptures_or_matplotlib():
+    """What `zfsperf run` (and `guest run`, `guest ab`) import before their first case: none of
+    scipy, ruptures or matplotlib. They are imported when a steady-state verdict, an interval or a
+    page is first computed: scipy.stats came in with the HTML exporter and compare, and cost every
+    run ~0.8 s on a host and ~23 s inside the OpenZFS guest under emulation."""
+    probe = subprocess.run([sys.executable, "-c", "import sys, zfsperf.cli, zfsperf.runner, zfsperf.guest.ab, "
+                            "zfsperf.guest.inside; print(' '.join(sorted({m.split('.')[0] for m in sys.modules} "
+                            "& {'scipy', 'ruptures', 'matplotlib'})))"],
+                           capture_output=True, text=True, check=True)
+    assert probe.stdout.strip() == "", probe.stdout

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-from scipy import stats as sps
 
 from ..errors import InputError
 from ..steady.rounds import case_verdict
@@ -160,6 +159,7 @@ def ratio_ci(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[float, 
             return None
         k = int(ok[-1]) + 1
     else:
+        from scipy import stats as sps       # here, not at import: see mann_whitney_p
         mu, sd = n1 * n2 / 2, math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
         k = max(1, int(math.floor(mu - sps.norm.ppf(1 - tail) * sd)))
     lo, hi = d[k - 1], d[n1 * n2 - k]
@@ -171,6 +171,9 @@ def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
     distribution; with ties an exact permutation test over every arrangement (midranks), where the
     normal approximation is far off ([1,1,1,1] vs [2,2,2,2]: exact 0.029, approximation 0.013);
     the tie-corrected normal approximation only beyond EXACT_LIMIT arrangements (n ≥ 9 a side)."""
+    # scipy.stats is imported here, not with the module: every `zfsperf run` imports this module
+    # (the HTML exporter) and paid for it, ~0.5 s on a host, ~15 s in a guest under emulation
+    from scipy import stats as sps
     tied = len(np.unique(np.concatenate([a, b]))) < len(a) + len(b)
     if not tied and len(a) + len(b) <= 100:
         return float(sps.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)
