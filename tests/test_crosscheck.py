@@ -133,3 +133,29 @@ def test_zdb_blocks_counts_data_blocks_of_every_sent_object():
           "         6    2   128K   128K  64.0M     512   128M   50.00  ZFS plain file\n\tdnode maxblkid: 1023\n")
     assert zdb_blocks(v2) == 192 + 1 + 512
     assert zdb_blocks("zdb: can't open 'x': No such file or directory") is None
+
+
+# A 5 s fio write on zfs-fuse sampled every 0.5 s (the series of a run of the test above that failed
+# it): fio reports once a second, so every other sample shows the running fio at 0 MiB/s, and the
+# pool's 1 s reports landed mostly in those. (t, workload_mibs, pool_mibs, pool_kops)
+FIO_WRITE_SERIES = [(0.5, None, None, None), (1.0, None, None, None), (1.5, None, 257.625, 2.64068),
+                    (2.0, 0.0, 291.12, 2.93092), (2.5, 643.4266, None, None), (3.0, 0.0, None, None),
+                    (3.5, 697.2853, 374.31, 3.86576), (4.0, 0.0, 380.31, 3.91696), (4.5, 669.6304, None, None),
+                    (5.0, 0.0, None, None), (5.44, None, None, None)]
+
+
+def test_pool_rates_cover_the_stretch_the_workload_moved_data_in():
+    """Only one sample had both the workload moving and a pool report, so the pool checks were left
+    out (and the test above failed now and then); the pool's reports from the first to the last
+    sample in which the workload moved data are 2, and the checks are made over them."""
+    from zfsperf.metrics import crosscheck
+    samples = [{"t": t, "metrics": {k: v for k, v in (("workload_mibs", w), ("pool_mibs", mb), ("pool_kops", ko))
+                                    if v is not None}} for t, w, mb, ko in FIO_WRITE_SERIES]
+    bw = crosscheck.pool_bandwidth(samples, "bw", 345.53, "buffered writes")
+    ops = crosscheck.pool_ops(samples, "iops", 2764.2, "rw=write")
+    assert bw is not None and ops is not None
+    assert bw.independent == pytest.approx((374.31 + 380.31) / 2) and "over the 2 samples" in bw.how
+    assert ops.independent == pytest.approx((3.86576 + 3.91696) / 2 * 1000)
+    assert bw.agrees is None and ops.agrees is None                   # not judged, with the reason
+    # before the workload moved and after it stopped, the pool's reports are not counted
+    assert crosscheck.pool_bandwidth(samples[:4], "bw", 345.53, None) is None

@@ -167,14 +167,21 @@ def ops_obstacles(fields: Mapping[str, Any], props: Mapping[str, str]) -> str | 
 
 def _pool_rate(samples: list[dict[str, Any]], metric: str, scale: float, what: str, name: str, figure: str,
                ours: float, unit: str, why_not_judged: str | None, judged_because: str) -> CrossCheck | None:
-    """The workload's rate vs the mean of a pool metric (times scale) over the samples in which
-    the workload moved data; judged within POOL_BW_MARGIN_PCT unless why_not_judged names what
-    stands between them."""
-    active = [s["metrics"] for s in samples if (s.get("metrics") or {}).get("workload_mibs")]
-    pool = [m[metric] * scale for m in active if m.get(metric) is not None]
+    """The workload's rate vs the mean of a pool metric (times scale) over the samples from the
+    first to the last in which the workload moved data; judged within POOL_BW_MARGIN_PCT unless
+    why_not_judged names what stands between them.
+
+    The stretch, not only the samples that saw the workload move: fio reports once a second and
+    `zpool iostat` once a second, so at a shorter sample interval a running fio shows 0 MiB/s in
+    every other sample, and the pool's report may land in just those (a 5 s fio write gave one
+    sample with both, and no check at all)."""
+    moved = [i for i, s in enumerate(samples) if (s.get("metrics") or {}).get("workload_mibs")]
+    stretch = [s.get("metrics") or {} for s in samples[moved[0]:moved[-1] + 1]] if moved else []
+    pool = [m[metric] * scale for m in stretch if m.get(metric) is not None]
     if len(pool) < 2 or not ours:
         return None
-    how = f"zpool iostat read+write {what} over the {len(pool)} samples the workload moved data in; "
+    how = (f"zpool iostat read+write {what} over the {len(pool)} samples from the first to the last the "
+           "workload moved data in; ")
     how += f"not judged: {why_not_judged}" if why_not_judged else judged_because
     return CrossCheck(name, figure, ours, sum(pool) / len(pool), unit,
                       None if why_not_judged else POOL_BW_MARGIN_PCT, how)
