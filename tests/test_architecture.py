@@ -238,6 +238,7 @@ def test_every_method_a_class_calls_on_itself_exists():
     assert found == [], found
 
 
+@pytest.mark.fast
 def test_a_run_starts_without_scipy_ruptures_or_matplotlib():
     """What `zfsperf run` (and `guest run`, `guest ab`) import before their first case: none of
     scipy, ruptures or matplotlib. They are imported when a steady-state verdict, an interval or a

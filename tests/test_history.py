@@ -205,3 +205,20 @@ def test_a_short_level_is_an_excursion_only_when_the_series_comes_back():
     drift = np.array([370, 371, 337, 341, 372, 351, 408, 471, 439, 447, 44, 44, 42, 43, 45, 42.])
     assert analysis.short_segments([6, 10], drift, 6) == ([10], [])
     assert analysis.short_segments([6, 10], drift[::-1].copy(), 6) == ([6], [])    # a rise, then a drift
+
+
+@pytest.mark.fast
+def test_a_step_below_min_change_does_not_split_the_history():
+    """These 16 runs of this module (a clean-clone run that failed it): a 12 % drift at run 8, then
+    gzip-9's fall at run 11. With --min-change 25 the drift is no change point, and the fall is
+    tested against the ten runs before it, not the three of the drift: one change, at the fall."""
+    import numpy as np
+    from zfsperf.history import analysis
+    runs = np.array([308.77, 322.45, 297.13, 309.04, 309.23, 323.29, 307.13, 267.84, 279.09, 276.67,
+                     30.66, 28.12, 30.66, 27.03, 27.57, 28.33])
+    with analysis._seeded(1):
+        found = analysis.e_divisive(runs, analysis.PVALUE, analysis.WINDOW)
+    assert found == [7, 10]
+    assert analysis.large_steps(found, runs, 25.0) == [10]
+    assert analysis.large_steps(found, runs, 0.0) == [7, 10]         # no --min-change: both stand
+    assert analysis.large_steps([7], runs[:10], 25.0) == []
