@@ -49,7 +49,7 @@ class Estimate:
 
 def _t():
     """Student's t distribution. scipy.stats is imported when a verdict is first computed, not with
-    this module: every `zfsperf run` imports it and paid ~0.5 s (~15 s in a guest under emulation)."""
+    this module: every `zfsperf run` imports it and paid ~0.8 s (~23 s in a guest under emulation)."""
     from scipy import stats as sps
     return sps.t
 

@@ -172,7 +172,7 @@ def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
     normal approximation is far off ([1,1,1,1] vs [2,2,2,2]: exact 0.029, approximation 0.013);
     the tie-corrected normal approximation only beyond EXACT_LIMIT arrangements (n ≥ 9 a side)."""
     # scipy.stats is imported here, not with the module: every `zfsperf run` imports this module
-    # (the HTML exporter) and paid for it, ~0.5 s on a host, ~15 s in a guest under emulation
+    # (the HTML exporter) and paid for it, ~0.8 s on a host, ~23 s in a guest under emulation
     from scipy import stats as sps
     tied = len(np.unique(np.concatenate([a, b]))) < len(a) + len(b)
     if not tied and len(a) + len(b) <= 100:
