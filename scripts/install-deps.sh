@@ -19,6 +19,7 @@ if [ "$TEST" = 1 ]; then
     [ -x /usr/sbin/sshd ] || need+=(openssh-server)
     command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
     command -v tmux >/dev/null 2>&1 || need+=(tmux)                    # the hangup tests close a real terminal
+    command -v sfdisk >/dev/null 2>&1 || need+=(fdisk)                  # the DISKS tests partition loop devices
     command -v chromium >/dev/null 2>&1 || need+=(chromium)
     ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)   # the history store's server
 fi

@@ -45,7 +45,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-f", "--files", action="store_true",
                    help="sparse files as vdevs even when DISKS is set (files are the default without DISKS)")
     p.add_argument("--force", action="store_true",
-                   help="take DISKS that hold a partition table, filesystem or pool label (never a KEEP pool)")
+                   help="take DISKS that hold a stale partition table, filesystem or pool label; never a disk in use "
+                        "(mounted, swap, held, open) or a KEEP pool's")
     p.add_argument("--prefill", action="store_true", help="pre-fill vdev files with zeros (steadier numbers)")
     p.add_argument("-o", "--outdir", default="zfsperf-results", help="where results directories go")
     p.add_argument("--no-html", action="store_true",
@@ -268,7 +269,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         vdev_size = parse_size(args.vdev_size) if args.vdev_size else None
     except ValueError as e:
         raise InputError(str(e), field="-s") from None
-    from .pool import disks_from_env
+    from .disks import disks_from_env
     from .runfile import parse_precision
     precision = parse_precision(args.precision, {"field": "--precision"}) if args.precision else None
     detect = parse_precision(args.detect, {"field": "--detect"}) if args.detect else None

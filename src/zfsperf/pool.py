@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import secrets
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import proc
+from .disks import keep_list
 from .errors import InputError, TargetError, ZfsperfError
 from .fileops import LOCAL
 from .targets.base import Target
@@ -202,59 +202,6 @@ def loops_of(target: Target, path: str) -> list[str]:
     return [ln.split(":", 1)[0] for ln in res.stdout.splitlines() if ln.startswith("/dev/loop")] if res.ok else []
 
 
-def disks_from_env(value: str | None = None) -> list[str]:
-    """DISKS as in the ZFS Test Suite: "sdb sdc" or "/dev/loop0 /dev/loop1"."""
-    text = os.environ.get("DISKS", "") if value is None else value
-    return [d if d.startswith("/") else f"/dev/{d}" for d in text.replace(",", " ").split()]
-
-
-def disk_in_use(path: str) -> str | None:
-    """Why a disk must not be taken (a partition table, a filesystem, a pool label, a mount), or None."""
-    if not os.path.exists(path):
-        return "it does not exist"
-    import stat
-    if not stat.S_ISBLK(os.stat(path).st_mode):
-        return "it is not a block device"
-    res = proc.run(["blkid", "-p", "-o", "export", path])
-    if res.returncode == 0:
-        info = dict(ln.split("=", 1) for ln in res.stdout.splitlines() if "=" in ln)
-        if "PTTYPE" in info:
-            return f"it holds a {info['PTTYPE']} partition table"
-        if info.get("TYPE") == "zfs_member":
-            return "it holds a ZFS pool label"
-        if "TYPE" in info:
-            return f"it holds a {info['TYPE']} {info.get('USAGE', 'signature')}"
-        return "blkid finds a signature on it"
-    real = os.path.realpath(path)
-    with open("/proc/mounts") as f:
-        if any(ln.split()[0] == real for ln in f):
-            return "it is mounted"
-    return None
-
-
-def disk_pool_label(path: str) -> str | None:
-    """The name of the pool whose label is on the disk (blkid's LABEL of a zfs_member), or None."""
-    res = proc.run(["blkid", "-p", "-o", "export", path])
-    info = dict(ln.split("=", 1) for ln in res.stdout.splitlines() if "=" in ln) if res.returncode == 0 else {}
-    return info.get("LABEL") if info.get("TYPE") == "zfs_member" else None
-
-
-def check_disks(disks: list[str], force: bool) -> None:
-    """Refuse disks in use (input error, before anything is touched) unless forced; a disk of a pool
-    named in KEEP is refused even with --force."""
-    keep = keep_list()
-    for d in disks:
-        label = disk_pool_label(d) if os.path.exists(d) else None
-        if label is not None and label in keep:
-            raise InputError(f"refusing {d}: it holds pool {label}, which is in KEEP (--force does not override KEEP)",
-                             field="DISKS")
-        why = disk_in_use(d)
-        if why == "it does not exist" or why == "it is not a block device":
-            raise InputError(f"{d}: {why}", field="DISKS")
-        if why and not force:
-            raise InputError(f"refusing {d}: {why} (use --force to take it anyway)", field="DISKS")
-
-
 def new_pool_name(prefix: str = "zfsperf") -> str:
     return f"{prefix}_{secrets.token_hex(3)}"
 
@@ -271,10 +218,6 @@ def pool_owner(target: Target, pool: str) -> str | None:
         return None
     value = res.stdout.strip()
     return None if value in ("", "-") else value
-
-
-def keep_list() -> set[str]:
-    return set(os.environ.get("KEEP", "").replace(",", " ").split())
 
 
 @dataclass
@@ -348,8 +291,8 @@ class PoolManager:
             need = len(names) + len(cache_names)
             if len(self.disks) < need:
                 raise TargetError(f"{spec.describe()} needs {need} disks, DISKS has {len(self.disks)}")
-            files = [self.target.device_path(d) for d in self.disks[:need]]
-            self.labelled.update(self.disks[:need])
+            taken = self.disks[:need]
+            files = [self.target.device_path(d) for d in taken]
         else:
             files = self.vdev_dir.files(names, spec.vdev_size, spec.prefill)
             if cache_names:
@@ -369,6 +312,8 @@ class PoolManager:
         res = self.target.run(argv + [name] + pool.layout_argv())
         if not res.ok:
             raise TargetError(f"zpool create {name} failed: {res.error_text()}")
+        if self.disks:
+            self.labelled.update(taken)         # only now: a failed create is never followed by a wipe
         return pool
 
     def may_destroy(self, name: str) -> tuple[bool, str]:
@@ -389,10 +334,11 @@ class PoolManager:
         self.target.files.rmdir(str(self.vdev_dir.path / "mnt" / name))
 
     def cleanup_files(self) -> list[str]:
-        """Remove our vdev files, and wipe the pool labels we wrote on DISKS (after destroy)."""
+        """Remove our vdev files, and wipe the pool labels we wrote on DISKS (after destroy): only
+        ZFS labels (`wipefs -t zfs_member`), only on disks where our `zpool create` succeeded."""
         if self.labelled and not leftover_pools(self.target):
             for d in sorted(self.labelled):     # only once none of our pools is still on them
-                self.target.run(["wipefs", "-a", "-q", d])
+                self.target.run(["wipefs", "-a", "-q", "-t", "zfs_member", d])
         self.labelled.clear()
         return self.vdev_dir.remove_all()
 

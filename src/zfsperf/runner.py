@@ -18,7 +18,8 @@ from typing import Any
 from . import proc
 from .errors import InputError, Refused, ZfsperfError
 from .redact import redact
-from .pool import PoolManager, check_disks, cleanup_leftovers, describe_leftovers, finish_pools
+from .disks import check_disks
+from .pool import PoolManager, cleanup_leftovers, describe_leftovers, finish_pools
 from . import machine
 from .results import runinfo
 from .results.statusline import status_line

@@ -25,7 +25,8 @@ from typing import Callable
 from .. import proc
 from ..guard import GUARD_ROOT
 from ..errors import ZfsperfError
-from ..pool import VdevDir, destroy_busy, keep_list, leftover_pools
+from ..disks import keep_list
+from ..pool import VdevDir, destroy_busy, leftover_pools
 from .daemon import Lab, lab_roots
 from .target import ZfsFuseTarget
 
