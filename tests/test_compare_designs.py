@@ -20,9 +20,9 @@ pytestmark = pytest.mark.quiet       # judges measured figures or the machine: n
 
 
 def _results(d: Path, values: list[float], *, host: str = "h1", case: str = "c",
-             interleave: bool = False) -> Path:
+             interleave: bool = False, start: float = 0) -> Path:
     d.mkdir(parents=True)
-    info = {"target": {"implementation": "zfs-fuse", "zfs_version": "0.7"}, "host": host, "start": 0,
+    info = {"target": {"implementation": "zfs-fuse", "zfs_version": "0.7"}, "host": host, "start": start,
             "runfile": {"source": "t", "text": "same runfile"}, "selection": {"interleave": interleave}}
     (d / "run.json").write_text(json.dumps(info))
     (d / "results.jsonl").write_text("".join(json.dumps({
@@ -78,17 +78,18 @@ def test_several_runs_a_side_the_run_is_the_unit(tmp_path):
 def test_one_run_a_side_judged_by_the_history_of_identical_settings(tmp_path):
     rng = random.Random(3)
     store = tmp_path / "h.sqlite"
-    past = [_results(tmp_path / f"p{i}", _run(100.0 * (1 + rng.gauss(0, 0.05)), rng)) for i in range(10)]
+    past = [_results(tmp_path / f"p{i}", _run(100.0 * (1 + rng.gauss(0, 0.05)), rng), start=1 + i)
+            for i in range(10)]
     assert zfsperf("history", "import", *map(str, past), "--store", str(store)).returncode == 0
-    a = _results(tmp_path / "a", _run(100.0, rng))
-    b = _results(tmp_path / "b", _run(94.0, rng))       # within the 5 % run-to-run noise
+    a = _results(tmp_path / "a", _run(100.0, rng), start=100)
+    b = _results(tmp_path / "b", _run(94.0, rng), start=101)       # within the 5 % run-to-run noise
     ch = _tp(zfsperf("compare", str(a), str(b), "--json", "--store", str(store)))
     assert ch["design"] == "history" and ch["verdict"] == "not significant", ch
-    c = _results(tmp_path / "c", _run(60.0, rng))
+    c = _results(tmp_path / "c", _run(60.0, rng), start=102)
     ch = _tp(zfsperf("compare", str(a), str(c), "--json", "--store", str(store)))
     assert ch["design"] == "history" and ch["verdict"] == "worse", ch
     # another host's runs are not this machine's noise
-    d = _results(tmp_path / "d", _run(94.0, rng), host="elsewhere")
+    d = _results(tmp_path / "d", _run(94.0, rng), host="elsewhere", start=103)
     ch = _tp(zfsperf("compare", str(a), str(d), "--json", "--store", str(store)))
     assert ch["design"] == "iterations"
 

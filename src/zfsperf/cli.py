@@ -188,9 +188,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("history", help="every run in one store: import results, series over runs, change points",
                        description="zfsperf history import DIR...  |  zfsperf history [--case C] [--figure F] "
-                                   "[--fail-on-change PCT]  |  zfsperf history accept RUN --reason TEXT")
-    p.add_argument("action", nargs="?", choices=["import", "show", "accept"], default="show")
-    p.add_argument("dirs", nargs="*", help="import: results directories; accept: the run (its name or directory)")
+                                   "[--fail-on-change PCT]  |  zfsperf history runs  |  zfsperf history accept RUN "
+                                   "--reason TEXT  |  zfsperf history remove RUN.  A run is known by its identity "
+                                   "(host, start, results.jsonl's sha256): a copy of a stored run is already there.")
+    p.add_argument("action", nargs="?", choices=["import", "show", "runs", "accept", "remove"], default="show",
+                   help="show (default): series and change points; import: add results directories; runs: list the "
+                        "stored runs with id, path, host and time; accept: mark a change at RUN as expected; "
+                        "remove: take RUN out of the store")
+    p.add_argument("dirs", nargs="*", help="import: results directories; accept, remove: the run (its id from "
+                                           "`history runs`, its name or its directory)")
     p.add_argument("--reason", help="accept: why the change at this run is expected (shown on the trend page)")
     p.add_argument("--min-segment", type=int, default=2, metavar="N",
                    help="a level must hold for N runs to count: a shorter excursion that comes back is an "
@@ -223,8 +229,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one run a side, no history: changes below PCT %% are 'within unknown drift' "
                         "(default 20)")
     p.add_argument("--fail-on-regression", type=float, metavar="PCT",
-                   help="exit 1 when a significant change is worse by PCT %% or more (a CI gate)")
-    p.add_argument("--figures", help="comma-separated figures to show (default all)")
+                   help="a CI gate: exit 1 when a case's gated figure (its headline, or --gate-figure) is worse "
+                        "by PCT %% or more and significant after Holm's correction across the cases, or a case "
+                        "stopped passing")
+    p.add_argument("--figures", help="comma-separated figures to show (default all; the gate is --gate-figure)")
+    p.add_argument("--gate-figure", metavar="NAME",
+                   help="the figure --fail-on-regression judges in every case (default: each case's headline, "
+                        "e.g. throughput for receive, iops for fio; the others are shown, not gated)")
     p.add_argument("--noise", type=float, default=1.0, metavar="PCT",
                    help="significant changes smaller than PCT %% count as within noise (default 1)")
     p.add_argument("--json", action="store_true")
@@ -524,8 +535,30 @@ def cmd_history(args: argparse.Namespace) -> int:
         print(f"{store.url}: a change at {name} is accepted"
               + (f" for {args.case or 'every case'} / {args.figure or 'every figure'}") + f": {args.reason.strip()}")
         return 0
+    if args.action == "remove":
+        if len(args.dirs) != 1:
+            raise InputError("history remove takes one RUN (its id from `history runs`, name or directory)",
+                             field="remove")
+        with Store.open(args.store, create=False) as store:
+            row = store.remove(args.dirs[0])
+        print(f"{store.url}: run {row.id} ({row.path}, {row.host}) removed")
+        return 0
     if args.dirs:
-        raise InputError("history takes directories only with `import` and `accept`", field="dirs")
+        raise InputError("history takes directories only with `import`, `accept` and `remove`", field="dirs")
+    if args.action == "runs":
+        with Store.open(args.store, create=False) as store:
+            rows = list(store.runs().values())
+        if args.json:
+            print(json.dumps([{"id": r.id, "name": r.name, "path": r.path, "host": r.host, "started": r.started,
+                               "identity": r.identity} for r in rows], indent=1))
+            return 0
+        import datetime as _dt
+        print("id\tstarted (UTC)\thost\tpath")
+        for r in rows:
+            when = _dt.datetime.fromtimestamp(r.started, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S") \
+                if r.started else "?"
+            print(f"{r.id}\t{when}\t{r.host}\t{r.path}")
+        return 0
     if args.min_segment < 1:
         raise InputError("--min-segment takes a whole number >= 1", field="--min-segment")
     if args.fail_on_change is not None and not args.fail_on_change >= 0:
@@ -573,6 +606,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .report.model import load_run
     if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
         raise InputError("--fail-on-regression takes a percentage >= 0", field="--fail-on-regression")
+    if args.gate_figure in compare.DURATIONS:
+        raise InputError(f"{args.gate_figure} is a duration the runfile bounds, not a measure of speed: "
+                         "it is never gated", field="--gate-figure")
     floor = compare.DRIFT_FLOOR_PCT if args.drift_floor is None else args.drift_floor
     if args.vs:
         bases, news = [load_run(d) for d in args.dirs], [load_run(d) for d in args.vs]
@@ -612,17 +648,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print("zfsperf: no case matches between the two directories", file=sys.stderr)
         return 2
     if args.fail_on_regression is not None:
-        worse = cmp.regressions(args.fail_on_regression)
+        gate = cmp.gate(args.fail_on_regression, args.gate_figure)
+        if args.gate_figure and not gate.judged:
+            raise InputError(f"no case has the figure {args.gate_figure!r} to gate on", field="--gate-figure")
+        print(f"gate: {gate.describe()}", file=sys.stderr)
+        if gate.blind:
+            print(f"warning: the gate cannot fail on {len(gate.blind)} of {len(gate.judged)} cases: with "
+                  f"{len(gate.blind[0].old)} vs {len(gate.blind[0].new)} iterations the rank test's smallest p is "
+                  f"above Holm's first threshold ({gate.alpha:g}/{len(gate.judged)}); run ≥ {gate.needed} "
+                  "iterations a side (-I), several runs a side (--vs) or keep a history", file=sys.stderr)
+        worse = gate.regressions
         for c in worse:
             print(f"regression: {c.case} {c.figure} {c.change_pct:+.1f} % (p = {c.p:.3f})", file=sys.stderr)
         for f in cmp.failures:          # a case that stopped passing fails the gate, whatever its figures
             print(f"regression: {f.case} {compare.StatusChange.text(f.old)} -> {compare.StatusChange.text(f.new)}"
                   + (f": {f.error}" if f.error else ""), file=sys.stderr)
-        unjudged = sorted({c.case for c in cmp.changes if c.verdict == "too few iterations"})
+        unjudged = sorted({c.case for c in gate.judged if c.verdict == "too few iterations"})
         if unjudged:
             print(f"warning: too few iterations to judge {', '.join(unjudged)}: the gate cannot see a "
                   "regression there", file=sys.stderr)
-        drift = sorted({c.case for c in cmp.changes if c.verdict == "within unknown drift"
+        drift = sorted({c.case for c in gate.judged if c.verdict == "within unknown drift"
                         and abs(c.change_pct) >= args.fail_on_regression})
         if drift:
             print(f"warning: {', '.join(drift)}: a change within unknown run-to-run drift does not fail the "
@@ -633,8 +678,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _noise_history(args: argparse.Namespace, runs: list):
-    """(run, case, figure) -> earlier medians of identical settings, from the history store (the
-    compared runs themselves left out), or None when there is no store to read."""
+    """(run, case, figure) -> medians of identical settings from runs made before the earliest
+    compared run, from the history store (the compared runs and their copies left out), or None
+    when there is no store to read."""
     if args.no_history:
         return None
     from .history.store import Store, default_url
@@ -642,13 +688,12 @@ def _noise_history(args: argparse.Namespace, runs: list):
     if not args.store and not url.startswith("postgres") and not Path(url).is_file():
         return None
     store = Store.open(args.store, create=False)
-    paths = {str(r.path) for r in runs}
     cache: dict = {}
 
     def earlier(run, case: str, figure: str) -> list[float]:
         key = (str(run.path), case, figure)
         if key not in cache:
-            cache[key] = store.same_settings_medians(run, case, figure, exclude=paths)
+            cache[key] = store.same_settings_medians(run, case, figure, compared=runs)
         return cache[key]
     return earlier
 

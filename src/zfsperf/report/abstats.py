@@ -116,14 +116,23 @@ def runs(base: list[float], new: list[float]) -> Estimate | None:
     return _t_estimate(diff, se, df, f"{k1} vs {k2} runs")
 
 
+# The history design estimates run-to-run noise from at least this many earlier runs of identical
+# settings; with fewer, compare does not use the history at all.
+MIN_HISTORY_RUNS = 5
+
+
 def between_run_sd(history: list[float]) -> float | None:
     """The spread of one run's log median around the level, from successive differences of a
-    history of run medians (robust: MAD of the differences / sqrt 2), or None under 5 runs."""
+    history of run medians (robust: MAD of the differences / sqrt 2; their sd where the MAD is 0),
+    or None under MIN_HISTORY_RUNS runs or when the runs do not vary at all."""
     h = np.log(np.asarray([v for v in history if v > 0], float))
-    if len(h) < 5:
+    if len(h) < MIN_HISTORY_RUNS:
         return None
     dd = np.diff(h)
-    return float(1.4826 * np.median(np.abs(dd - np.median(dd))) / math.sqrt(2))
+    sd = float(1.4826 * np.median(np.abs(dd - np.median(dd))) / math.sqrt(2))
+    if not sd > 0:                  # half the differences alike: the MAD says 0, the runs do not
+        sd = float(np.std(dd, ddof=1) / math.sqrt(2))
+    return sd if sd > 0 else None   # an sd of 0 is never a measure of noise
 
 
 def known_noise(base: list[float], new: list[float], sd: float, history_n: int) -> Estimate | None:

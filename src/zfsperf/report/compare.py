@@ -108,6 +108,53 @@ class Comparison:
     def regressions(self, pct: float) -> list[FigureChange]:
         return [c for c in self.changes if c.verdict == "worse" and abs(c.change_pct) >= pct]
 
+    def workload_of(self, case: str) -> str:
+        for run in (self.base, self.new):
+            for cd in run.cases.values():
+                if cd.case == case:
+                    return cd.workload
+        return ""
+
+    def gate(self, pct: float, figure: str | None = None, alpha: float = ALPHA) -> "Gate":
+        """The CI gate's judgement: one figure per case (its workload's headline, or `figure`),
+        never a duration the runfile bounds, worse by pct % or more and significant after Holm's
+        step-down correction across the judged cases (family-wise error at alpha)."""
+        judged = [c for c in self.changes
+                  if c.figure == (figure or headline(self.workload_of(c.case))) and c.figure not in DURATIONS]
+        tested = sorted((c for c in judged if c.p is not None), key=lambda c: c.p)
+        m = len(judged)             # the family: every judged case (one without a p never rejects)
+        held: set[int] = set()
+        for k, c in enumerate(tested):          # Holm: the k-th smallest p against alpha / (m - k)
+            if c.p is None or c.p > alpha / (m - k):
+                break
+            held.add(id(c))
+        worse = [c for c in judged if id(c) in held and c.verdict == "worse" and abs(c.change_pct) >= pct]
+        # iterations compared by the exact rank test have a smallest p: above Holm's first step the
+        # gate cannot fail there however large the change
+        first = alpha / max(m, 1)
+        blind = [c for c in judged if c.design == "iterations" and min_p(len(c.old), len(c.new)) > first]
+        return Gate(judged=judged, regressions=worse, tested=len(tested), alpha=alpha, figure=figure, blind=blind,
+                    needed=needed_per_side(first))
+
+
+DURATIONS = ("wall_time",)      # bounded by the runfile's `duration`: how long, not how fast
+
+
+@dataclass
+class Gate:
+    judged: list[FigureChange]
+    regressions: list[FigureChange]
+    tested: int
+    alpha: float
+    figure: str | None
+    blind: list[FigureChange] = field(default_factory=list)    # cases no change of any size could fail
+    needed: int = 0                                             # iterations a side that would let them
+
+    def describe(self) -> str:
+        what = f"figure {self.figure}" if self.figure else "each case's headline figure"
+        return (f"the gate judges {what} ({len(self.judged)} comparisons, {self.tested} with a p-value), "
+                f"at a family-wise α of {self.alpha:g} (Holm's step-down across them)")
+
 
 def min_p(n1: int, n2: int) -> float:
     """The smallest two-sided p an exact Mann-Whitney test can give for these sample sizes."""
