@@ -389,3 +389,61 @@ def test_no_html_writes_the_records_and_leaves_the_page_to_later(h, tmp_path):
     assert probe.stdout.strip() == "False", probe.stderr
     code, d2, _ = h.run(rf)
     assert (d2 / "report.html").is_file()
+
+
+def _duet(h, tmp_path, mode: str, script=None, turns=None):
+    h.wl.duet_modes = ("together", "turns")
+    if script is not None:
+        h.wl.script = script
+    if turns is not None:
+        h.wl.run_turns = turns
+    elif mode == "turns":
+        h.wl.run_turns = lambda ctxs: [h.wl.run(c) for c in ctxs]
+    body = ('[[test]]\nname = "d"\nworkload = "scripted"\n'
+            f'duet = {json.dumps(mode) if mode == "turns" else "true"}\n'
+            'dataset = { checksum = ["fletcher2", "fletcher4"] }\n'
+            'tunables = { zfs_txg_timeout = 1 }\n')
+    return h.run(runfile(tmp_path / "d.toml", body, iterations=2))
+
+
+@pytest.mark.parametrize("mode", ["together", "turns"])
+def test_a_duet_has_the_single_case_lifecycle(h, tmp_path, mode):
+    """A duet (at once or taking turns) goes through the same lifecycle as a single case: one fresh
+    pool, its tunables, both sides' workload, the tunables back, the pool destroyed."""
+    code, _d, recs = _duet(h, tmp_path, mode)
+    assert code == 0
+    ev = h.target.events
+    i = 0
+    for it in (1, 2):
+        create = _index(ev, lambda e: e[0] == "run" and e[1][:2] == ["zpool", "create"], i)
+        setv = _index(ev, lambda e: e == ("set", "zfs_txg_timeout", "1"), i)
+        work = [k for k in range(create, len(ev)) if ev[k][0] == "workload" and ev[k][2] == it]
+        restore = _index(ev, lambda e: e == ("set", "zfs_txg_timeout", TUNABLES["zfs_txg_timeout"]), work[-1])
+        destroy = _index(ev, lambda e: e[0] == "run" and e[1][:2] == ["zpool", "destroy"], work[-1])
+        assert len(work) == 2 and create < setv < work[0] and work[-1] < restore < destroy, ev[i:destroy + 1]
+        i = destroy + 1
+    assert [r.status for r in recs] == [Status.PASS] * 4
+    assert h.tunables_now() == TUNABLES and h.target.pools == {}
+
+
+@pytest.mark.parametrize("mode", ["together", "turns"])
+def test_what_a_duet_side_raises_becomes_its_outcome_as_a_single_case_s_does(h, tmp_path, mode):
+    """One mapping from exception to outcome: a side the target cannot run is a SKIP, a timeout is
+    KILLED, as for a single case (a duet side's Unavailable was an 'internal error' FAIL); the pool
+    and tunables are given back all the same."""
+    def script(ctx):
+        if ctx.fields.get("checksum") == "fletcher4" or "B" in ctx.pool.root:
+            raise Unavailable("this target has no fletcher4")
+        return {"throughput": figure(100.0, "MiB/s")}
+
+    def turns(ctxs):
+        raise CaseTimeout("the rounds ran past the case timeout")
+    code, _d, recs = _duet(h, tmp_path, mode, script=script, turns=turns if mode == "turns" else None)
+    got = {(r.sweep["checksum"], r.status) for r in recs}
+    if mode == "together":
+        assert got == {("fletcher2", Status.PASS), ("fletcher4", Status.SKIP)}, [(r.case, r.error) for r in recs]
+        assert all("no fletcher4" in (r.error or "") for r in recs if r.status is Status.SKIP)
+    else:
+        assert got == {("fletcher2", Status.KILLED), ("fletcher4", Status.KILLED)}
+        assert all(r.error.startswith("timeout of 60 s: the rounds ran past") for r in recs)
+    assert h.tunables_now() == TUNABLES and h.target.pools == {}

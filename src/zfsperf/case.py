@@ -1,9 +1,10 @@
 """One case iteration, from a fresh pool to its record: the case lifecycle.
 
-Order: [a build A/B: the case's OpenZFS build loaded] -> fresh pool (+ dataset properties) ->
-tunables (journaled) -> sampler -> [gate: workload in rounds until steady] -> workload -> stop its
-processes -> tunables restored -> pool destroyed.
-Its status is decided once, by results.record.CaseOutcome.decide_status()."""
+Order (class Lifecycle, the same for a single case, a duet and a duet taking turns): [a build A/B:
+the case's OpenZFS build loaded] -> fresh pool (+ dataset properties) -> tunables (journaled) ->
+sampler -> [gate: workload in rounds until steady] -> workload -> stop its processes -> tunables
+restored -> pool destroyed. What a case raises becomes its outcome in one place (absorb), and its
+status is decided once, by results.record.CaseOutcome.decide_status()."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from .errors import InputError, TargetError, Unavailable, ZfsperfError
 from .metrics import crosscheck
 from .metrics.sampler import Sampler
 from .tunables import Journal, TunableSession
-from .pool import PoolManager
+from .pool import Pool, PoolManager
 from .results.record import CaseOutcome, CaseRecord, Status, SteadyRecord, as_figures
 from .results.directory import ResultsDir, series_path
-from .runfile import Case
+from .runfile import Case, TestSpec
 from .targets.base import Target
 from .ui import Console
 from .units import parse_duration
@@ -51,6 +52,120 @@ def judge_steady(samples: list[dict[str, Any]], spec: steady.SteadySpec, wl: Any
     return out
 
 
+def absorb(outcome: CaseOutcome, e: BaseException, timeout: float, log: proc.CommandLog) -> None:
+    """The one mapping from what a case raised to its outcome, for single, duet and turns cases
+    alike (a duet side's exception from its thread included). The first reason a case got is kept."""
+    if outcome.killed or outcome.skipped or outcome.failure:
+        return
+    if isinstance(e, CaseTimeout):
+        outcome.killed = f"timeout of {timeout:g} s: {e}"
+    elif isinstance(e, Unavailable):
+        outcome.skipped = str(e)
+    elif isinstance(e, (WorkloadFailed, TargetError, InputError, OSError)):
+        outcome.failure = str(e)
+    elif isinstance(e, Interrupted):
+        pass                                # decided by the lifecycle's close, like any status a signal overtook
+    else:                                   # a bug in zfsperf: FAIL with the traceback in the log
+        log.write("".join(traceback.format_exception(e)))
+        outcome.failure = f"internal error: {type(e).__name__}: {e}"
+
+
+class Lifecycle:
+    """One iteration's resources on the target, taken in order and given back in reverse, the same
+    for a single case, a duet and cases taking turns:
+
+        enter:  [the case's build loaded] -> a fresh pool -> tunables (journaled) -> its processes
+                watched by the signal handler -> the sampler
+        close:  sampler stopped -> processes stopped -> [a signal: teardown, Interrupted]
+                -> tunables restored -> a dead zfs-fuse restarted -> the pool destroyed (-k keeps a
+                failed case's)
+
+    close() decides each outcome's daemon and teardown parts; a signal that came in is raised from
+    it as Interrupted after the teardown."""
+
+    def __init__(self, runner: "CaseRunner", test: TestSpec, it: int, log: proc.CommandLog,
+                 tunables: dict[str, Any], build: Any = None) -> None:
+        self.runner, self.test, self.it, self.log = runner, test, it, log
+        self.target = runner.target
+        self.tunables, self.build = tunables, build
+        self.session = self.target.tunable_session(runner.journal, log) if tunables else None
+        self.procs = proc.ProcessSet()      # every process of the iteration: a signal stops them all
+        self.pool: Pool | None = None
+        self.sampler: Sampler | None = None
+
+    def make_pool(self, fs_properties: dict[str, str] | None = None, *, case: str = "") -> Pool:
+        if self.build is not None:
+            if self.runner.switch is None:
+                raise InputError(f"case {case} names a build, and this target has no builds to load",
+                                 field="build")
+            self.runner.switch.load(self.build)
+        self.pool = self.runner.pools.create(self.test.pool, fs_properties=fs_properties)
+        return self.pool
+
+    def apply_tunables(self) -> dict[str, Any] | None:
+        return self.session.apply(self.tunables) if self.session is not None else None
+
+    def watch(self) -> None:
+        """From here a signal stops this iteration's processes."""
+        self.runner.control.active = self.procs
+        self.runner.control.check()
+
+    def sample(self, slug: str, progress: Any) -> Sampler | None:
+        """The sampler over the pool (None when the test does not sample: steady = off)."""
+        t = self.test
+        if t.steady.mode == "off" or self.pool is None:
+            return None
+        self.sampler = Sampler(self.target, self.pool.name, series_path(self.runner.rd.path, slug, self.it),
+                               interval=t.steady.interval, progress=progress, l2_capacity=self.pool.l2_capacity)
+        self.sampler.start()
+        return self.sampler
+
+    def close(self, outcomes: list[CaseOutcome]) -> None:
+        control, log = self.runner.control, self.log
+        if self.sampler is not None:
+            self.sampler.stop()             # idempotent; a failed case still keeps its series
+        stopped = self.procs.stop_all()
+        if stopped:
+            log.write(f"# stopped processes by pid: {stopped}")
+        if control.interrupt is not None:   # whatever the case got to, it is not a result
+            log.write(f"# interrupted by {control.signal_name()}: case abandoned")
+            self._teardown(failed=True)
+            control.active = None
+            control.check()
+        died = daemon_gone(self.target)     # before the teardown restarts it
+        for o in outcomes:
+            o.daemon_died = died
+        failed = any(o.decide_status()[0] is not Status.PASS for o in outcomes)
+        err = self._teardown(failed=failed)
+        for o in outcomes:
+            o.teardown_error = err
+        control.active = None
+
+    def _teardown(self, *, failed: bool) -> str | None:
+        errors = []
+        log, pools = self.log, self.runner.pools
+        if self.session is not None:
+            try:
+                self.session.restore()
+            except ZfsperfError as e:
+                errors.append(str(e))
+        if daemon_gone(self.target):
+            try:
+                self.target.daemon().recover()
+                log.write("# zfs-fuse daemon restarted after it died")
+            except ZfsperfError as e:
+                errors.append(f"could not restart zfs-fuse: {e}")
+        if self.pool is not None:
+            if failed and self.runner.keep_failed:
+                log.write(f"# -k: keeping pool {self.pool.name} and its vdev files")
+            else:
+                try:
+                    pools.destroy(self.pool)
+                except ZfsperfError as e:
+                    errors.append(str(e))
+        return "; ".join(errors) or None
+
+
 class CaseRunner:
     """Runs case iterations on one target and pool manager into one results directory."""
 
@@ -62,14 +177,18 @@ class CaseRunner:
         self.keep_failed, self.verbose = keep_failed, verbose
         self.switch = switch              # a build A/B: loads each case's build before its pool
 
+    def _record(self, case: Case, it: int) -> CaseRecord:
+        return CaseRecord(test=case.test.name, case=case.id, sweep=case.sweep, iteration=it,
+                          workload=case.test.workload, start=time.time(),
+                          accelerator=self.target.accelerator)     # "tcg": emulation
+
     def run(self, case: Case, it: int, prepared: Any, prep_error: str | None) -> CaseRecord:
         """One iteration (it < 0: a warm-up) of a case, from a fresh pool to its record."""
-        rd, target, pools, journal = self.rd, self.target, self.pools, self.journal
+        rd, target = self.rd, self.target
         t = case.test
         log = rd.case_log(case.slug, it)
         target.log = log
-        record = CaseRecord(test=t.name, case=case.id, sweep=case.sweep, iteration=it, workload=t.workload,
-                            start=time.time(), accelerator=target.accelerator)   # "tcg": emulation
+        record = self._record(case, it)
         t0 = time.monotonic()
         self.ui.case_start(case.id, it)
 
@@ -84,38 +203,27 @@ class CaseRunner:
         if missing:
             return finish(CaseOutcome(skipped=f"{target.impl} has no tunable {', '.join(missing)}"))
 
-        pool = None
-        session = target.tunable_session(journal, log) if case.tunables else None
-        ctx = None
-        sampler: Sampler | None = None
+        life = Lifecycle(self, t, it, log, case.tunables, case.build)
         outcome = CaseOutcome()
         try:
-            if case.build is not None:
-                if self.switch is None:
-                    raise InputError(f"case {case.id} names a build, and this target has no builds to load",
-                                     field="build")
-                self.switch.load(case.build)
-            pool = pools.create(t.pool, fs_properties=case.dataset)
+            pool = life.make_pool(case.dataset, case=case.id)
             record.pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": case.dataset}
-            if session is not None:
-                record.tunables = session.apply(case.tunables)
+            applied = life.apply_tunables()
+            if applied is not None:
+                record.tunables = applied
             ctx = CaseContext(target=target, pool=pool, fields=case.fields, log=log,
                               deadline=time.monotonic() + t.timeout, prepared=prepared,
                               live=self.ui.live if (self.verbose or self.ui.is_tty) else None,
-                              workdir=rd.path, case_id=case.slug, iteration=it)
-            self.control.active = ctx.procs
-            self.control.check()
+                              workdir=rd.path, case_id=case.slug, iteration=it, procs=life.procs)
+            life.watch()
             wl = WORKLOADS[t.workload]
-            if t.steady.mode != "off":
-                sampler = Sampler(target, pool.name, series_path(rd.path, case.slug, it),
-                                  interval=t.steady.interval, progress=ctx.current_progress,
-                                  l2_capacity=pool.l2_capacity)
-                sampler.start()
+            sampler = life.sample(case.slug, ctx.current_progress)
+            if sampler is not None:
                 record.series = str(sampler.path.relative_to(rd.path))
-                self.control.check()
-            if t.steady.mode == "gate":
+            self.control.check()
+            if sampler is not None and t.steady.mode == "gate":
                 record.steady = self._precondition(ctx, wl, sampler, t.steady,
-                                                      wl.active_bytes(case.fields, prepared))
+                                                   wl.active_bytes(case.fields, prepared))
             arc0, t_measure = self._arcstats(), sampler.elapsed() if sampler is not None else 0.0
             figures = wl.run(ctx)
             self.control.check()                   # a workload whose processes a signal stopped is no result
@@ -152,28 +260,9 @@ class CaseRunner:
             record.add_detail(ctx.extra)
             outcome.figures = figures
             outcome.unmet = [m for m in (e.check(figures) for e in t.expect) if m]
-        except CaseTimeout as e:
-            outcome.killed = f"timeout of {t.timeout:g} s: {e}"
-        except Unavailable as e:
-            outcome.skipped = str(e)
-        except (WorkloadFailed, TargetError, InputError, OSError) as e:
-            outcome.failure = str(e)
-        except Interrupted:
-            pass                            # handled below, like any status a signal overtook
-        except Exception as e:  # noqa: BLE001 - a bug in zfsperf: FAIL with the traceback in the log
-            log.write(traceback.format_exc())
-            outcome.failure = f"internal error: {type(e).__name__}: {e}"
-        if sampler is not None:
-            sampler.stop()                  # idempotent; a failed case still keeps its series
-        if self.control.interrupt is not None:     # whatever the case got to, it is not a result
-            log.write(f"# interrupted by {self.control.signal_name()}: case abandoned")
-            self._teardown(ctx, session, pools, pool, failed=True, log=log)
-            self.control.active = None
-            self.control.check()
-        outcome.daemon_died = daemon_gone(target)         # before teardown restarts it
-        failed = outcome.decide_status()[0] is not Status.PASS
-        outcome.teardown_error = self._teardown(ctx, session, pools, pool, failed=failed, log=log)
-        self.control.active = None
+        except Exception as e:  # noqa: BLE001 - every exception becomes the case's outcome, in one place
+            absorb(outcome, e, t.timeout, log)
+        life.close([outcome])
         return finish(outcome)
 
     def run_duet(self, a: Case, b: Case, it: int, prepared: Any,
@@ -184,13 +273,12 @@ class CaseRunner:
         iteration: on odd ones A's dataset is created and started first, on even ones B's. Each side
         gets its own record with its own figures; the series (of the pool) and the steady verdict
         are shared. Returns (A's record, B's record)."""
-        rd, target, pools, journal = self.rd, self.target, self.pools, self.journal
+        rd, target = self.rd, self.target
         t = a.test
         log = rd.case_log(a.slug, it)
         target.log = log
         first = [a, b] if it % 2 else [b, a]
-        records = {c.id: CaseRecord(test=t.name, case=c.id, sweep=c.sweep, iteration=it, workload=t.workload,
-                                    start=time.time(), accelerator=target.accelerator) for c in (a, b)}
+        records = {c.id: self._record(c, it) for c in (a, b)}
         outcomes = {c.id: CaseOutcome() for c in (a, b)}
         t0 = time.monotonic()
         self.ui.case_start(f"{a.id} + {b.id}", it)
@@ -205,37 +293,33 @@ class CaseRunner:
             for o in outcomes.values():
                 o.failure = prep_error
             return finish()
-        pool = sampler = None
-        procs = proc.ProcessSet()
+        life = Lifecycle(self, t, it, log, a.tunables)
         ctxs: dict[str, CaseContext] = {}
-        session = target.tunable_session(journal, log) if a.tunables else None
         try:
-            pool = pools.create(t.pool)
+            pool = life.make_pool()
             sides = {}
             for c in first:
                 tag = "A" if c is a else "B"
                 fs = pool.dataset(f"duet{tag}", c.dataset)
                 sides[c.id] = pool.side(fs, f"{pool.mountpoint}/duet{tag}")
                 records[c.id].pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": c.dataset}
-            if session is not None:
-                applied = session.apply(a.tunables)
+            applied = life.apply_tunables()
+            if applied is not None:
                 for rec in records.values():
                     rec.tunables = applied
             deadline = time.monotonic() + t.timeout
             for c in first:                       # one process set: a signal stops both sides
                 ctxs[c.id] = CaseContext(target=target, pool=sides[c.id], fields=c.fields, log=log,
                                          deadline=deadline, prepared=prepared, workdir=rd.path,
-                                         case_id=c.slug, iteration=it, procs=procs, sharers=2)
-            self.control.active = procs
-            self.control.check()
+                                         case_id=c.slug, iteration=it, procs=life.procs, sharers=2)
+            life.watch()
             wl = WORKLOADS[t.workload]
-            if t.steady.mode != "off":
-                def both() -> dict[str, float] | None:
-                    parts = [p for p in (x.current_progress() for x in ctxs.values()) if p]
-                    return {k: sum(p.get(k, 0.0) for p in parts) for k in parts[0]} if parts else None
-                sampler = Sampler(target, pool.name, series_path(rd.path, a.slug, it), interval=t.steady.interval,
-                                  progress=both, l2_capacity=pool.l2_capacity)
-                sampler.start()
+
+            def both() -> dict[str, float] | None:
+                parts = [p for p in (x.current_progress() for x in ctxs.values()) if p]
+                return {k: sum(p.get(k, 0.0) for p in parts) for k in parts[0]} if parts else None
+            sampler = life.sample(a.slug, both)
+            self.control.check()
             results: dict[str, Any] = {}
 
             def side(c: Case) -> None:
@@ -262,51 +346,26 @@ class CaseRunner:
                 sampler.stop()
                 verdict = None
                 if t.steady.mode == "record":
-                    both = {k: v for c in (a, b) if isinstance(results.get(c.id), dict)
+                    figs = {k: v for c in (a, b) if isinstance(results.get(c.id), dict)
                             for k, v in results[c.id].items()}
-                    verdict = judge_steady(sampler.snapshot(), t.steady, wl, ctxs[a.id], both)
+                    verdict = judge_steady(sampler.snapshot(), t.steady, wl, ctxs[a.id], figs)
                 for rec in records.values():
                     rec.series = str(sampler.path.relative_to(rd.path))
                     if verdict is not None:
                         rec.steady = verdict
             for c in (a, b):
                 res, o = results.get(c.id), outcomes[c.id]
-                if isinstance(res, CaseTimeout):
-                    o.killed = f"timeout of {t.timeout:g} s: {res}"
-                elif isinstance(res, (WorkloadFailed, TargetError, InputError, OSError)):
-                    o.failure = str(res)
-                elif isinstance(res, BaseException):
-                    log.write("".join(traceback.format_exception(res)))
-                    o.failure = f"internal error: {type(res).__name__}: {res}"
+                if isinstance(res, BaseException):
+                    absorb(o, res, t.timeout, log)
                 elif res is not None:
                     records[c.id].figures = as_figures(res)
                     records[c.id].add_detail(ctxs[c.id].extra)
                     o.figures = res
                     o.unmet = [m for m in (e.check(res) for e in t.expect) if m]
-        except (TargetError, InputError, OSError) as e:
+        except Exception as e:  # noqa: BLE001 - the same mapping as a single case's, for both sides
             for o in outcomes.values():
-                o.failure = o.failure or str(e)
-        except Interrupted:
-            pass
-        if sampler is not None:
-            sampler.stop()
-        stopped = procs.stop_all()
-        if stopped:
-            log.write(f"# stopped processes by pid: {stopped}")
-        if self.control.interrupt is not None:
-            log.write(f"# interrupted by {self.control.signal_name()}: duet abandoned")
-            self._teardown(None, session, pools, pool, failed=True, log=log)
-            self.control.active = None
-            self.control.check()
-        died = daemon_gone(target)
-        failed = False
-        for o in outcomes.values():
-            o.daemon_died = died
-            failed = failed or o.decide_status()[0] is not Status.PASS
-        err = self._teardown(None, session, pools, pool, failed=failed, log=log)
-        for o in outcomes.values():
-            o.teardown_error = err
-        self.control.active = None
+                absorb(o, e, t.timeout, log)
+        life.close(list(outcomes.values()))
         return finish()
 
     def _precondition(self, ctx: CaseContext, wl: Any, sampler: Sampler, spec: steady.SteadySpec,
@@ -377,32 +436,3 @@ class CaseRunner:
             return self.target.kstat_fields("arcstats", ("hits", "iohits", "misses"))
         except (OSError, TargetError):
             return None
-
-    def _teardown(self, ctx: CaseContext | None, session: TunableSession | None, pools: PoolManager,
-                  pool, *, failed: bool, log: proc.CommandLog) -> str | None:
-        errors = []
-        if ctx is not None:
-            stopped = ctx.procs.stop_all()
-            if stopped:
-                log.write(f"# stopped processes by pid: {stopped}")
-        if session is not None:
-            try:
-                session.restore()
-            except ZfsperfError as e:
-                errors.append(str(e))
-        target = pools.target
-        if daemon_gone(target):
-            try:
-                target.daemon().recover()
-                log.write("# zfs-fuse daemon restarted after it died")
-            except ZfsperfError as e:
-                errors.append(f"could not restart zfs-fuse: {e}")
-        if pool is not None:
-            if failed and self.keep_failed:
-                log.write(f"# -k: keeping pool {pool.name} and its vdev files")
-            else:
-                try:
-                    pools.destroy(pool)
-                except ZfsperfError as e:
-                    errors.append(str(e))
-        return "; ".join(errors) or None
