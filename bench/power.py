@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from zfsperf.report import abstats
-from zfsperf.report.compare import ALPHA, DRIFT_FLOOR_PCT, compare_values, verdict_text
+from zfsperf.report.compare import ALPHA, DRIFT_FLOOR_PCT, beyond_floor, compare_values, verdict_text
 from zfsperf.report.model import load_run
 from zfsperf.report.compare import ab_pairs, compare_within
 from zfsperf.runfile import resolve_path
@@ -94,7 +94,7 @@ def unpaired(a, b) -> str:
 def separate(a, b) -> str:
     """compare BASE NEW of two separate runs, no history: the drift floor applies."""
     ch = compare_values("c", "throughput", "MiB/s", list(a), list(b))
-    if ch.verdict in ("better", "worse") and abs(ch.change_pct) < DRIFT_FLOOR_PCT:
+    if ch.verdict in ("better", "worse") and not beyond_floor(ch.change_pct, DRIFT_FLOOR_PCT):
         return "within unknown drift"
     return ch.verdict
 

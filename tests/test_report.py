@@ -54,7 +54,8 @@ def _changes(a: Path, b: Path, *extra: str) -> tuple[subprocess.CompletedProcess
 
 
 def test_real_ab_is_significant_with_its_direction(ab_runs):
-    res, js = _changes(ab_runs["a"], ab_runs["b"], "--fail-on-regression", "5")
+    res, js = _changes(ab_runs["a"], ab_runs["b"], "--fail-on-regression", "5", "--allow-setup-change", "runfile,machine")
+    assert js["setup_changes"][0]["key"] == "runfile"          # compression off -> gzip: the runfile differs
     tp = next(c for c in js["changes"] if c["figure"] == "throughput")
     assert tp["verdict"] == "worse" and tp["change_pct"] < -5 and tp["p"] < 0.05
     lo, hi = tp["ci_pct"]
@@ -63,7 +64,7 @@ def test_real_ab_is_significant_with_its_direction(ab_runs):
     assert wall["verdict"] == "worse" and wall["change_pct"] > 0       # lower is better for seconds
     assert res.returncode == 1 and "regression: recv throughput" in res.stderr
     # the other way round it is an improvement, and no gate fails
-    back, js2 = _changes(ab_runs["b"], ab_runs["a"], "--fail-on-regression", "5")
+    back, js2 = _changes(ab_runs["b"], ab_runs["a"], "--fail-on-regression", "5", "--allow-setup-change", "runfile,machine")
     assert next(c for c in js2["changes"] if c["figure"] == "throughput")["verdict"] == "better"
     assert back.returncode == 0
 
@@ -74,7 +75,8 @@ def test_same_settings_twice_is_not_a_regression(ab_runs):
     ~20 %), so a noise floor above that drift is what makes consecutive runs comparable at all:
     with it, the A/A is never a regression."""
     noise = ("--noise", "30")
-    res = zfsperf("compare", str(ab_runs["a"]), str(ab_runs["c"]), *noise, "--fail-on-regression", "5")
+    res = zfsperf("compare", str(ab_runs["a"]), str(ab_runs["c"]), *noise, "--fail-on-regression", "5",
+                  "--allow-setup-change", "machine")       # what the machine check saw is not judged here
     js = json.loads(zfsperf("compare", str(ab_runs["a"]), str(ab_runs["c"]), *noise, "--json").stdout)
     tp = next(c for c in js["changes"] if c["figure"] == "throughput")
     assert tp["verdict"] in ("not significant", "within noise") or abs(tp["change_pct"]) >= 30, tp
@@ -195,7 +197,7 @@ def test_a_case_that_fails_in_new_fails_the_gate(ab_runs, tmp_path):
     res = zfsperf("run", "-q", "-r", str(rf), "-o", str(tmp_path / "f"))
     assert res.returncode == 1, res.stdout + res.stderr
     new = last_dir(res.stdout)
-    gate = zfsperf("compare", str(ab_runs["a"]), str(new), "--fail-on-regression", "5")
+    gate = zfsperf("compare", str(ab_runs["a"]), str(new), "--fail-on-regression", "5", "--allow-setup-change")
     assert gate.returncode == 1, gate.stdout + gate.stderr
     assert "regression: recv" in gate.stderr and "2 FAIL" in gate.stderr
     assert "FAILED" in gate.stdout

@@ -2,7 +2,9 @@
 and --resume after a SIGKILL. Real zfs-fuse; tunables live in a directory laid out like
 /sys/module/zfs/parameters (zfs-fuse has none at run time)."""
 
+import hashlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -13,7 +15,7 @@ import pytest
 from pathlib import Path
 
 
-from helpers import DEFAULT_BATCH, EXAMPLE, TUNED, last_dir, records, small, write_runfile, zfsperf
+from helpers import DEFAULT_BATCH, EXAMPLE, REPO, TUNED, last_dir, records, small, write_runfile, zfsperf
 
 
 
@@ -49,6 +51,25 @@ def test_tunable_restored_after_normal_end(tmp_path, params, lab):
     # every tunable the target exposes is recorded, the changed one and the untouched one
     every = {"zfs_recv_write_batch_size": DEFAULT_BATCH, "zfs_vdev_async_write_max_active": "10"}
     assert run["tunables"] == {"before": every, "after": every}
+    # what defends the number: the zfsperf commit (runs days apart both said 0.1.0), the libraries,
+    # the CPU and memory, the filesystem under the vdev files, the corpus's checksum, checked
+    # against the tools that know them
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
+    assert run["software"]["commit"] == head.stdout.strip() and isinstance(run["software"]["dirty"], bool)
+    import numpy
+    import scipy
+    assert run["software"]["libraries"]["numpy"] == numpy.__version__
+    assert run["software"]["libraries"]["scipy"] == scipy.__version__
+    assert run["hardware"]["cpus"] == os.cpu_count() and run["hardware"]["memory_bytes"] > 1 << 30
+    fs = subprocess.run(["findmnt", "-n", "-o", "FSTYPE,SOURCE", "-T", str(tmp_path / "vd")],
+                        capture_output=True, text=True).stdout.split()
+    assert [run["storage"]["fstype"], run["storage"]["device"]] == fs[:2]
+    (ids,) = run["inputs"]["tuned"].values()
+    stream = ids["stream"]
+    assert stream["sha256"] == hashlib.sha256(Path(stream["path"]).read_bytes()).hexdigest()
+    assert stream["bytes"] == Path(stream["path"]).stat().st_size
+    md = zfsperf("report", str(last_dir(res.stdout)), "--format", "md").stdout
+    assert "durability: zfs-fuse does not flush write caches" in md
 
 
 def _start(tmp_path, params, iters=20, size="48M", threads=4):

@@ -226,13 +226,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["terminal", "md", "json"], default="terminal",
                    help="terminal, md (a pull request comment or CI step summary) or json (= --json)")
     p.add_argument("--drift-floor", type=float, default=None, metavar="PCT",
-                   help="one run a side, no history: changes below PCT %% are 'within unknown drift' "
-                        "(default 20)")
+                   help="one run a side, no history: a change within a factor of 1 + PCT/100 either way "
+                        "cannot be judged between separate runs (default 50: -33.3 … +50 %%, above the A/A "
+                        "differences measured here)")
     p.add_argument("--fail-on-regression", type=float, metavar="PCT",
                    help="a CI gate: exit 1 when a case's gated figure (its headline, or --gate-figure) is worse "
                         "by PCT %% or more and significant after Holm's correction across the cases, or a case "
                         "stopped passing")
     p.add_argument("--figures", help="comma-separated figures to show (default all; the gate is --gate-figure)")
+    p.add_argument("--allow-setup-change", nargs="?", const="all", metavar="KEY,...",
+                   help="let --fail-on-regression judge although the sides' set-ups differ in these (host, "
+                        "kernel, zfs, target, runfile, defines, zfsperf, tunables, machine; bare: any). compare "
+                        "names every difference either way; without this the gate exits 2 on one")
     p.add_argument("--gate-figure", metavar="NAME",
                    help="the figure --fail-on-regression judges in every case (default: each case's headline, "
                         "e.g. throughput for receive, iops for fio; the others are shown, not gated)")
@@ -635,6 +640,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                           "changes": [c.as_dict() for c in cmp.changes], "geomeans": cmp.geomeans,
                           "failures": [f.as_dict() for f in cmp.failures], "unmatched": cmp.unmatched,
                           "warnings": cmp.warnings, "emulated": compare.emulated(cmp),
+                          "setup_changes": [c.as_dict() for c in cmp.setup],
                           "notes": compare.notes(cmp)}, indent=1))
     else:
         from .ui import Console
@@ -648,6 +654,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print("zfsperf: no case matches between the two directories", file=sys.stderr)
         return 2
     if args.fail_on_regression is not None:
+        allowed = _allowed_setup_changes(args.allow_setup_change)
+        refused = [c for c in cmp.setup if c.key not in allowed]
+        if refused:
+            for c in refused:
+                print(f"zfsperf: set-up differs: {c.text}", file=sys.stderr)
+            print("zfsperf: the gate does not judge across a changed set-up: a difference there is not the "
+                  "change under test (--allow-setup-change " + ",".join(sorted({c.key for c in refused}))
+                  + " if it is)", file=sys.stderr)
+            return 2
         gate = cmp.gate(args.fail_on_regression, args.gate_figure)
         if args.gate_figure and not gate.judged:
             raise InputError(f"no case has the figure {args.gate_figure!r} to gate on", field="--gate-figure")
@@ -670,11 +685,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
         drift = sorted({c.case for c in gate.judged if c.verdict == "within unknown drift"
                         and abs(c.change_pct) >= args.fail_on_regression})
         if drift:
-            print(f"warning: {', '.join(drift)}: a change within unknown run-to-run drift does not fail the "
-                  "gate; compare several runs a side (--vs) or keep a history to judge it", file=sys.stderr)
+            print(f"warning: {', '.join(drift)}: a change that cannot be judged between separate runs does not "
+                  "fail the gate; compare several runs a side (--vs) or keep a history to judge it", file=sys.stderr)
         if worse or cmp.failures:
             return 1
     return 0
+
+
+def _allowed_setup_changes(value: str | None) -> set[str]:
+    """--allow-setup-change: bare for every kind, or KEY,KEY,... (report/setup.py KEYS)."""
+    from .report.setup import KEYS
+    if value is None:
+        return set()
+    if value == "all":
+        return set(KEYS)
+    keys = {k.strip() for k in value.split(",") if k.strip()}
+    unknown = sorted(keys - set(KEYS))
+    if unknown:
+        raise InputError(f"unknown set-up {unknown[0]!r} (expected {', '.join(KEYS)} or nothing for all)",
+                         field="--allow-setup-change")
+    return keys
 
 
 def _noise_history(args: argparse.Namespace, runs: list):

@@ -38,6 +38,7 @@ from .case import CaseRunner
 from .guest.switch import BuildRef, ModuleSwitch
 from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
+from .workloads.corpus import Corpus
 from .results.record import STATUSES, CaseRecord, PrecisionVerdict, Status
 from .report.abstats import MIN_BLOCKS
 
@@ -271,6 +272,7 @@ class Runner:
                 run_info.resumed.append({"time": t_start, "argv": opts.argv})
             if self.detected is not None:
                 run_info.detect = self.detected
+            run_info.inputs.update(self._inputs())
             run_info.tunables["after"] = runinfo.read_tunables(target, tun_names)
             run_info.end = time.time()
             run_info.interrupted = interrupted or self.control.interrupt is not None
@@ -292,6 +294,17 @@ class Runner:
         finally:
             if not self.opts.keep_signal_handlers:
                 self.control.restore(old_handlers)
+
+    def _inputs(self) -> dict[str, Any]:
+        """Each test's prepared inputs as run.json records them: a receive test's corpora with
+        their streams' paths, sizes and sha256 (what makes two runs' data the same data)."""
+        out: dict[str, Any] = {}
+        for name, prepared in self._prepared.items():
+            if isinstance(prepared, dict):
+                ids = {k: c.identity() for k, c in prepared.items() if isinstance(c, Corpus)}
+                if ids:
+                    out[name] = ids
+        return out
 
     # ------------------------------------------------------------------ cases
     def _run_cases(self, rf: Runfile, cases: list[Case], done: set[tuple[str, int]], rd: ResultsDir,

@@ -209,7 +209,7 @@ class Store:
         """Add one results directory (None when it is already in the store: the same path, or a
         copy of a run the store has, wherever the copy lives)."""
         path = str(run.path)
-        identity = run_identity(run)
+        identity = run.identity
         if self.has(path) or self.execute("SELECT 1 FROM runs WHERE identity = ?", (identity,)).fetchone():
             return None
         info = run.run
@@ -246,7 +246,7 @@ class Store:
         start for runs stored before identities) are never part of it."""
         same = settings(run)
         compared = list(compared) or [run]
-        idents = {run_identity(r) for r in compared}
+        idents = {r.identity for r in compared}
         starts = {(r.run.host, r.run.start) for r in compared}
         before = min((r.run.start for r in compared if r.run.start), default=None)
         rows = self.execute(
@@ -337,16 +337,6 @@ class Store:
         if where:
             q += " WHERE " + " AND ".join(where)
         yield from self.execute(q, args)
-
-
-def run_identity(run: RunData) -> str:
-    """What makes a run itself wherever its directory is: its host, its start time and the sha256
-    of its results.jsonl (a copy, a download or a restored backup of a run has the same identity)."""
-    h = hashlib.sha256()
-    h.update(f"{run.run.host}\0{run.run.start!r}\0".encode())
-    jsonl = Path(run.path) / "results.jsonl"
-    h.update(jsonl.read_bytes() if jsonl.is_file() else b"")
-    return h.hexdigest()[:32]
 
 
 def settings(run: RunData) -> dict[str, Any]:

@@ -6,6 +6,7 @@ it ran with), so the same case from two runs can be matched by `compare`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,16 @@ class RunData:
     def accelerator(self) -> str | None:
         """"tcg" / "kvm" for a QEMU guest (under TCG every figure is emulation), else None."""
         return self.run.accelerator
+
+    @property
+    def identity(self) -> str:
+        """What makes a run itself wherever its directory is: its host, its start time and the
+        sha256 of its results.jsonl (a copy, a download or a restored backup has the same one)."""
+        h = hashlib.sha256()
+        h.update(f"{self.run.host}\0{self.run.start!r}\0".encode())
+        jsonl = self.path / "results.jsonl"
+        h.update(jsonl.read_bytes() if jsonl.is_file() else b"")
+        return h.hexdigest()[:32]
 
     def describe(self) -> str:
         from ..units import emulation_label

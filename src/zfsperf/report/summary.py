@@ -128,6 +128,7 @@ def build(run: RunData) -> dict[str, Any]:
                       "cross_checks": cross_check_summary(c),
                       "errors": sorted({r.error for r in c.records if r.error})})
     r = run.run
+    warnings += [str(c) for c in r.target.get("caveats") or []]    # how the figures were obtained, said
     return {"path": str(run.path), "target": r.target, "host": r.host, "runfile": r.runfile.get("source"),
             "zfsperf_version": r.zfsperf_version, "start": r.start,
             "interrupted": r.interrupted, "cases": cases, "warnings": warnings}

@@ -269,7 +269,7 @@ class CaseRecord:
 _RUN_FIELDS = ("format", "zfsperf_version", "command_line", "host", "os", "kernel", "python", "target",
                "fio_version", "start", "end", "interrupted", "runfile", "selection", "params", "vdev_dir",
                "pools", "cases", "tunables", "machine", "duets", "turns", "ab", "history_store", "detect",
-               "resumed", "builds")
+               "resumed", "builds", "software", "hardware", "storage", "inputs")
 
 
 @dataclass(kw_only=True)
@@ -305,6 +305,12 @@ class RunRecord:
     # a build A/B in the guest: build name -> what it is (label, version, commit, dirty, modules,
     # the loaded module's srcversion); each record's sweep names its build
     builds: dict[str, Any] = field(default_factory=dict)
+    # what defends a number (runinfo.py): zfsperf commit and libraries, CPU and memory, the
+    # filesystem under the vdev files, each test's inputs (a corpus: its path, size and sha256)
+    software: dict[str, Any] = field(default_factory=dict)
+    hardware: dict[str, Any] = field(default_factory=dict)
+    storage: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
     other: dict[str, Any] = field(default_factory=dict)        # keys this zfsperf does not name
 
     @property

@@ -1,10 +1,14 @@
 """run.json: how a run's results were obtained (versions, host, target, runfile, selection, pool
-layouts, every tunable before and after), in results format FORMAT_VERSION."""
+layouts, every tunable before and after; the zfsperf commit and library versions, the CPU and
+memory, the filesystem under the vdev files), in results format FORMAT_VERSION."""
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from .. import __version__, proc
@@ -29,6 +33,77 @@ def read_tunables(target: Target, names: list[str]) -> dict[str, str | None]:
     return out
 
 
+LIBRARIES = ("numpy", "scipy", "ruptures", "matplotlib", "rich", "psycopg")
+
+
+def software() -> dict[str, Any]:
+    """zfsperf's version and, from a git checkout, its commit and whether it had local changes
+    (two runs of "0.1.0" days apart can judge by different rules); the libraries that compute its
+    statistics and draw its charts."""
+    src = Path(__file__).resolve().parents[3]          # the checkout of a src/ layout install
+    out: dict[str, Any] = {"zfsperf": __version__, "commit": None, "dirty": None}
+    if (src / ".git").exists():
+        head = proc.run(["git", "-C", str(src), "rev-parse", "HEAD"])
+        if head.returncode == 0:
+            out["commit"] = head.stdout.strip()
+            st = proc.run(["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"])
+            out["dirty"] = bool(st.stdout.strip()) if st.returncode == 0 else None
+    libs = {}
+    for name in LIBRARIES:
+        try:
+            libs[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            libs[name] = None
+    out["libraries"] = libs
+    return out
+
+
+def hardware() -> dict[str, Any]:
+    """The CPU (model, logical CPUs) and memory of the machine zfsperf ran on."""
+    model = None
+    try:
+        for ln in Path("/proc/cpuinfo").read_text().splitlines():
+            if ln.lower().startswith(("model name", "hardware", "cpu model")) and ":" in ln:
+                model = ln.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = None
+    try:
+        for ln in Path("/proc/meminfo").read_text().splitlines():
+            if ln.startswith("MemTotal:"):
+                mem = int(ln.split()[1]) * 1024
+                break
+    except (OSError, ValueError):
+        pass
+    return {"cpu_model": model or platform.processor() or None, "cpus": os.cpu_count(), "memory_bytes": mem}
+
+
+def storage(path: str) -> dict[str, Any]:
+    """The filesystem and device the vdev files live on (the deepest mount holding path):
+    zfs-fuse's vdev I/O lands in that filesystem's page cache, so its figures depend on it."""
+    p = Path(path)
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    real = os.path.realpath(p)
+    best: tuple[str, str, str] | None = None
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    for ln in lines:
+        pre, _, post = ln.partition(" - ")
+        f, g = pre.split(), post.split()
+        if len(f) < 5 or len(g) < 2:
+            continue
+        mnt = f[4].replace("\\040", " ")
+        if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and (best is None or len(mnt) > len(best[0])):
+            best = (mnt, g[0], g[1])
+    if best is None:
+        return {"path": path, "mount": None, "fstype": None, "device": None}
+    return {"path": path, "mount": best[0], "fstype": best[1], "device": best[2]}
+
+
 def run_info(rf: Runfile, target: Target, cases: list[Case], t_start: float, tun_names: list[str], *,
              argv: list[str], selection: dict[str, Any], vdev_dir: str) -> RunRecord:
     fio = proc.run(["fio", "--version"])
@@ -38,4 +113,5 @@ def run_info(rf: Runfile, target: Target, cases: list[Case], t_start: float, tun
         target=target.info(), fio_version=fio.stdout.strip() if fio.ok else None, start=t_start,
         runfile={"source": rf.source, "text": rf.text}, selection=selection, params=rf.params,
         vdev_dir=vdev_dir, pools={t.name: t.pool.describe() for t in {c.test.name: c.test for c in cases}.values()},
-        cases=[c.id for c in cases], tunables={"before": read_tunables(target, tun_names), "after": None})
+        cases=[c.id for c in cases], tunables={"before": read_tunables(target, tun_names), "after": None},
+        software=software(), hardware=hardware(), storage=storage(vdev_dir))

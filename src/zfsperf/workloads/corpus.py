@@ -15,11 +15,13 @@ Each stream's size and WRITE record count come from walking its record headers (
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError, TargetError
 from ..pool import PoolManager, PoolSpec
@@ -51,6 +53,10 @@ class Stream:
     problem: str | None = None    # why walking its headers failed (the receive must then fail too)
     snapshot: str = ""            # the snapshot a receive of it creates ("inc" of pool/ds@inc), from its BEGIN
     on_target: str = ""           # its path on the target's machine (set for each run by the receive workload)
+    sha256: str = ""              # of the file: the corpus's identity in run.json ("" in caches made before it)
+
+    def identity(self) -> dict[str, Any]:
+        return {"path": self.path, "bytes": self.length, "sha256": self.sha256 or file_sha256(self.path)}
 
     @classmethod
     def from_info(cls, path: str, info: StreamInfo) -> "Stream":
@@ -67,6 +73,12 @@ class Corpus:
     base: Stream | None = None    # incremental: received first, untimed
     made_by: str = ""             # target implementation and version that made it
 
+    def identity(self) -> dict[str, Any]:
+        """What run.json records of the corpus a run received: which, made by what, and each
+        stream's path, size and sha256."""
+        return {"corpus": self.describe(), "made_by": self.made_by, "stream": self.stream.identity(),
+                **({"base": self.base.identity()} if self.base is not None else {})}
+
     def describe(self) -> str:
         if self.kind == "file":
             return f"file {self.stream.path}"
@@ -81,6 +93,14 @@ class Corpus:
         d["stream"] = Stream(**d["stream"])
         d["base"] = Stream(**d["base"]) if d.get("base") else None
         return cls(**d)
+
+
+def file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def from_file(path: str) -> Corpus:
@@ -110,7 +130,18 @@ def cached(target: Target, kind: str, size: int, seed: int) -> Corpus | None:
     for s in (corpus.stream, corpus.base):
         if s is not None and (not os.path.exists(s.path) or os.path.getsize(s.path) != s.length):
             return None
+    if not corpus.stream.sha256 or (corpus.base is not None and not corpus.base.sha256):
+        _checksum(corpus, meta)             # a cache made before corpora had an identity
     return corpus
+
+
+def _checksum(corpus: Corpus, meta: Path) -> None:
+    for st in (corpus.stream, corpus.base):
+        if st is not None and not st.sha256:
+            st.sha256 = file_sha256(st.path)
+    tmp = meta.with_suffix(".json.partial")
+    tmp.write_text(json.dumps(corpus.to_json(), indent=1) + "\n")
+    os.replace(tmp, meta)
 
 
 def _fio(target: Target, filename: str, *, rw: str, bs: str, size: int, seed: int, compress_pct: int,
@@ -174,7 +205,7 @@ def make(target: Target, kind: str, size: int | str, *, seed: int = 1, vdev_dir:
         pools.destroy(pool)
         pools.cleanup_files()
     meta = Path(stream_path[:-4] + ".json" if stream_path.endswith(".zfs") else stream_path + ".json")
-    meta.write_text(json.dumps(corpus.to_json(), indent=1) + "\n")
+    _checksum(corpus, meta)
     return corpus
 
 

@@ -19,6 +19,12 @@ from ..targets.kstat import ZDB_TXG_RE, read_field_dir
 
 
 
+# zfs-fuse logs "Failed to flush write cache on device" for every vdev at import (docs/reference/
+# zfs-fuse.md): it cannot flush a disk's cache or fsync its vdev files, and a run's report says so
+ZFS_FUSE_DURABILITY = ("durability: zfs-fuse does not flush write caches (its daemon.log says \"Failed to flush "
+                       "write cache\" for each vdev): vdev writes land in the host's page cache, sync writes "
+                       "and the ZIL are not durable, and no figure includes a cache flush")
+
 class ZfsFuseTarget(Target):
     impl = "zfs-fuse"
 
@@ -123,6 +129,7 @@ class ZfsFuseTarget(Target):
         if not out["kstat_sources"]:
             out["kstat_note"] = "zfs-fuse mounts /zfs-kstat when its first pool is created or imported"
         out["daemon"] = self.lab.status()
+        out["caveats"] = [ZFS_FUSE_DURABILITY]
         return out
 
     def daemon(self) -> Lab:

@@ -9,7 +9,7 @@ import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..compare import COLUMNS, Comparison, design_lines, notes, table_rows
+from ..compare import COLUMNS, Comparison, design_lines, notes, setup_lines, table_rows
 from ..model import RunData
 from ...metrics.quantize import render as render_histogram
 from .cells import STAT_COLUMNS, class_rows, cross_check_line, header_line, stat_cells, status, steady_line
@@ -83,7 +83,8 @@ def run_section(run: RunData, rep: dict[str, Any]) -> str:
 def comparison_section(cmp: Comparison) -> str:
     head = (f"A/B: {html.escape(cmp.base.label)} → {html.escape(cmp.new.label)}" if cmp.base is not cmp.new
             else f"A/B inside {html.escape(cmp.base.label)}")
-    out = [f"<h2>{head}</h2>"] + [f"<p>{html.escape(line)}</p>" for line in design_lines(cmp)]
+    out = [f"<h2>{head}</h2>"] + [f'<p class="warn">{html.escape(line)}</p>' for line in setup_lines(cmp)]
+    out += [f"<p>{html.escape(line)}</p>" for line in design_lines(cmp)]
     out += [_table(list(COLUMNS), table_rows(cmp)), _img(_plots().ab_bars(cmp.changes), "A/B changes")]
     out += [f"<p>{html.escape(line)}</p>" for line in notes(cmp)]
     pairs = []

@@ -1,0 +1,95 @@
+"""compare names what differs between the two sides' set-ups (terminal, md, JSON) and its gate
+refuses to judge across a difference unless told which may differ; a run compared with itself is
+named; `--vs` shows in its old/new columns the figures its change is computed from.
+
+The defects: compare was silent when the kernel, the runfile, the host or zfsperf changed between
+the two runs, and when a run was compared with a copy of itself; --vs printed pooled medians
+beside a change computed from run medians (584.6 → 588.9, −0.0 %). Stored directories: fast."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import zfsperf
+
+pytestmark = pytest.mark.fast
+
+
+def _run(d: Path, values: list[float], *, start: float, kernel: str = "6.1.0-18-amd64",
+         commit: str = "a" * 40, text: str = "same runfile", tunables: dict | None = None,
+         busy: bool = False) -> Path:
+    d.mkdir(parents=True)
+    findings = [{"level": "BUSY", "what": "cc1 uses 90 % of a CPU", "why": "", "fix": ""}] if busy else []
+    info = {"target": {"implementation": "openzfs-linux", "zfs_version": "2.3.2"}, "host": "h", "start": start,
+            "kernel": kernel, "runfile": {"source": "t", "text": text}, "selection": {},
+            "software": {"zfsperf": "0.1.0", "commit": commit, "dirty": False},
+            "tunables": {"before": tunables or {"zfs_txg_timeout": "5"}, "after": None},
+            "machine": {"before": {"findings": findings}, "after": None}}
+    (d / "run.json").write_text(json.dumps(info))
+    (d / "results.jsonl").write_text("".join(json.dumps({
+        "test": "t", "case": "c", "params": {}, "iteration": i + 1, "workload": "receive", "status": "PASS",
+        "figures": {"throughput": {"value": v, "unit": "MiB/s"}}}) + "\n" for i, v in enumerate(values)))
+    return d
+
+
+def _vals(level: float, rng: random.Random, n: int = 5) -> list[float]:
+    return [level * (1 + rng.gauss(0, 0.01)) for _ in range(n)]
+
+
+def test_setup_changes_named_everywhere_and_the_gate_refuses_them(tmp_path):
+    rng = random.Random(21)
+    a = _run(tmp_path / "a", _vals(100, rng), start=1)
+    b = _run(tmp_path / "b", _vals(50, rng), start=2, kernel="6.1.0-21-amd64", commit="b" * 40,
+             text="other runfile", tunables={"zfs_txg_timeout": "10"}, busy=True)
+    js = json.loads(zfsperf("compare", str(a), str(b), "--json", "--no-history").stdout)
+    keys = [c["key"] for c in js["setup_changes"]]
+    assert keys == ["kernel", "runfile", "zfsperf", "tunables", "machine"], js["setup_changes"]
+    texts = [c["text"] for c in js["setup_changes"]]
+    assert "kernel: 6.1.0-18-amd64 → 6.1.0-21-amd64" in texts
+    assert "tunables before the run: zfs_txg_timeout 5 → 10" in texts
+    assert "machine: quiet → busy: cc1 uses 90 % of a CPU" in texts
+    term = zfsperf("compare", str(a), str(b), "--no-history").stdout
+    md = zfsperf("compare", str(a), str(b), "--format", "md", "--no-history").stdout
+    assert "set-up differs: kernel: 6.1.0-18-amd64 → 6.1.0-21-amd64" in term
+    assert "- set-up differs: zfsperf: aaaaaaaaaaaa → bbbbbbbbbbbb" in md
+    gate = zfsperf("compare", str(a), str(b), "--fail-on-regression", "5", "--no-history")
+    assert gate.returncode == 2 and "the gate does not judge across a changed set-up" in gate.stderr
+    assert "--allow-setup-change kernel,machine,runfile,tunables,zfsperf" in gate.stderr
+    part = zfsperf("compare", str(a), str(b), "--fail-on-regression", "5", "--no-history",
+                   "--allow-setup-change", "kernel,zfsperf")
+    assert part.returncode == 2 and "kernel" not in part.stderr.split("--allow-setup-change")[-1]
+    every = zfsperf("compare", str(a), str(b), "--fail-on-regression", "5", "--no-history", "--allow-setup-change")
+    assert every.returncode == 1 and "regression: c throughput" in every.stderr     # −50 %: judged, WORSE
+    bad = zfsperf("compare", str(a), str(b), "--fail-on-regression", "5", "--allow-setup-change", "kernal")
+    assert bad.returncode == 2 and "unknown set-up 'kernal'" in bad.stderr
+
+
+def test_same_setup_says_nothing_and_a_copy_of_one_run_is_named(tmp_path):
+    rng = random.Random(22)
+    a = _run(tmp_path / "a", _vals(100, rng), start=1)
+    b = _run(tmp_path / "b", _vals(100, rng), start=2)
+    res = zfsperf("compare", str(a), str(b), "--no-history")
+    assert "set-up differs" not in res.stdout and "same run" not in res.stdout
+    copy = shutil.copytree(a, tmp_path / "copy")
+    res = zfsperf("compare", str(a), str(copy), "--no-history")
+    assert f"{copy} is the same run as {a}" in res.stdout
+
+
+def test_vs_shows_what_its_change_is_computed_from(tmp_path):
+    rng = random.Random(23)
+    base = [_run(tmp_path / f"a{i}", _vals(lv, rng), start=i) for i, lv in enumerate((100, 80, 120))]
+    new = [_run(tmp_path / f"b{i}", _vals(lv, rng), start=10 + i) for i, lv in enumerate((101, 79, 121))]
+    js = json.loads(zfsperf("compare", *map(str, base), "--vs", *map(str, new), "--json", "--no-history").stdout)
+    (ch,) = [c for c in js["changes"] if c["figure"] == "throughput"]
+    assert ch["design"] == "runs"
+    med = lambda d: float(np.median([json.loads(ln)["figures"]["throughput"]["value"]
+                                     for ln in (d / "results.jsonl").read_text().splitlines()]))
+    geo = lambda ds: float(np.exp(np.mean(np.log([med(d) for d in ds]))))
+    assert ch["old_median"] == pytest.approx(geo(base)) and ch["new_median"] == pytest.approx(geo(new))
+    assert ch["change_pct"] == pytest.approx((ch["new_median"] / ch["old_median"] - 1) * 100)
