@@ -302,7 +302,10 @@ def main() -> None:
             from zfsperf.report import plots
             out = Path(args.chart)
             out.mkdir(parents=True, exist_ok=True)
-            png = plots.steady_chart(p, {"criteria": Criteria(window=args.window).__dict__, "headline": headline})
+            from zfsperf.results.record import SteadyRecord
+            rec = SteadyRecord(mode="record", steady=False, method=Criteria().method, samples=0,
+                               criteria=Criteria(window=args.window).__dict__, headline=headline)
+            png = plots.steady_chart(p, rec)
             if png:
                 (out / f"steady-{p.stem}.png").write_bytes(png)
                 print(f"      chart: {out / f'steady-{p.stem}.png'}")

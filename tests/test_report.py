@@ -115,6 +115,29 @@ def _write_results(d: Path, values: list[float], case: str = "c") -> Path:
     return d
 
 
+@pytest.mark.fast
+def test_outlier_warnings_only_when_substantial_and_never_on_context_figures(tmp_path):
+    """The defect: nine outlier warnings in a default run, on 1-2 % deviations and on context
+    figures, so that the real ones were lost."""
+    d = tmp_path / "w"
+    d.mkdir()
+    (d / "run.json").write_text(json.dumps({"target": {"implementation": "zfs-fuse"}, "runfile": {"source": "t"}}))
+    rows = [(100.0, 1000), (100.2, 1010), (99.9, 990), (100.1, 1005), (102.0, 1600)]   # 2 %; bytes +60 %
+    (d / "results.jsonl").write_text("".join(json.dumps({
+        "test": "t", "case": "c", "params": {}, "iteration": i + 1, "workload": "receive", "status": "PASS",
+        "figures": {"throughput": {"value": v, "unit": "MiB/s"}, "bytes": {"value": b, "unit": "B"}}}) + "\n"
+        for i, (v, b) in enumerate(rows)))
+    from zfsperf.report import summary
+    from zfsperf.report.model import load_run
+    run = load_run(d)
+    rep = summary.build(run)
+    (case,) = rep["cases"]
+    flagged = {r["figure"]: r["outliers"] for r in case["figures"]}
+    assert flagged["throughput"] == [5] and flagged["bytes"] == [5]      # the rule flags both
+    assert not [w for w in rep["warnings"] if "outlier" in w], rep["warnings"]
+
+
+@pytest.mark.fast
 def test_outliers_in_plain_words_and_too_few_iterations(tmp_path):
     d = _write_results(tmp_path / "x", [100.0, 101.0, 99.0, 100.5, 160.0])
     out = zfsperf("report", str(d)).stdout
@@ -128,7 +151,10 @@ def test_outliers_in_plain_words_and_too_few_iterations(tmp_path):
     # a torn last line (a run killed while appending) is read as far as it is whole
     with open(d / "results.jsonl", "a") as f:
         f.write('{"test": "t", "case": "c", "params": {}, "itera')
-    assert zfsperf("report", str(d), "--format", "json").returncode == 0
+    res = zfsperf("report", str(d), "--format", "json")
+    assert res.returncode == 0
+    n = len((d / "results.jsonl").read_text().splitlines())
+    assert f"warning: {d / 'results.jsonl'}:{n}: a torn last record" in res.stderr     # said, not silent
 
 
 def _console_errors(stderr: str) -> list[str]:

@@ -95,10 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(sub)
 
     p = sub.add_parser("list", help="show a runfile's tests, tags and the cases its sweeps expand to")
-    p.add_argument("-r", "--runfile", default="quick")
-    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("-T", "--tags")
-    p.add_argument("-t", "--test")
+    p.add_argument("-r", "--runfile", default="quick", help="a runfile path or a built-in name (default quick)")
+    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a runfile [params] value, as for run")
+    p.add_argument("-T", "--tags", help="only tests with one of these comma-separated tags")
+    p.add_argument("-t", "--test", help="only this test")
 
     p = sub.add_parser("check", help="what would make numbers noisy or unrepresentative on this machine, measured now",
                        description="Measures the machine over a short window (zfsperf idle): CPU busy from other "
@@ -106,18 +107,21 @@ def build_parser() -> argparse.ArgumentParser:
                                    "progress; and settings: frequency governor, turbo, transparent huge pages, ARC "
                                    "limits, ZFS tunables off their defaults. Exit 0: quiet; 1: busy.")
     p.add_argument("--window", type=float, default=1.0, help="seconds to measure over (default 1)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the measurements and findings as JSON")
 
     p = sub.add_parser("info", help="what ZFS this machine has and what zfsperf can read from it")
-    p.add_argument("--target", default="auto")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--target", default="auto", help="auto (kernel OpenZFS, else the embedded zfs-fuse), zfs-fuse, "
+                                                    "openzfs, guest or ssh://[user@]host")
+    p.add_argument("--json", action="store_true", help="the same as JSON")
 
-    p = sub.add_parser("lab", help="the embedded zfs-fuse daemon: start | stop | status")
+    p = sub.add_parser("lab", help="the embedded zfs-fuse daemon: start | stop | status",
+                       description="zfsperf lab start|stop|status. status exits 0 when a lab is running and 1 when "
+                                   "none is (so a script can ask).")
     p.add_argument("action", choices=["start", "stop", "status", "openzfs"],
                    help="(openzfs: the old spelling of `zfsperf guest`)")
     p.add_argument("guest_action", nargs="?", choices=["build", "up", "down", "status"], help=argparse.SUPPRESS)
     p.add_argument("--zfs", default="2.3", help=argparse.SUPPRESS)
-    p.add_argument("--arc-max", type=int, metavar="MB")
+    p.add_argument("--arc-max", type=int, metavar="MB", help="start: zfs-fuse's ARC size (16-16384 MB)")
 
     p = sub.add_parser("guest", help="the real OpenZFS guest under QEMU: build | up | down | status | run -- ARGS "
                                      "| ab | bisect",
@@ -151,17 +155,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("corpus", help="sendfile corpus")
     csub = p.add_subparsers(dest="corpus_cmd", metavar="ACTION", required=True)
     m = csub.add_parser("make", help="make a deterministic send stream")
-    m.add_argument("--kind", required=True)
-    m.add_argument("--size", default="256M")
-    m.add_argument("--seed", type=int, default=1)
+    from .workloads.corpus import KINDS
+    m.add_argument("--kind", required=True, choices=KINDS, help="what the stream holds")
+    m.add_argument("--size", default="256M", help="bytes of data written before the send (default 256M)")
+    m.add_argument("--seed", type=int, default=1, help="fio's random seed: the same seed, the same stream")
     m.add_argument("-o", "--output", help="write the stream to this file (default: the cache)")
-    m.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf")
-    m.add_argument("--target", default="auto")
+    m.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf", help="where its scratch pool's vdev files go")
+    m.add_argument("--target", default="auto", help="the ZFS that makes it (as for run)")
 
     from .steady import METHODS, Criteria
     dflt = Criteria()                    # one set of defaults: the runner's and this command's
     p = sub.add_parser("steady", help="re-decide steady state from a recorded series (change points, or SNIA)")
-    p.add_argument("series")
+    p.add_argument("series", help="a recorded series (RESULTS/series/<case>.i<N>.jsonl) to decide with the options "
+                                  "below; or a results directory (or its run.json): every verdict the run recorded "
+                                  "decided again as the run decided it, beside the recorded one (exit 1 if any "
+                                  "differs)")
     p.add_argument("--window", type=int, default=dflt.window, help=f"samples per window W (default {dflt.window})")
     p.add_argument("--interval", type=float, help="re-sample the series to one sample per this many seconds")
     p.add_argument("--range", type=float, default=dflt.range, help=f"R: max-min <= R*mean (default {dflt.range:g})")
@@ -289,6 +297,8 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     from .runfile import parse_precision
     precision = parse_precision(args.precision, {"field": "--precision"}) if args.precision else None
     detect = parse_precision(args.detect, {"field": "--detect"}) if args.detect else None
+    if args.arc_max is not None and not 16 <= args.arc_max <= 16384:
+        raise InputError(f"--arc-max takes zfs-fuse's range, 16 to 16384 MB, not {args.arc_max}", field="--arc-max")
     disks = [] if args.files else disks_from_env()
     opts = RunOptions(runfile=args.runfile, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
                       defines=_defines(args.define),
@@ -467,6 +477,9 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 def cmd_steady(args: argparse.Namespace) -> int:
     from . import steady
+    given = Path(args.series)
+    if given.is_dir() or given.name == "run.json":
+        return _steady_again(given if given.is_dir() else given.parent, args.json)
     samples = steady.read_series(args.series)
     if args.interval:
         samples = steady.resample(samples, args.interval)
@@ -500,6 +513,49 @@ def cmd_steady(args: argparse.Namespace) -> int:
         cps = ", ".join(str(i + 1) for i in m.changepoints) or "-"
         print(f"{name:<28} {level:>14} {m.kind or '':<16} {onset:>6}  {cps}{mark}")
     return 0
+
+
+def _steady_again(d: Path, as_json: bool) -> int:
+    """`zfsperf steady RESULTS`: every recorded verdict decided again from what the run recorded
+    (each iteration's series at its recorded time scale and criteria; each case's iterations by
+    its rounds rule) beside the verdict the run recorded. Exit 0 when every one is reproduced."""
+    from . import steady
+    from .report.model import load_run
+    from .steady.rounds import case_verdicts
+    from .workloads import WORKLOADS
+    run = load_run(d)
+    rows = []
+    for r in run.records:
+        if r.steady is None or not r.series:
+            continue
+        try:
+            raw = steady.read_series(str(run.path / r.series))
+        except (OSError, InputError) as e:
+            rows.append({"what": f"{r.case} iteration {r.iteration}", "recorded": r.steady.steady, "again": None,
+                         "same": False, "note": str(e)})
+            continue
+        v, _judged = steady.redecide(raw, r.steady)
+        same = v.steady == r.steady.steady and (v.onset == r.steady.onset or not v.steady)
+        rows.append({"what": f"{r.case} iteration {r.iteration}", "recorded": r.steady.steady, "again": v.steady,
+                     "same": same, "note": f"onset {r.steady.onset} / {v.onset}" if not same else ""})
+    today = case_verdicts(run.records, {k: w.headline for k, w in WORKLOADS.items()})
+    for case, stored in run.run.verdicts.items():
+        again = today.get(case) or {}
+        same = again.get("steady") == stored.get("steady") and again.get("why") == stored.get("why")
+        rows.append({"what": f"{case} (across iterations)", "recorded": stored.get("steady"),
+                     "again": again.get("steady"), "same": same,
+                     "note": "" if same else f"recorded: {stored.get('why')}; today: {again.get('why')}"})
+    if as_json:
+        print(json.dumps(rows, indent=1))
+    else:
+        word = {True: "steady", False: "not steady", None: "unjudged"}
+        for row in rows:
+            print(f"{row['what']:<48} recorded {word.get(row['recorded'], '?'):<10} again "
+                  f"{word.get(row['again'], '?'):<10} {'same' if row['same'] else 'DIFFERENT'}"
+                  + (f"  ({row['note']})" if row["note"] else ""))
+        if not run.run.verdicts:
+            print(f"{d}: no case verdicts were recorded (a run made before zfsperf stored them)")
+    return 0 if all(row["same"] for row in rows) else 1
 
 
 def cmd_report(args: argparse.Namespace) -> int:

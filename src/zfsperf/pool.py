@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import secrets
 import time
@@ -22,7 +23,7 @@ from .disks import keep_list
 from .errors import InputError, TargetError, ZfsperfError
 from .fileops import LOCAL
 from .targets.base import Target
-from .units import MIB, format_size
+from .units import MIB, format_size, parse_size
 
 OWNER_PROP = "zfsperf:owner"
 MANIFEST = ".zfsperf-vdevs"
@@ -62,6 +63,45 @@ def check_property_value(value: str) -> str:
     return value
 
 
+# The values zfsprops(7) allows for the enumerated dataset properties, over every ZFS zfsperf
+# drives (zfs-fuse's pool v23 and OpenZFS 2.x): a value outside them can only fail at `zfs create`,
+# so a runfile giving one is refused before anything is touched. A value one target lacks (lz4 on
+# zfs-fuse) still fails that target's case with zfs's own message.
+_ONOFF = ("on", "off")
+PROPERTY_VALUES: dict[str, tuple[str, ...]] = {
+    "compression": ("on", "off", "lzjb", "gzip", *(f"gzip-{i}" for i in range(1, 10)), "zle", "lz4", "zstd",
+                    *(f"zstd-{i}" for i in range(1, 20)), "zstd-fast",
+                    *(f"zstd-fast-{i}" for i in [*range(1, 11), 20, 30, 40, 50, 60, 70, 80, 90, 100, 500, 1000])),
+    "checksum": ("on", "off", "fletcher2", "fletcher4", "sha256", "noparity", "sha512", "skein", "edonr", "blake3"),
+    "primarycache": ("all", "none", "metadata"),
+    "secondarycache": ("all", "none", "metadata"),
+    "sync": ("standard", "always", "disabled"),
+    "logbias": ("latency", "throughput"),
+    "redundant_metadata": ("all", "most", "some", "none"),
+    "xattr": ("on", "off", "sa", "dir"),
+    "dnodesize": ("legacy", "auto", "1k", "2k", "4k", "8k", "16k"),
+    "atime": _ONOFF, "relatime": _ONOFF, "readonly": _ONOFF, "exec": _ONOFF, "setuid": _ONOFF,
+    "devices": _ONOFF,
+}
+
+
+def unknown_property_value(name: str, value: str) -> str | None:
+    """Why a dataset property value cannot be valid on any ZFS zfsperf drives, or None."""
+    allowed = PROPERTY_VALUES.get(name)
+    if allowed is not None and value.lower() not in allowed:
+        said = ("on, off, lzjb, gzip, gzip-1 … gzip-9, zle, lz4, zstd, zstd-1 … zstd-19, zstd-fast, zstd-fast-N"
+                if name == "compression" else ", ".join(allowed))
+        return f"{name} takes {said}, not {value!r}"
+    if name == "recordsize":
+        try:
+            n = parse_size(value)
+        except ValueError:
+            return f"recordsize takes a size (512 to 16M, a power of 2), not {value!r}"
+        if n < 512 or n > 16 * MIB or n & (n - 1):
+            return f"recordsize takes a power of 2 from 512 to 16M, not {value!r}"
+    return None
+
+
 @dataclass
 class PoolSpec:
     layout: str = "stripe"
@@ -89,6 +129,19 @@ class PoolSpec:
         if self.vdev_size < 64 * MIB:
             raise InputError(f"vdev_size {format_size(self.vdev_size)} is below ZFS's 64M minimum",
                              field="pool.vdev_size")
+
+    def capacity(self) -> int:
+        """Bytes of data the pool holds, before ZFS's own overhead (data vdevs by layout)."""
+        n, size = self.vdevs, self.vdev_size
+        if self.layout == "mirror":
+            return size
+        if self.layout.startswith("raidz"):
+            return (n - int(self.layout[-1])) * size
+        return n * size
+
+    def file_bytes(self) -> int:
+        """Bytes of vdev files the pool is made of (data, log and cache), sparse until written."""
+        return self.vdev_size * (self.vdevs + self.log_vdevs) + self.cache_size * self.cache_vdevs
 
     def describe(self) -> str:
         text = f"{self.layout} of {self.vdevs} × {format_size(self.vdev_size)}"
@@ -142,8 +195,10 @@ class VdevDir:
                 if not res.ok:
                     raise TargetError(f"cannot create vdev file {p}: {res.error_text()}")
             if prefill and not data["files"][name].get("prefilled"):
+                # fsync: the zeros are on disk before the first counted iteration, not written back
+                # under it (a default run's first iterations were slower while they were)
                 res = self.target.run(["dd", "if=/dev/zero", f"of={p}", "bs=1M", f"count={size // MIB}",
-                                       "conv=notrunc", "status=none"], timeout=3600)
+                                       "conv=notrunc,fsync", "status=none"], timeout=3600)
                 if not res.ok:
                     raise TargetError(f"cannot pre-fill {p}: {res.error_text()}")
                 data["files"][name]["prefilled"] = True
@@ -200,6 +255,31 @@ def loops_of(target: Target, path: str) -> list[str]:
     """Loop devices whose backing file is path (`losetup -j`), e.g. /dev/loop3."""
     res = target.run(["losetup", "-j", path], log=proc.NULL_LOG)
     return [ln.split(":", 1)[0] for ln in res.stdout.splitlines() if ln.startswith("/dev/loop")] if res.ok else []
+
+
+def room_problem(spec: PoolSpec, vdev_dir: str) -> str | None:
+    """Why the filesystem under vdev_dir can never hold these vdev files: larger than it is
+    (`vdev_size = "1P"`), or, pre-filled, larger than its free space. None when they fit."""
+    p = Path(vdev_dir)
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    st = os.statvfs(p)
+    total, free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+    need = spec.file_bytes()
+    if need > total:
+        return (f"its vdev files ({spec.describe()}: {format_size(need)}) are larger than the filesystem under "
+                f"{vdev_dir} ({format_size(total)})")
+    if spec.prefill and need > free:
+        return f"pre-filled vdev files ({format_size(need)}) need more than the {format_size(free)} free under {vdev_dir}"
+    return None
+
+
+def fit_problem(spec: PoolSpec, data: int | None) -> str | None:
+    """Why a case's data set cannot fit its pool (a corpus far larger than the pool), or None."""
+    if data is not None and data > 0.9 * spec.capacity():
+        return (f"its data ({format_size(data)}) does not fit its pool ({spec.describe()}: "
+                f"{format_size(spec.capacity())} of data, less ZFS's overhead)")
+    return None
 
 
 def new_pool_name(prefix: str = "zfsperf") -> str:

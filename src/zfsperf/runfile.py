@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .pool import LAYOUTS, PoolSpec, check_property_name
+from .pool import LAYOUTS, PoolSpec, check_property_name, unknown_property_value
 from .steady import SteadySpec
 from .tunables import normalise_value
+from .tunables.registry import known_names, nearest
 from .units import parse_duration, parse_size
 from .workloads import WORKLOADS
 
@@ -60,6 +61,10 @@ def resolve_path(name_or_path: str) -> tuple[str, str]:
     """(display name, text) of a runfile given as a path or a built-in name."""
     p = Path(name_or_path)
     if p.exists():
+        if not p.is_file():             # a FIFO, a device or a directory: reading it could hang
+            raise InputError("a runfile must be a regular file", file=str(p))
+        if p.stat().st_size > 1 << 20:
+            raise InputError("a runfile of more than 1 MiB is not a runfile", file=str(p))
         try:
             return str(p), p.read_text()
         except (OSError, UnicodeDecodeError) as e:
@@ -353,9 +358,16 @@ def loads(text: str, source: str = "<runfile>", defines: dict[str, str] | None =
         rf.tests.append(t)
     for t in rf.tests:          # expansion errors (bad tunable values) are input errors too
         try:
-            expand(t)
+            cases = expand(t)
         except ValueError as e:
             raise InputError(str(e), file=source, line=t.line, field=f"{t.name}.tunables") from None
+        ids: dict[str, int] = {}
+        for c in cases:         # `threads = [1, 1]`: two cases with one id would be one in every report
+            ids[c.id] = ids.get(c.id, 0) + 1
+        twice = [cid for cid, n in ids.items() if n > 1]
+        if twice:
+            raise InputError(f"the sweep gives the case {twice[0]!r} {ids[twice[0]]} times: a swept value is "
+                             "listed twice", file=source, line=t.line, field=t.name)
     return rf
 
 
@@ -581,6 +593,9 @@ def _load_props(d: dict, w) -> dict[str, Any]:
         for x in values:
             if not _is(x, (str, int, bool)) or (isinstance(x, str) and ("\n" in x or not x)):
                 raise InputError(f"expected a property value (string, integer, true/false), got {x!r}", **w(k))
+            why = unknown_property_value(k, _propval(x))
+            if why:
+                raise InputError(why, **w(k))
         out[k] = v
     return out
 
@@ -589,6 +604,10 @@ def _load_tunables(d: dict, w) -> dict[str, Any]:
     for k, v in d.items():
         if not TUNABLE_RE.match(k):
             raise InputError(f"{k!r} is not a tunable name", **w(k))
+        if k not in known_names():
+            near = nearest(k)
+            raise InputError(f"no OpenZFS release zfsperf knows (2.1.11, 2.3.2) has a tunable {k}"
+                             + (f"; did you mean {' or '.join(near)}?" if near else ""), **w(k))
         values = v if isinstance(v, list) else [v]
         if isinstance(v, list) and not v:
             raise InputError("an empty list sweeps over nothing", **w(k))

@@ -19,7 +19,7 @@ from . import proc
 from .errors import InputError, Refused, ZfsperfError
 from .redact import redact
 from .disks import check_disks
-from .pool import PoolManager, cleanup_leftovers, describe_leftovers, finish_pools
+from .pool import PoolManager, cleanup_leftovers, describe_leftovers, finish_pools, fit_problem, room_problem
 from . import machine
 from .results import runinfo
 from .results.statusline import status_line
@@ -39,6 +39,7 @@ from .guest.switch import BuildRef, ModuleSwitch
 from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .workloads.corpus import Corpus
+from .steady.rounds import case_verdicts
 from .results.record import STATUSES, CaseRecord, PrecisionVerdict, Status
 from .report.abstats import MIN_BLOCKS
 
@@ -195,6 +196,10 @@ class Runner:
             if opts.prefill:
                 c.test.pool.prefill = True
             c.test.pool.validate()
+            why = ((None if opts.disks else room_problem(c.test.pool, opts.vdev_dir))
+                   or fit_problem(c.test.pool, WORKLOADS[c.test.workload].active_bytes(c.fields, None)))
+            if why:
+                raise InputError(f"{c.id}: {why}", file=rf.source, line=c.test.line, field="pool")
         check_disks(opts.disks, opts.force)
         check_spec(opts.target, opts.tunables_dir)
         store_url = self._check_store()
@@ -273,6 +278,7 @@ class Runner:
             if self.detected is not None:
                 run_info.detect = self.detected
             run_info.inputs.update(self._inputs())
+            run_info.verdicts = case_verdicts(rd.results(), HEADLINE)
             run_info.tunables["after"] = runinfo.read_tunables(target, tun_names)
             run_info.end = time.time()
             run_info.interrupted = interrupted or self.control.interrupt is not None
@@ -375,6 +381,9 @@ class Runner:
             try:
                 self._prepared[t.name] = WORKLOADS[t.workload].prepare(
                     {**t.fields}, target, pools.vdev_dir.path, self.ui.progress_text)
+                for name, ident in self._inputs().get(t.name, {}).items():     # said, before any iteration
+                    self.ui.say(f"{t.name}: corpus {name} ready: {ident['stream']['bytes']} bytes, "
+                                f"sha256 {ident['stream']['sha256'][:12]}, on disk (synced)")
             except (ZfsperfError, OSError) as e:
                 self._prep_error[t.name] = f"preparing {t.name} failed: {e}"
             self.control.check()
@@ -546,6 +555,9 @@ class Runner:
             lines.append("Interrupted:\tyes (resume with --resume " + str(rd.path) + ")")
         if self.busier:
             lines.append(f"Machine:\t{self.busier}")
+        for r in records:                 # an iteration cut short measured less than it was asked to
+            if r.detail.get("duration_note") and r.iteration >= 1:
+                lines.append(f"Cut short:\t{r.case} iteration {r.iteration}: {r.detail['duration_note']}")
         if self.detected is not None:
             d = self.detected
             worst = "-" if d["worst_pct"] is None else f"{d['worst_pct']:.2f} %"

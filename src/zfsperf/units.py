@@ -126,3 +126,11 @@ def format_number(value: float | None) -> str:
 def format_figure(value: float | None, unit: str) -> str:
     """A figure with its unit."""
     return f"{format_number(value)} {unit}"
+
+
+def exact_number(value: float) -> str:
+    """A figure for machines (CSV, JUnit properties): whole numbers whole (a byte count of
+    471,016,112 stays 471016112, not 4.71016e+08), others to 10 significant digits."""
+    if value == value and abs(value) < 1e15 and float(value).is_integer():
+        return str(int(value))
+    return f"{value:.10g}"

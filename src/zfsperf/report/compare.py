@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..steady.rounds import case_verdict
-from ..workloads import figure_direction, headline
+from ..workloads import DURATIONS, figure_direction, headline
 from ..units import unit_direction
 from . import abstats
 from .model import CaseData, RunData
@@ -153,8 +153,6 @@ class Comparison:
         return Gate(judged=judged, regressions=worse, tested=len(tested), alpha=alpha, figure=figure, blind=blind,
                     needed=needed_per_side(first))
 
-
-DURATIONS = ("wall_time",)      # bounded by the runfile's `duration`: how long, not how fast
 
 
 @dataclass

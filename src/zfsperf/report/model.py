@@ -63,6 +63,13 @@ class CaseData:
         return [r.steady for r in self.records if r.steady is not None]
 
 
+def zfs_text(target: dict[str, Any]) -> str:
+    """"zfs-fuse 0.7.0", "openzfs-linux 2.3.2": the implementation once (zfs-fuse's version
+    already starts with its name)."""
+    impl, version = target.get("implementation") or "?", target.get("zfs_version") or "?"
+    return str(version) if str(version).startswith(str(impl)) else f"{impl} {version}"
+
+
 @dataclass
 class RunData:
     path: Path
@@ -93,7 +100,7 @@ class RunData:
         from ..units import emulation_label
         t = self.run.target
         accel = self.accelerator
-        return (f"{self.path}: {t.get('implementation', '?')} {t.get('zfs_version', '?')}"
+        return (f"{self.path}: {zfs_text(t)}"
                 + (f" under {accel.upper()}" if accel else "")
                 + (f" {emulation_label(accel)}" if emulation_label(accel) else "")
                 + f", runfile {self.run.runfile.get('source', '?')}")

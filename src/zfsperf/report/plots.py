@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..results.record import SteadyRecord  # noqa: E402
 from ..results.stats import summarise  # noqa: E402
-from ..steady import Criteria, decide, read_series, timescale  # noqa: E402
+from ..steady import Criteria, decide, read_series, redecide, timescale  # noqa: E402
 from ..steady.series import decision_samples, is_marker  # noqa: E402
 from .model import CaseData, RunData  # noqa: E402
 
@@ -83,18 +83,14 @@ def steady_chart(series_path: Path, verdict: SteadyRecord | None, title: str | N
     samples = [s for s in raw if not is_marker(s)]        # drawn: every sample, the measurement too
     if len(samples) < 3:
         return None
-    crit = Criteria()
-    k = verdict.criteria if verdict is not None else None
-    if k:
-        crit = Criteria(window=int(k.get("window", crit.window)), range=float(k.get("range", crit.range)),
-                        slope=float(k.get("slope", crit.slope)), quorum=float(k.get("quorum", crit.quorum)),
-                        method=str(k.get("method", "snia")), tolerance=float(k.get("tolerance", crit.tolerance)))
     headline = verdict.headline if verdict is not None else None
     width = (verdict.timescale or {}).get("span_s") if verdict is not None else None
-    judged = timescale.running(decision_samples(raw), headline)
-    if width:
-        judged = timescale.bin_means(judged, float(width))
-    v = decide(judged, crit, headline=headline)              # decided: on what the runner decided on
+    if verdict is not None:                                  # decided: on what the runner decided on
+        v, judged = redecide(raw, verdict)
+    else:
+        judged = timescale.running(decision_samples(raw), None)
+        v = decide(judged, Criteria(), headline=None)
+    crit = v.criteria
     names = sorted({n for s in samples for n in s["metrics"]
                     if any(isinstance(x["metrics"].get(n), (int, float)) for x in samples)})
     if headline in names:
@@ -139,6 +135,36 @@ def steady_chart(series_path: Path, verdict: SteadyRecord | None, title: str | N
     fig.suptitle(title or f"{series_path.name} — {verdict_text}{scale}  "
                           f"[grey band: judged; green: steady stretch; red dotted: change points]", fontsize=10)
     fig.supxlabel("time since the case started (s)", fontsize=9)
+    return _png(fig)
+
+
+def rounds_chart(case: str, unit: str, verdict: dict[str, Any]) -> bytes | None:
+    """The verdict of a case across its iterations as it was made: the window's iteration figures,
+    the band their spread was judged against (the range of the iterations kept, within R of their
+    mean), the line whose change was judged, and the iteration set aside; the verdict as title."""
+    its, ys = verdict.get("window") or [], verdict.get("values") or []
+    if len(its) < 2 or len(its) != len(ys):
+        return None
+    apart = verdict.get("apart")
+    kept = [y for i, y in zip(its, ys) if i != apart]
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    lo, hi = min(kept), max(kept)
+    ax.axhspan(lo, hi, color="#2ca02c", alpha=0.15, label=f"spread of the kept iterations ({verdict.get('range_pct') or 0:.1f} %)")
+    ax.plot([i for i in its if i != apart], kept, "o", color="#1f77b4", label=verdict.get("figure") or "figure")
+    if apart is not None:
+        ax.plot([apart], [ys[its.index(apart)]], "x", ms=9, mew=2, color="#d62728", label=f"iteration {apart} set apart")
+    line = verdict.get("line")
+    if line and len(line) == 2:
+        ax.plot([its[0], its[-1]], line, "--", color="#ff7f0e",
+                label=f"line {verdict.get('slope_pct') or 0:+.1f} % across the window")
+    ax.set_xticks(its)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(unit)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    word = "steady" if verdict.get("steady") else "not steady" if verdict.get("steady") is False else "unjudged"
+    ax.set_title(f"{case}: {word} across iterations ({verdict.get('rule') or 'rounds'} rule): {verdict.get('why')}",
+                 fontsize=8, loc="left")
     return _png(fig)
 
 
@@ -196,13 +222,21 @@ def ab_bars(changes: list[Any]) -> bytes | None:
     return _png(fig)
 
 
-def series_for(run: RunData) -> list[tuple[Path, SteadyRecord | None]]:
-    """Each case's series of its first counted iteration (with its recorded verdict)."""
+def series_for(run: RunData) -> list[tuple[Path, SteadyRecord | None, str | None]]:
+    """Each case's series of its first counted iteration (with its recorded verdict), and a title
+    that agrees with the verdict that counts: an iteration too short to judge within says that the
+    case was judged across its iterations, and how (None: the iteration's own verdict counts)."""
     out = []
     for c in run.cases.values():
         for r in sorted(c.records, key=lambda r: r.iteration):
             if r.series:
-                out.append((run.path / r.series, r.steady))
+                title = None
+                if r.steady is not None and not r.steady.judged:
+                    stored = run.run.verdicts.get(c.case) or {}
+                    word = {True: "steady", False: "not steady", None: "unjudged"}[stored.get("steady")]
+                    title = (f"{c.case}, iteration {r.iteration}: too short to judge within; the case is judged "
+                             f"across its iterations: {word}" + (f" ({stored['why']})" if stored.get("why") else ""))
+                out.append((run.path / r.series, r.steady, title))
                 break
     return out
 

@@ -9,7 +9,7 @@ from typing import Any
 from ..metrics import crosscheck
 
 from ..steady.rounds import case_verdict
-from ..workloads import headline
+from ..workloads import DURATIONS, SUMMARY_FIGURES, figure_direction, headline
 from .model import CaseData, RunData
 from ..metrics.quantize import quantize
 
@@ -33,12 +33,27 @@ def figure_rows(case: CaseData) -> list[dict[str, Any]]:
     return rows
 
 
+# An outlier is worth a warning only when it is far in absolute terms too: iterations inside a run
+# here agree to 1-3 % (docs/guide.md), and a default run's median/MAD rule flagged nine 1-2 %
+# deviations, burying the real ones. hyperfine likewise warns only on a substantial deviation.
+OUTLIER_FLOOR_PCT = 10.0
+
+
 def outlier_warnings(case: CaseData, rows: list[dict[str, Any]]) -> list[str]:
-    """hyperfine-style warnings in plain words (median/MAD rule, modified z-score > 3.5)."""
+    """hyperfine-style warnings in plain words (median/MAD rule, modified z-score > 3.5), only for
+    the figures a case is judged by (its workload's summary figures, no duration) and only when the
+    iteration is at least OUTLIER_FLOOR_PCT % off the median; never on a context figure (direction 0:
+    bytes, txgs)."""
+    judged = [f for f in SUMMARY_FIGURES.get(case.workload, []) if f not in DURATIONS]
     out = []
     for row in rows:
+        if (judged and row["figure"] not in judged) or figure_direction(case.workload, row["figure"], row["unit"]) == 0:
+            continue                        # a context figure (bytes, txgs ...): shown, never warned on
         for it in row["outliers"]:
             v = row["values"][row["iterations"].index(it)]
+            med = row["median"]
+            if not med or abs(v - med) < OUTLIER_FLOOR_PCT / 100 * abs(med):
+                continue
             out.append(f"{case.case}: iteration {it} {row['figure']} = {v:.4g} {row['unit']} is an outlier "
                        f"(far from the median {row['median']:.4g}); a noisy neighbour, a cold cache or a txg "
                        "burst can cause this — consider more iterations or a warm-up")
@@ -77,7 +92,22 @@ def merged_histograms(case: CaseData) -> dict[str, dict[str, Any]]:
     return out
 
 
-def steady_summary(case: CaseData) -> dict[str, Any] | None:
+def case_steady(case: CaseData, stored: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The case's verdict across its iterations: the one the run stored (run.json "verdicts") and,
+    when today's rule judges its records differently, today's beside it; a run made before verdicts
+    were stored is judged by today's rule and says so."""
+    from ..steady.rounds import CaseSteady
+    cv = case_verdict(case.records, headline(case.workload))
+    today = None if cv is None else cv.as_dict() | {"text": cv.short()}
+    if stored is None:
+        return None if today is None else today | {"stored": False}
+    out = dict(stored) | {"text": CaseSteady.from_dict(stored).short(), "stored": True}
+    if today is not None and (today["steady"] != stored.get("steady") or today["why"] != stored.get("why")):
+        out["today"] = today
+    return out
+
+
+def steady_summary(case: CaseData, stored: dict[str, Any] | None = None) -> dict[str, Any] | None:
     vs = case.steady()
     if not vs:
         return None
@@ -89,12 +119,12 @@ def steady_summary(case: CaseData) -> dict[str, Any] | None:
     for v in judged:
         for m in v.failed:
             failed[m] = failed.get(m, 0) + 1
-    cv = case_verdict(case.records, headline(case.workload))
+    verdict = case_steady(case, stored)
     scales = sorted({f"{x.timescale.get('cycle')}" for x in vs if x.timescale})
     return {"mode": vs[0].mode, "steady": len(steady), "of": len(judged), "too_short": len(short),
             "window": vs[0].window, "mean_time_to_steady_s": sum(tts) / len(tts) if tts else None,
             "failed_metrics": failed, "notes": sorted({v.note for v in judged if v.note}),
-            "verdict": None if cv is None else cv.as_dict() | {"text": cv.short()}, "timescales": scales}
+            "verdict": verdict, "timescales": scales}
 
 
 def cross_check_summary(case: CaseData) -> list[dict[str, Any]]:
@@ -122,9 +152,11 @@ def build(run: RunData) -> dict[str, Any]:
         warnings += outlier_warnings(c, rows)
         warnings += [f"{c.case}: iteration {r.iteration}: cross-check disagrees: {w}"
                      for r in c.records for w in crosscheck.summary(r.cross_checks or [])]
+        warnings += [f"{c.case}: iteration {r.iteration} was cut short: {r.detail['duration_note']}"
+                     for r in c.records if r.detail.get("duration_note")]
         cases.append({"test": c.test, "case": c.case, "workload": c.workload, "sweep": c.sweep,
                       "statuses": c.statuses(), "figures": rows, "class_table": class_table(c),
-                      "histograms": merged_histograms(c), "steady": steady_summary(c),
+                      "histograms": merged_histograms(c), "steady": steady_summary(c, run.run.verdicts.get(c.case)),
                       "cross_checks": cross_check_summary(c),
                       "errors": sorted({r.error for r in c.records if r.error})})
     r = run.run

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import os
 import time
 from pathlib import Path
@@ -174,8 +175,10 @@ def iter_results(path: Path, *, with_lines: bool = False) -> Iterator[Any]:
             if not isinstance(rec, dict):
                 raise ValueError("not an object")
         except ValueError as e:
-            if i == last + 1:
-                return                      # torn final write: the finished cases are whole
+            if i == last + 1:               # torn final write: the finished cases are whole, and
+                print(f"zfsperf: warning: {path}:{i}: a torn last record (a run killed while writing it) "
+                      "is left out", file=sys.stderr)      # what is left out is said
+                return
             raise InputError(f"malformed record: {e}", file=str(path), line=i) from None
         if rec.get("status") not in STATUSES:
             raise InputError(f"status must be one of {', '.join(STATUSES)}, got {rec.get('status')!r}",

@@ -269,7 +269,7 @@ class CaseRecord:
 _RUN_FIELDS = ("format", "zfsperf_version", "command_line", "host", "os", "kernel", "python", "target",
                "fio_version", "start", "end", "interrupted", "runfile", "selection", "params", "vdev_dir",
                "pools", "cases", "tunables", "machine", "duets", "turns", "ab", "history_store", "detect",
-               "resumed", "builds", "software", "hardware", "storage", "inputs")
+               "resumed", "builds", "software", "hardware", "storage", "inputs", "verdicts")
 
 
 @dataclass(kw_only=True)
@@ -311,6 +311,10 @@ class RunRecord:
     hardware: dict[str, Any] = field(default_factory=dict)
     storage: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
+    # each case's steady-state verdict across its iterations as the run judged it (steady/rounds.py
+    # CaseSteady.as_dict: the rule, the window's iterations and figures, the line): read back as
+    # stored, never re-judged silently
+    verdicts: dict[str, Any] = field(default_factory=dict)
     other: dict[str, Any] = field(default_factory=dict)        # keys this zfsperf does not name
 
     @property

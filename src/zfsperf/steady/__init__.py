@@ -126,3 +126,22 @@ def summary(v: Verdict, samples: list[dict[str, Any]], spec: SteadySpec) -> Stea
             span = samples[-1]["t"] if samples else 0
             out.note = f"not steady after {span:.0f} s"
     return out
+
+
+def recorded_criteria(rec: SteadyRecord) -> Criteria:
+    """The criteria an iteration's verdict was decided with, from its record."""
+    k, d = rec.criteria or {}, Criteria()
+    return Criteria(window=int(k.get("window", d.window)), range=float(k.get("range", d.range)),
+                    slope=float(k.get("slope", d.slope)), quorum=float(k.get("quorum", d.quorum)),
+                    method=str(k.get("method", rec.method or "snia")), tolerance=float(k.get("tolerance", d.tolerance)))
+
+
+def redecide(raw: list[dict[str, Any]], rec: SteadyRecord) -> tuple[Verdict, list[dict[str, Any]]]:
+    """An iteration's verdict decided again from its recorded series, exactly as the run decided it:
+    its criteria, its headline, and the samples at its recorded time scale (the running series in
+    bins of the recorded span). Returns the verdict and the samples it judged."""
+    judged = timescale.running(decision_samples(raw), rec.headline)
+    width = (rec.timescale or {}).get("span_s")
+    if width and width > 1.5 * float((rec.criteria or {}).get("interval", 0) or 0):
+        judged = timescale.bin_means(judged, float(width))
+    return decide(judged, recorded_criteria(rec), headline=rec.headline), judged

@@ -64,6 +64,14 @@ class CaseSteady:
     range_pct: float | None = None
     slope_pct: float | None = None
     time_to_steady_s: float | None = None    # mean over the iterations that had one
+    # the evidence the rounds rule judged, stored with the verdict (run.json "verdicts") so that a
+    # report shows, and a chart draws, the verdict as it was made
+    rule: str | None = None                  # "changepoint" (zfsperf's rounds rule) or "snia"
+    figure: str | None = None                # the headline judged
+    window: list[int] | None = None          # the iterations of the window
+    values: list[float] | None = None        # their figures
+    apart: int | None = None                 # the iteration set aside (the default rule)
+    line: list[float] | None = None          # the judged line's value at the window's first and last iteration
 
     def short(self) -> str:
         if self.steady:
@@ -73,7 +81,14 @@ class CaseSteady:
     def as_dict(self) -> dict[str, Any]:
         return {"steady": self.steady, "why": self.why, "iterations": self.iterations,
                 "range_pct": self.range_pct, "slope_pct": self.slope_pct,
-                "time_to_steady_s": self.time_to_steady_s}
+                "time_to_steady_s": self.time_to_steady_s, "rule": self.rule, "figure": self.figure,
+                "window": self.window, "values": self.values, "apart": self.apart, "line": self.line}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CaseSteady":
+        return cls(**{k: d.get(k) for k in ("steady", "why", "iterations", "range_pct", "slope_pct",
+                                             "time_to_steady_s", "rule", "figure", "window", "values", "apart",
+                                             "line")})
 
 
 def rounds_rule(values: list[float]) -> tuple[bool, float, float]:
@@ -158,25 +173,53 @@ def case_verdict(records: list[CaseRecord], headline: str) -> CaseSteady | None:
                                 f"(the rounds rule needs {MIN_ROUNDS})", len(values))
     last = min(len(values), ROUNDS_WINDOW)
     method = first.criteria.get("method") or first.method
+    window_its = [m.iteration for m in measured][-last:]       # the window's iteration numbers
     if method == "snia":
         ok, rng, slope = rounds_rule(values)
-        if not ok:
-            return CaseSteady(False, f"the last {last} iterations vary {rng:.0f} % (range) / trend {slope:.0f} %",
-                              len(values), range_pct=rng, slope_pct=slope, time_to_steady_s=tts_mean)
-        return CaseSteady(True, f"the last {last} iterations within {rng:.1f} % (range), trend {slope:.1f} %",
-                          len(values), range_pct=rng, slope_pct=slope, time_to_steady_s=tts_mean)
+        y = np.asarray(values[-last:], float)
+        fit = np.polyfit(np.arange(last, dtype=float), y, 1) if last > 1 else [0.0, float(y[0])]
+        out = CaseSteady(bool(ok), (f"the last {last} iterations within {rng:.1f} % (range), trend {slope:.1f} %" if ok
+                                    else f"the last {last} iterations vary {rng:.0f} % (range) / trend {slope:.0f} %"),
+                         len(values), range_pct=rng, slope_pct=slope, time_to_steady_s=tts_mean)
+        return _evidence(out, "snia", headline, window_its, values[-last:], None,
+                         [float(fit[1]), float(fit[1] + fit[0] * (last - 1))])
     na = noise_aware_rule(values)
-    window_its = [m.iteration for m in measured][-last:]       # the window's iteration numbers
     full = 100 * float(np.ptp(values[-last:])) / abs(float(np.mean(values[-last:])))
     apart = (f", iteration {window_its[na.apart]} set apart at {na.apart_pct:+.0f} %"   # named where it mattered
              if na.apart is not None and full > 100 * ROUNDS_RANGE else "")
     if na.trend:
-        return CaseSteady(False, f"the last {last} iterations drift {na.slope_pct:+.0f} % "
-                                 f"(slope p {na.trend_p:.3f})", len(values),
-                          range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
-    if not na.ok:
-        return CaseSteady(False, f"the last {last} iterations vary {na.range_pct:.0f} % (range{apart})",
-                          len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
-    return CaseSteady(True, f"the last {last} iterations within {na.range_pct:.1f} % (range{apart}), "
-                            f"no significant trend (line {na.slope_pct:+.0f} %, p {na.trend_p:.2f})",
-                      len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
+        out = CaseSteady(False, f"the last {last} iterations drift {na.slope_pct:+.0f} % "
+                                f"(slope p {na.trend_p:.3f})", len(values),
+                         range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
+    elif not na.ok:
+        out = CaseSteady(False, f"the last {last} iterations vary {na.range_pct:.0f} % (range{apart})",
+                         len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
+    else:
+        out = CaseSteady(True, f"the last {last} iterations within {na.range_pct:.1f} % (range{apart}), "
+                               f"no significant trend (line {na.slope_pct:+.0f} %, p {na.trend_p:.2f})",
+                         len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
+    med = float(np.median(values[-last:]))
+    half = na.slope_pct / 100 * med / 2 if na.slope_pct == na.slope_pct else 0.0    # Theil-Sen, through the median
+    return _evidence(out, "changepoint", headline, window_its, values[-last:],
+                     window_its[na.apart] if na.apart is not None and apart else None, [med - half, med + half])
+
+
+def _evidence(out: CaseSteady, rule: str, figure: str, window: list[int], values: list[float], apart: int | None,
+              line: list[float]) -> CaseSteady:
+    out.rule, out.figure, out.window, out.apart = rule, figure, list(window), apart
+    out.values = [float(v) for v in values]
+    out.line = [float(x) for x in line]
+    return out
+
+
+def case_verdicts(records: list[CaseRecord], headlines: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Every case's verdict across its iterations, as run.json stores it: {case: CaseSteady dict}."""
+    by: dict[str, list[CaseRecord]] = {}
+    for r in records:
+        by.setdefault(r.case, []).append(r)
+    out = {}
+    for case, recs in by.items():
+        v = case_verdict(recs, headlines.get(recs[0].workload, ""))
+        if v is not None:
+            out[case] = v.as_dict()
+    return out

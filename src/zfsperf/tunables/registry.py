@@ -7,9 +7,14 @@ pattern as the ZFS Test Suite's tunables.cfg (docs/reference/anchors.md ยง2.4, ย
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 from ..units import parse_size
+
+KNOWN_DIR = Path(__file__).resolve().parent / "known"      # captured /sys/module/zfs/parameters lists
 
 
 @dataclass(frozen=True)
@@ -75,3 +80,18 @@ def canonical_from_freebsd(sysctl: str) -> str | None:
         if t.freebsd == sysctl:
             return t.name
     return None
+
+
+@lru_cache(maxsize=1)
+def known_names() -> frozenset[str]:
+    """Every module parameter of the OpenZFS releases captured in known/ (2.1.11, 2.3.2), and the
+    registry's: the names a runfile may set."""
+    names = set(REGISTRY)
+    for f in sorted(KNOWN_DIR.glob("openzfs-*.txt")):
+        names.update(ln.split("\t", 1)[0] for ln in f.read_text().splitlines() if ln.strip())
+    return frozenset(names)
+
+
+def nearest(name: str, n: int = 3) -> list[str]:
+    """The known names closest to a misspelled one."""
+    return difflib.get_close_matches(name, sorted(known_names()), n=n, cutoff=0.8)

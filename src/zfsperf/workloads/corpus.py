@@ -226,8 +226,10 @@ def _send(target: Target, args: list[str], path: str) -> None:
         except OSError:
             pass
         raise TargetError(f"zfs send {' '.join(args)} failed: {res.error_text()}")
+    with open(tmp, "rb") as f:          # on disk before any counted iteration reads it
+        os.fsync(f.fileno())
     os.replace(tmp, path)
-    target.log.write(f"# sent {os.path.getsize(path)} bytes in {time.monotonic() - t0:.2f} s to {path}")
+    target.log.write(f"# sent {os.path.getsize(path)} bytes in {time.monotonic() - t0:.2f} s to {path} (synced)")
 
 
 def describe_spec(spec: dict) -> str:

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from ..errors import InputError
 from ..targets.base import Target
-from ..units import MIB, parse_duration
+from ..units import MIB, parse_duration, parse_size
 from ..metrics import crosscheck
 from ..metrics.crosscheck import CrossCheck
 from . import corpus as corpus_mod
@@ -366,8 +366,17 @@ class ReceiveWorkload:
         return wall / rounds, f"a receive round ({wall / rounds:.2f} s, {rounds} rounds)"
 
     def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
+        """The streams' bytes × threads; before the corpus is made (prepared None), its size as the
+        runfile gives it (a sendfile's size on disk)."""
+        threads = int(fields.get("threads", 1))
+        if prepared is None:
+            spec = fields["corpus"]
+            if "file" in spec:
+                path = Path(str(spec["file"]))
+                return path.stat().st_size * threads if path.is_file() else None
+            return parse_size(spec.get("size", "256M")) * threads
         corpus: corpus_mod.Corpus = prepared[corpus_mod.describe_spec(fields["corpus"])]
-        return corpus.stream.length * int(fields.get("threads", 1))
+        return corpus.stream.length * threads
 
     def _verify(self, ctx: CaseContext, parent: str, threads: int, snapshot: str = "") -> None:
         """Every receive must have left its dataset and THE snapshot its stream creates (for an

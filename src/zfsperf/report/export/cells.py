@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 from typing import Any
 
 from ...units import EMULATED, format_figure
+from ..model import zfs_text
 
 STAT_COLUMNS = ("n", "mean", "median", "stddev", "CV %", "min", "max", "95% CI")
 
@@ -38,7 +40,10 @@ def steady_line(st: dict[str, Any] | None) -> str | None:
     text = f"steady state ({st['mode']}): "
     if st.get("verdict"):
         v = st["verdict"]
-        text += v["text"] + (f" ({v['why']})" if v.get("steady") else "") + "; "
+        text += v["text"] + (f" ({v['why']})" if v.get("steady") else "")
+        if v.get("today"):          # a stored verdict that today's rule would give differently: both said
+            text += f" [as recorded; today's rule: {v['today']['text']}]"
+        text += "; "
     parts = []
     if st["of"]:
         parts.append(f"steady in {st['steady']} of {st['of']}")
@@ -75,11 +80,13 @@ def class_rows(case: dict[str, Any]) -> list[list[str]]:
              f"{r['throughput_kib_s']:.0f}k/s"] for r in case["class_table"]]
 
 
-def header_line(rep: dict[str, Any]) -> str:
+def header_line(rep: dict[str, Any], *, full_path: bool = True) -> str:
+    """The run a report is of. full_path=False (Markdown, CSV, HTML: text that leaves this machine):
+    the results directory's name, not where it lives here."""
     t = rep["target"]
     accel = f" under TCG {EMULATED}" if t.get("accelerator") == "tcg" else ""
-    return (f"{rep['path']}: {t.get('implementation', '?')} {t.get('zfs_version', '?')}{accel}, "
-            f"runfile {rep['runfile']}")
+    where = rep["path"] if full_path else Path(rep["path"]).name
+    return f"{where}: {zfs_text(t)}{accel}, runfile {rep['runfile']}"
 
 
 def csv_text(header: list[str], rows: list[list[Any]]) -> str:

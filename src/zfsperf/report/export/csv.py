@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import cells
+from ...units import exact_number
+from pathlib import Path
 
 if TYPE_CHECKING:
     from . import Exported
@@ -17,10 +19,10 @@ def render_reports(reports: list[dict[str, Any]]) -> str:
     for rep in reports:
         for case in rep["cases"]:
             for r in case["figures"]:
-                rows.append([rep["path"], case["test"], case["case"], r["figure"], r["unit"], r["n"],
-                             *(("" if r[k] is None else f"{r[k]:.6g}") for k in ("mean", "median", "stddev",
+                rows.append([Path(rep["path"]).name, case["test"], case["case"], r["figure"], r["unit"], r["n"],
+                             *(("" if r[k] is None else exact_number(r[k])) for k in ("mean", "median", "stddev",
                                                                                "cv_pct", "min", "max")),
-                             *("" if x is None else f"{x:.6g}" for x in r["ci95"]),
+                             *("" if x is None else exact_number(x) for x in r["ci95"]),
                              " ".join(str(i) for i in r["outliers"])])
     return cells.csv_text(["results", "test", "case", "figure", "unit", "n", "mean", "median", "stddev", "cv_pct", "min",
                      "max", "ci95_low", "ci95_high", "outlier_iterations"], rows)

@@ -52,7 +52,7 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def run_section(run: RunData, rep: dict[str, Any]) -> str:
-    out = [f"<h2>{html.escape(header_line(rep))}</h2>"]
+    out = [f"<h2>{html.escape(header_line(rep, full_path=False))}</h2>"]
     t = rep["target"]
     if t.get("accelerator") == "tcg":
         out.append('<p class="warn">This target ran under QEMU TCG (software emulation): its timings are '
@@ -73,8 +73,14 @@ def run_section(run: RunData, rep: dict[str, Any]) -> str:
         for line in (steady_line(case["steady"]), cross_check_line(case)):
             if line:
                 out.append(f"<p>{html.escape(line)}</p>")
-    for path, verdict in _plots().series_for(run):
-        out.append(_img(_plots().steady_chart(path, verdict), f"steady state {path.name}"))
+    for c in run.cases.values():               # the verdict that counts, across iterations, as it was made
+        v = (rep_case := next((x for x in rep["cases"] if x["case"] == c.case), None)) and \
+            (rep_case.get("steady") or {}).get("verdict")
+        if v and v.get("values"):
+            out.append(_img(_plots().rounds_chart(c.case, c.unit(v.get("figure") or ""), v),
+                            f"steady across iterations {c.case}"))
+    for path, verdict, title in _plots().series_for(run):
+        out.append(_img(_plots().steady_chart(path, verdict, title), f"steady state {path.name}"))
     for w in rep["warnings"]:
         out.append(f'<p class="warn">Warning: {html.escape(w)}</p>')
     return "\n".join(x for x in out if x)

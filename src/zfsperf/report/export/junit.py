@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
 from ...results.record import STATUSES, CaseRecord, Status
+from ...units import exact_number
 
 if TYPE_CHECKING:
     from . import Exported
@@ -27,7 +28,7 @@ def junit_xml(records: list[CaseRecord], suite: str = "zfsperf") -> str:
         for k, v in r.sweep.items():
             ET.SubElement(props, "property", name=f"param.{k}", value=str(v))
         for k, f in r.figures.items():
-            ET.SubElement(props, "property", name=f"figure.{k}", value=f"{f.value:.6g} {f.unit}")
+            ET.SubElement(props, "property", name=f"figure.{k}", value=f"{exact_number(f.value)} {f.unit}")
         if r.status is Status.FAIL:
             ET.SubElement(tc, "failure", message=(r.error or "")[:500]).text = r.error or ""
         elif r.status is Status.KILLED:

@@ -22,7 +22,7 @@ def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
 def render_reports(reports: list[dict[str, Any]]) -> str:
     out: list[str] = []
     for rep in reports:
-        out += [f"# {cells.header_line(rep)}", ""]
+        out += [f"# {cells.header_line(rep, full_path=False)}", ""]
         for case in rep["cases"]:
             out += [f"## {case['case']} ({cells.status(case)})", ""]
             if case["figures"]:

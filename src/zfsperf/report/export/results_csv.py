@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...results.record import CaseRecord
 from .cells import csv_text
+from ...units import exact_number
 
 if TYPE_CHECKING:
     from . import Exported
@@ -28,7 +29,7 @@ def results_csv(records: list[CaseRecord]) -> str:
         figs = r.figures
         rows.append([r.test, r.case, r.iteration, r.status.value, f"{r.duration or 0.0:.3f}",
                      *[_cell(r.sweep.get(p, "")) for p in param_names],
-                     *[f"{figs[n].value:.6g}" if n in figs else "" for n in fig_names],
+                     *[exact_number(figs[n].value) if n in figs else "" for n in fig_names],
                      r.error or ""])
     return csv_text(header, rows)
 

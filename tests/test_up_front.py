@@ -1,0 +1,71 @@
+"""Input that can only fail later is refused up front: exit 2, the file, line and field named, and
+nothing on disk touched (no results directory).
+
+The defects (each passed validation and failed, or worse passed, later): `vdev_size = "1P"`,
+`compression = "superzip9000"`, a misspelled tunable (every case SKIP, exit 0: CI green),
+`threads = [1, 1]` (two cases with one id), a corpus far larger than the pool, `--arc-max -5`.
+No ZFS is reached: fast."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import zfsperf
+
+pytestmark = pytest.mark.fast
+
+BASE = '''\
+[defaults]
+iterations = 1
+[defaults.pool]
+layout = "stripe"
+vdevs = 1
+vdev_size = "{vdev}"
+[defaults.dataset]
+compression = "{comp}"
+
+[[test]]
+name = "recv"
+workload = "receive"
+corpus = {{ kind = "random", size = "{corpus}" }}
+threads = {threads}
+{extra}
+'''
+
+
+def _run(tmp_path, *flags, vdev="256M", comp="off", corpus="16M", threads="[1, 2]", extra=""):
+    rf = tmp_path / "rf.toml"
+    rf.write_text(BASE.format(vdev=vdev, comp=comp, corpus=corpus, threads=threads, extra=extra))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "--no-history", *flags, timeout=120)
+    return rf, res
+
+
+@pytest.mark.parametrize("kw, line, words", [
+    ({"vdev": "1P"}, 10, "are larger than the filesystem under"),
+    ({"comp": "superzip9000"}, 8, "dataset.compression: compression takes on, off, lzjb"),
+    ({"extra": "tunables = { zfs_recv_write_bach_size = 1048576 }"}, 15,
+     "has a tunable zfs_recv_write_bach_size; did you mean zfs_recv_write_batch_size?"),
+    ({"threads": "[1, 1]"}, 10, "the sweep gives the case 'recv threads=1' 2 times"),
+    ({"corpus": "900M"}, 10, "its data (900M) does not fit its pool"),
+    ({"extra": 'dataset = { recordsize = "96K" }'}, 15, "recordsize takes a power of 2 from 512 to 16M"),
+])
+def test_refused_before_anything_is_touched(tmp_path, kw, line, words):
+    rf, res = _run(tmp_path, **kw)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"{rf}:{line}:" in res.stderr and words in res.stderr, res.stderr
+    assert not (tmp_path / "res").exists()
+
+
+def test_arc_max_out_of_range(tmp_path):
+    rf, res = _run(tmp_path, "--arc-max", "-5")
+    assert res.returncode == 2 and "--arc-max takes zfs-fuse's range, 16 to 16384 MB, not -5" in res.stderr
+    assert not (tmp_path / "res").exists()
+
+
+def test_a_fifo_runfile_is_refused_not_read(tmp_path):
+    """The defect: `zfsperf run -r FIFO` blocked reading a named pipe nobody wrote to."""
+    import os
+    fifo = tmp_path / "rf.toml"
+    os.mkfifo(fifo)
+    res = zfsperf("run", "-r", str(fifo), "-o", str(tmp_path / "res"), timeout=30)
+    assert res.returncode == 2 and f"{fifo}: a runfile must be a regular file" in res.stderr

@@ -1,0 +1,76 @@
+"""Every verdict is stored as judged: a real default run (the built-in quick suite on zfs-fuse, its
+corpus smaller) stores each case's steady verdict across iterations in run.json with its rule,
+window, figures and line; `zfsperf steady RESULTS` decides every recorded verdict again from the
+recorded series and figures and reproduces each; report shows the stored verdict, and says both
+when today's rule judges differently; report.html charts the verdict that counts.
+
+The defects: the case verdict existed only as text in summary.txt, recomputed at read time (older
+runs were re-judged in new wording); offline `zfsperf steady` did not reproduce a recorded verdict;
+`zfsperf steady run.json` said "not JSON"; report.html titled iteration 1's chart "not steady: too
+short" for cases called steady."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import last_dir, records, zfsperf
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory, lab):
+    out = tmp_path_factory.mktemp("default")
+    res = zfsperf("run", "-r", "quick", "-D", "size=32M", "-o", str(out), "--no-history", timeout=900)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return last_dir(res.stdout)
+
+
+def test_case_verdicts_stored_with_their_evidence(default_run):
+    run = json.loads((default_run / "run.json").read_text())
+    recs = [r for r in records(default_run) if r["iteration"] >= 1]
+    cases = sorted({r["case"] for r in recs})
+    assert sorted(run["verdicts"]) == cases == ["receive threads=1", "receive threads=2", "receive threads=4"]
+    for case, v in run["verdicts"].items():
+        assert v["rule"] == "changepoint" and v["figure"] == "throughput" and v["steady"] in (True, False)
+        mine = {r["iteration"]: r["figures"]["throughput"]["value"] for r in recs if r["case"] == case}
+        assert v["window"] == sorted(mine)[-5:] and v["values"] == [mine[i] for i in v["window"]]
+        assert len(v["line"]) == 2 and v["why"]
+
+
+def test_steady_reproduces_every_recorded_verdict(default_run):
+    res = zfsperf("steady", str(default_run), "--json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = json.loads(res.stdout)
+    assert len([r for r in rows if "across iterations" in r["what"]]) == 3
+    assert len([r for r in rows if "iteration" in r["what"] and "across" not in r["what"]]) == 15
+    assert all(r["same"] for r in rows), [r for r in rows if not r["same"]]
+    # run.json names the run too (it said "not JSON")
+    assert zfsperf("steady", str(default_run / "run.json")).returncode == 0
+
+
+def test_report_shows_the_stored_verdict_and_today_s_beside_it(default_run, tmp_path):
+    import shutil
+    old = tmp_path / "old"
+    shutil.copytree(default_run, old)
+    run = json.loads((old / "run.json").read_text())
+    case = "receive threads=2"
+    run["verdicts"][case] = run["verdicts"][case] | {"steady": False, "why": "judged by an older rule"}
+    (old / "run.json").write_text(json.dumps(run))
+    md = zfsperf("report", str(old), "--format", "md").stdout
+    line = next(ln for ln in md.splitlines() if ln.startswith("steady state") and "older rule" in ln)
+    assert "not steady: judged by an older rule [as recorded; today's rule: " in line
+    again = zfsperf("steady", str(old))
+    assert again.returncode == 1 and "DIFFERENT" in again.stdout
+
+
+def test_html_charts_the_verdict_that_counts(default_run):
+    res = zfsperf("report", str(default_run), "--format", "html")
+    assert res.returncode == 0
+    page = res.stdout
+    assert page.count('alt="steady across iterations receive threads=') == 3
+    from zfsperf.report import plots
+    from zfsperf.report.model import load_run
+    titles = [t for _p, _v, t in plots.series_for(load_run(default_run))]
+    assert len(titles) == 3 and all("too short to judge within; the case is judged across its iterations" in t
+                                    for t in titles), titles
