@@ -40,7 +40,7 @@ def make(root: Path, n: int) -> list[Path]:
         for it in (1, 2, 3):
             v = level * (1 + rng.normal(0, 0.05))
             figs = {"throughput": {"value": v, "unit": "MiB/s"}, "blocks": {"value": v * 8, "unit": "blocks/s"},
-                    "per_stream": {"value": v, "unit": "MiB/s"}, "wall_time": {"value": 256 / v, "unit": "s"},
+                    "per_stream": {"value": v, "unit": "MiB/s"}, "receive_time": {"value": 256 / v, "unit": "s"},
                     "bytes": {"value": 268435456, "unit": "B"}}
             lines.append(json.dumps({"test": "receive", "case": "receive threads=1", "params": {"threads": 1},
                                      "iteration": it, "workload": "receive", "status": "PASS", "figures": figs,

@@ -34,7 +34,7 @@ def fake_run(d: Path, rng: random.Random) -> None:
                           "iteration": it, "workload": "receive", "status": "PASS", "figures": {
                               "throughput": {"value": tp, "unit": "MiB/s"},
                               "blocks": {"value": tp * 8, "unit": "blocks/s"},
-                              "wall_time": {"value": 0.4, "unit": "s"}},
+                              "receive_time": {"value": 0.4, "unit": "s"}},
                           "steady": {"mode": "record", "steady": True, "time_to_steady": 3.0, "failed": []}})
     for it in (1, 2, 3):
         lines.append({"test": "fio", "case": "fio", "params": {}, "iteration": it, "workload": "fio", "status": "PASS",

@@ -132,7 +132,7 @@ def test_gate_figure_and_durations(tmp_path):
     res = zfsperf("compare", str(base), str(new), "--fail-on-regression", "5", "--no-history",
                   "--gate-figure", "bw")
     assert res.returncode == 1 and "regression: fio_5 bw" in res.stderr and "figure bw" in res.stderr
-    res = zfsperf("compare", str(base), str(new), "--fail-on-regression", "5", "--gate-figure", "wall_time")
+    res = zfsperf("compare", str(base), str(new), "--fail-on-regression", "5", "--gate-figure", "receive_time")
     assert res.returncode == 2 and "never gated" in res.stderr
     res = zfsperf("compare", str(base), str(new), "--fail-on-regression", "5", "--gate-figure", "nosuch")
     assert res.returncode == 2 and "no case has the figure 'nosuch'" in res.stderr

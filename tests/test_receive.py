@@ -26,7 +26,7 @@ def test_sweep_bytes_match_and_datasets_exist(target, vdev_root, small_corpus):
             figs = ReceiveWorkload().run(ctx)
             assert figs["bytes"]["value"] == small_corpus.stream.length * threads
             assert figs["blocks"]["unit"] == "blocks/s" and figs["throughput"]["unit"] == "MiB/s"
-            wall = figs["wall_time"]["value"]
+            wall = figs["receive_time"]["value"]
             assert figs["throughput"]["value"] == pytest.approx(small_corpus.stream.length * threads / 2**20 / wall)
             assert figs["blocks"]["value"] == pytest.approx(small_corpus.stream.writes * threads / wall)
             listed = target.run(["zfs", "list", "-H", "-o", "name,used", "-r", f"{pool.name}/rcv"]).stdout
@@ -85,7 +85,7 @@ def test_duration_runs_rounds_back_to_back_and_stops_when_the_pool_is_full(tmp_p
     assert len(rec["streams"]) == 2 * n and {s["round"] for s in rec["streams"]} == set(range(n))
     assert rec["figures"]["bytes"]["value"] / (2 * n) == pytest.approx(24 * 2**20, rel=0.05)   # all of it, each round
     assert rec["figures"]["throughput"]["value"] == pytest.approx(
-        rec["figures"]["bytes"]["value"] / 2**20 / rec["figures"]["wall_time"]["value"])
+        rec["figures"]["bytes"]["value"] / 2**20 / rec["figures"]["receive_time"]["value"])
     small = recs["128M"]                       # 48M a round does not fit twice: one round, and said
     assert small["rounds"] == 1 and "would not hold another" in small["duration_note"]
     bad = receive_runfile(tmp_path, corpus, extra='duration = "soon"')

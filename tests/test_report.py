@@ -60,7 +60,7 @@ def test_real_ab_is_significant_with_its_direction(ab_runs):
     assert tp["verdict"] == "worse" and tp["change_pct"] < -5 and tp["p"] < 0.05
     lo, hi = tp["ci_pct"]
     assert lo <= tp["change_pct"] <= hi and hi < 0
-    wall = next(c for c in js["changes"] if c["figure"] == "wall_time")
+    wall = next(c for c in js["changes"] if c["figure"] == "receive_time")
     assert wall["verdict"] == "worse" and wall["change_pct"] > 0       # lower is better for seconds
     assert res.returncode == 1 and "regression: recv throughput" in res.stderr
     # the other way round it is an improvement, and no gate fails
@@ -99,7 +99,7 @@ def test_report_formats_from_stored_results(ab_runs):
     md = zfsperf("report", str(d), "--format", "md").stdout
     assert "| figure | n | mean | median | stddev | CV % | min | max | 95% CI |" in md
     rows = list(csv.DictReader(io.StringIO(zfsperf("report", str(d), "--format", "csv").stdout)))
-    assert {r["figure"] for r in rows} >= {"throughput", "blocks", "wall_time"}
+    assert {r["figure"] for r in rows} >= {"throughput", "blocks", "receive_time"}
     term = zfsperf("report", str(d)).stdout
     assert "MiB/s" in term and "95% CI" in term and "steady state (record)" in term
     page = (d / "report.html").read_text()                    # written by the run itself

@@ -46,7 +46,7 @@ def _run(tmp_path, *flags, vdev="256M", comp="off", corpus="16M", threads="[1, 2
     ({"extra": "tunables = { zfs_recv_write_bach_size = 1048576 }"}, 15,
      "has a tunable zfs_recv_write_bach_size; did you mean zfs_recv_write_batch_size?"),
     ({"threads": "[1, 1]"}, 10, "the sweep gives the case 'recv threads=1' 2 times"),
-    ({"corpus": "900M"}, 10, "its data (900M) does not fit its pool"),
+    ({"corpus": "900M"}, 10, "its data (900M) can never fit its pool"),
     ({"extra": 'dataset = { recordsize = "96K" }'}, 15, "recordsize takes a power of 2 from 512 to 16M"),
 ])
 def test_refused_before_anything_is_touched(tmp_path, kw, line, words):
@@ -69,3 +69,12 @@ def test_a_fifo_runfile_is_refused_not_read(tmp_path):
     os.mkfifo(fifo)
     res = zfsperf("run", "-r", str(fifo), "-o", str(tmp_path / "res"), timeout=30)
     assert res.returncode == 2 and f"{fifo}: a runfile must be a regular file" in res.stderr
+
+
+def test_dry_run_checks_everything_and_touches_nothing(tmp_path):
+    rf, res = _run(tmp_path, "--dry-run", comp="superzip9000")
+    assert res.returncode == 2 and "compression takes" in res.stderr
+    rf, res = _run(tmp_path, "--dry-run")
+    assert res.returncode == 0, res.stderr
+    assert "dry run: " in res.stdout + res.stderr and "2 case(s) of 1 test(s) checked" in res.stdout + res.stderr
+    assert not (tmp_path / "res").exists()

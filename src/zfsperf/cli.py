@@ -44,6 +44,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-s", "--vdev-size", help="size of each vdev file, e.g. 2G (overrides the runfile)")
     p.add_argument("-f", "--files", action="store_true",
                    help="sparse files as vdevs even when DISKS is set (files are the default without DISKS)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="run every check a run makes before it touches anything (the runfile, tunable and "
+                        "property names and values, vdev room, data against pool size, DISKS, the history "
+                        "store), say what was checked, and stop: exit 0, or 2 with what is wrong")
     p.add_argument("--force", action="store_true",
                    help="take DISKS that hold a stale partition table, filesystem or pool label; never a disk in use "
                         "(mounted, swap, held, open) or a KEEP pool's")
@@ -309,7 +313,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
                       precision=precision, interleave=args.interleave or detect is not None, seed=args.seed,
                       detect=detect, keep_signal_handlers=True,
                       store=None if args.no_history else (args.store or ""), check=args.check,
-                      html=not args.no_html)
+                      html=not args.no_html, dry_run=args.dry_run)
     return Runner(opts).run()
 
 

@@ -75,6 +75,7 @@ class RunOptions:
     # the CLI's process ends right after run(): keep recording signals to the end, so that one that
     # lands after the summary is moot instead of killing a run that had finished
     keep_signal_handlers: bool = False
+    dry_run: bool = False                 # every check a run makes before it touches anything, then stop
     store: str | None = None             # the history store the run is added to ("": the default; None: none)
     check: str = "warn"                  # the machine check before and after: warn | strict (refuse if busy) | off
     html: bool = True                    # draw report.html at the end (--no-html: junit.xml and results.csv only)
@@ -197,12 +198,20 @@ class Runner:
                 c.test.pool.prefill = True
             c.test.pool.validate()
             why = ((None if opts.disks else room_problem(c.test.pool, opts.vdev_dir))
-                   or fit_problem(c.test.pool, WORKLOADS[c.test.workload].active_bytes(c.fields, None)))
+                   or fit_problem(c.test.pool, WORKLOADS[c.test.workload].active_bytes(c.fields, None),
+                                  str(c.dataset.get("compression")) if "compression" in c.dataset else None))
             if why:
                 raise InputError(f"{c.id}: {why}", file=rf.source, line=c.test.line, field="pool")
         check_disks(opts.disks, opts.force)
         check_spec(opts.target, opts.tunables_dir)
         store_url = self._check_store()
+        if opts.dry_run:
+            tests = sorted({c.test.name for c in cases})
+            self.ui.say(f"dry run: {rf.source}: {len(cases)} case(s) of {len(tests)} test(s) checked (runfile, "
+                        f"tunable and property names and values, vdev room, data against pool size"
+                        + (", DISKS" if opts.disks else "") + (f", the store {store_url}" if store_url else "")
+                        + "); nothing was started or written")
+            return 0
         # one run at a time on a machine, and the machine looked at before anything is touched
         self.lock.acquire(opts.argv)
         self.before = self._machine_check(strict=opts.check == "strict")

@@ -12,7 +12,7 @@ from .record import CaseRecord
 
 # preferred column order; other figures follow alphabetically
 ORDER = ["throughput", "blocks", "txgs", "per_stream", "iops", "bw", "read_iops", "write_iops", "read_bw", "write_bw",
-         "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99", "wall_time"]
+         "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99", "receive_time"]
 @dataclass
 class Table:
     columns: list[str] = field(default_factory=list)
