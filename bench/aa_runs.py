@@ -4,7 +4,9 @@
 Runs the default suite (`quick`: receive threads=1, 2, 4, 5 iterations each) K times in a row on
 the embedded zfs-fuse, then compares every pair of runs with the real CLI (`compare A B --json
 --no-history`: one run a side, no history, so the iterations design and its drift floor decide),
-and counts the verdicts on each case's headline that call identical settings better or WORSE.
+and counts the verdicts on each case's headline that call identical settings better or WORSE, and
+how many of the runs' case steady-state verdicts are steady (a measured figure, so judged here and
+not in a test).
 The first three runs' pairs are reported on their own too (the issue's "three consecutive default
 runs"). Then the largest A/A difference seen, beside the floor, and a 50 % drop (NEW's records
 scaled by 0.5, a copy) that must still be WORSE.
@@ -87,6 +89,13 @@ def main() -> None:
                   f"{ch['p'] if ch['p'] is None else round(ch['p'], 3)}  {ch['verdict']}")
     print(f"  largest A/A difference: {largest:.1f} % (floor: -{(1 - 1 / (1 + DRIFT_FLOOR_PCT / 100)) * 100:.1f} "
           f"… +{DRIFT_FLOOR_PCT:g} %)")
+    verdicts = [v for r in runs for v in json.loads((r / "run.json").read_text()).get("verdicts", {}).values()]
+    steady = sum(1 for v in verdicts if v.get("steady"))
+    print(f"  case steady-state verdicts: {steady} of {len(verdicts)} steady")
+    for r in runs:
+        for case, v in json.loads((r / "run.json").read_text()).get("verdicts", {}).items():
+            if not v.get("steady"):
+                print(f"    {r.name} {case}: {'not steady' if v.get('steady') is False else 'unjudged'}: {v.get('why')}")
     drop = halved(runs[-1], out / "halved")
     verdicts = [ch["verdict"] for ch in headline_changes(runs[0], drop)]
     print(f"  a 50 % drop (the last run's throughput halved) against the first run: {verdicts}")

@@ -62,10 +62,12 @@ runtime = 15
 """
 
 
-def test_default_like_receive_case_earns_a_steady_verdict(tmp_path, lab):
+def test_default_like_receive_case_is_judged_across_iterations_and_said_alike(tmp_path, lab):
     """The default suite's shape (receive rounds back to back for a few seconds, 5+ iterations): each
     iteration is too short for a window at its time scale (1 s bins of whole rounds), so the verdict
-    comes from the iterations as SNIA's rounds -- and it is steady, said in the summary table."""
+    comes from the iterations as SNIA's rounds, and the run's output, summary.txt and `report` all say
+    that same verdict. Whether it is steady is a measured figure (a 20 % range happened in CI on a
+    machine that was not quiet): bench/aa_runs.py counts how often default cases are steady."""
     os.sync()                                       # the previous test's writes on disk before measuring
     res = zfsperf("run", "-r", str(write_runfile(tmp_path, STEADY)), "-o", str(tmp_path / "res"), "--no-history")
     assert res.returncode == 0, res.stdout + res.stderr
@@ -75,12 +77,18 @@ def test_default_like_receive_case_earns_a_steady_verdict(tmp_path, lab):
         ts = r["steady"]["timescale"]
         assert ts["span_s"] >= 1.0 and "receive round" in ts["cycle"] and ts["samples"] < ts["raw_samples"]
     v = rounds.case_verdict([CaseRecord.from_json(r) for r in recs], "throughput")
-    assert v.steady is True, v
-    assert "steady" in res.stdout.split("Results Summary")[0]
+    assert v.steady is not None and v.rule == "changepoint" and v.iterations == len(recs), v
+    assert v.window and len(v.values) == len(v.window), v       # judged on the iterations' own figures
     summary = (d / "summary.txt").read_text()
-    assert "steady" in summary and "not steady" not in summary
     rep = zfsperf("report", str(d)).stdout
-    assert "steady state (record): steady" in rep and "judged on samples spanning a receive round" in rep
+    assert "judged on samples spanning a receive round" in rep
+    if v.steady:
+        assert "steady" in res.stdout.split("Results Summary")[0]
+        assert "steady" in summary and "not steady" not in summary
+        assert "steady state (record): steady" in rep
+    else:
+        assert "not steady:" in summary, summary                   # its reason wraps in the table
+        assert "steady state (record): not steady" in rep and v.why in rep, rep
 
 
 def test_a_cache_still_filling_is_not_steady_with_its_reason(tmp_path, lab):
