@@ -40,7 +40,7 @@ def test_tunables_and_targets_import_each_other_nowhere_inside_functions():
                          capture_output=True, text=True, check=True)
     loaded = json.loads(res.stdout.replace("'", '"'))
     assert not [m for m in loaded if m.startswith(("zfsperf.targets", "zfsperf.zfsfuse", "zfsperf.guest"))], loaded
-    for order in ("zfsperf.zfsfuse.target", "zfsperf.targets.ssh", "zfsperf.guest.vm", "zfsperf.targets.factory"):
+    for order in ("zfsperf.zfsfuse.target", "zfsperf.targets.ssh", "zfsperf.guest.vm", "zfsperf.opentarget"):
         subprocess.run([sys.executable, "-c", f"import {order}"], check=True)      # any import order works
 
 

@@ -359,7 +359,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from .targets.factory import open_target
+    from .opentarget import open_target
     target = open_target(args.target)
     try:
         info = target.info()
@@ -464,7 +464,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
-    from .targets.factory import open_target
+    from .opentarget import open_target
     from .workloads import corpus
     target = open_target(args.target)
     try:

@@ -1,11 +1,15 @@
 """The guard: nothing a zfsperf process started outlives it, however that process ends.
 
+This module is the client side (what a zfsperf process calls: watch, watch_lab, forget_lab); the
+guard process itself, which tears things down, is guardian.py. The client imports nothing but
+proc, so that every layer that starts a process may use it.
+
 A benchmark tool that leaves load running behind it perturbs every later measurement on the
 machine, so the lifetime of everything zfsperf starts is tied to its own by the kernel, not by
 zfsperf's good behaviour:
 
 - The first time a zfsperf process starts something long-lived (a run's own zfs-fuse lab, fio,
-  `zfs receive`, `zpool iostat`), it also starts one guard process, `python -m zfsperf.guard DIR FD`,
+  `zfs receive`, `zpool iostat`), it also starts one guard process, `python -m zfsperf.guardian DIR FD`,
   in a session of its own (no terminal: a hangup does not reach it). The guard holds the read
   end of a pipe whose only writer is zfsperf (both ends are non-inheritable, so no other child
   holds it). However zfsperf ends — a clean exit, an exception, SIGHUP, or kill -9 — the kernel
@@ -30,11 +34,9 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from . import proc
@@ -42,7 +44,7 @@ from . import proc
 GUARD_ROOT = Path("/run/zfsperf")
 
 
-def _start_time(pid: int) -> str | None:
+def start_time(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (/proc/PID/stat field 22): with the pid,
     an identity that a later process reusing the pid does not share."""
     try:
@@ -59,7 +61,7 @@ class _Guard:
         self.dir.mkdir(parents=True, exist_ok=True)
         r, w = os.pipe()
         log = open(os.devnull, "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "zfsperf.guard", str(self.dir), str(r)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "zfsperf.guardian", str(self.dir), str(r)],
                                      pass_fds=(r,), start_new_session=True, stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=log, env=proc.python_env())
         log.close()
@@ -85,7 +87,7 @@ class _Guard:
             f.write(line + "\n")
 
     def add_pid(self, pid: int) -> None:
-        start = _start_time(pid)
+        start = start_time(pid)
         if start is not None:
             self._append("procs", f"{pid} {start}")
 
@@ -140,90 +142,3 @@ def forget_lab(root: Path) -> None:
 def guard_pid() -> int | None:
     """The pid of this process's guard, if one was started."""
     return _guard.proc.pid if _guard is not None and _guard_pid == os.getpid() else None
-
-
-# ---------------------------------------------------------------------------- the guard process
-def _lines(path: Path) -> list[str]:
-    try:
-        return [ln.strip() for ln in path.read_text().splitlines() if ln.strip()]
-    except OSError:
-        return []
-
-
-def _stop_procs(entries: list[str], say) -> None:
-    live = []
-    for ln in entries:
-        pid_s, _, start = ln.partition(" ")
-        pid = int(pid_s)
-        now = _start_time(pid)
-        if now == start or (now is None and proc.group_members(pid)):     # the leader gone, its group not
-            live.append(pid)
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
-        # a group whose leader is gone may still have members: the group's id cannot be reused
-        # while any of them lives, so they are still the ones zfsperf started (a process that made
-        # a session of its own, as fio's job processes do, is not reached this way: fio starts with
-        # SIGPIPE ignored, so that it is alive to pass this SIGTERM on to them)
-        live = [p for p in live if proc.group_members(p)]
-        if not live:
-            return
-        for pid in live:
-            say(f"{signal.Signals(sig).name} to process group {pid} ({_cmd(pid)})")
-            try:
-                os.killpg(pid, sig)      # every process zfsperf starts leads its own group
-            except OSError:
-                try:
-                    os.kill(pid, sig)
-                except OSError:
-                    pass
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and any(proc.group_members(p) for p in live):
-            time.sleep(0.05)
-
-
-def _cmd(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
-    except OSError:
-        return "?"
-
-
-def main() -> int:
-    d, fd = Path(sys.argv[1]), int(sys.argv[2])
-    for s in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE):
-        signal.signal(s, signal.SIG_IGN)
-    while os.read(fd, 4096):          # nothing is ever written: this returns b"" when zfsperf ends
-        pass
-    owner = d.name.rsplit("-", 1)[-1]
-    notes: list[str] = []
-
-    def say(text: str) -> None:
-        notes.append(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}")
-
-    labs = _lines(d / "labs")
-    if labs:
-        from .zfsfuse.daemon import Lab
-        from .zfsfuse.orphans import teardown
-        for root in labs:
-            lab = Lab.find(Path(root))
-            if lab is not None:
-                say(f"zfsperf (pid {owner}) ended without stopping its zfs-fuse lab at {root}: tearing it down")
-                try:
-                    teardown(lab, say)
-                except Exception as e:  # noqa: BLE001 - go on with the rest
-                    say(f"teardown of {root} failed: {type(e).__name__}: {e}")
-    _stop_procs(_lines(d / "procs"), say)
-    if notes:
-        with open(d.parent / f"guard-{owner}.log", "a", encoding="utf-8") as f:
-            f.write("\n".join(notes) + "\n")
-    for name in ("procs", "labs"):
-        (d / name).unlink(missing_ok=True)
-    try:
-        d.rmdir()
-    except OSError:
-        pass
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

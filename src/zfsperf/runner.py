@@ -21,16 +21,16 @@ from .redact import redact
 from .disks import check_disks
 from .pool import PoolManager, cleanup_leftovers, describe_leftovers, finish_pools, fit_problem, room_problem
 from . import machine
-from .results import runinfo
+from . import runinfo
 from .results.statusline import status_line
 from .report import export
 from .report.export import junit, results_csv
 from .results.stats import summarise
 from .results.directory import RUN_JSON, SUMMARY, ResultsDir, log_path
 from .metrics.quantize import render_histograms
-from .results.tables import case_table
+from .report.tables import case_table
 from .runfile import Case, Runfile, load, loads, refuse_duet_with_builds
-from .targets.factory import check_spec, open_target
+from .opentarget import check_spec, open_target
 from .targets.base import Target
 from .tunables import Journal, replay
 from .ui import Console

@@ -22,7 +22,7 @@ from rich.table import Table as RichTable
 
 from .control import detach_output
 from .results.statusline import status_line
-from .results.tables import Table
+from .report.tables import Table
 from .results.record import CaseRecord
 
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from zfsperf import guard, proc
+from zfsperf import guard, guardian, proc
 
 pytestmark = pytest.mark.fast
 
@@ -67,7 +67,7 @@ def test_the_guard_stops_a_member_that_outlives_its_leader():
     p, member = _start()
     said: list[str] = []
     try:
-        guard._stop_procs([f"{p.pid} {guard._start_time(p.pid)}"], said.append)
+        guardian.stop_procs([f"{p.pid} {guard.start_time(p.pid)}"], said.append)
         assert proc.group_members(p.pid) == [], said
         assert [s.split(" ")[0] for s in said] == ["SIGTERM", "SIGKILL"], said
     finally:

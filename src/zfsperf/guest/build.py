@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Callable
 
 from .. import proc
-from ..errors import InputError, TargetError
+from ..errors import TargetError
 from . import apt
+from .debian import DEFAULT_VERSION, VERSIONS, Debian, cache_root, check_version
 from .init_script import IN_GUEST, INIT
+from .source import SourceBuilder, build_tree_of_import
 
-VERSIONS = {"2.3": "libzfs6linux libzpool6linux libnvpair3linux libuutil3linux",
-            "2.1": "libzfs4linux libzpool5linux libnvpair3linux libuutil3linux"}
-DEFAULT_VERSION = "2.3"
+__all__ = ["DEFAULT_VERSION", "VERSIONS", "Build", "Builder", "cache_root", "check_version", "find_build"]
 FIO_PKGS = ("fio libgfapi0 libnbd0 librados2 librbd1 libpmemblk1 libglusterfs0 libgfrpc0 libgfxdr0 libfmt9 "
             "libboost-thread1.74.0 libboost-iostreams1.74.0").split()
 SSH_PKGS = ["dropbear-bin", "libtomcrypt1", "libtommath1"]
@@ -41,14 +41,6 @@ GUEST_MODULES = ["virtio_pci", "virtio_blk", "virtio_net", "crc32c_generic", "ex
 # what a cached build must have been made with; a cache of an older format is built again
 BUILD_FORMAT = 3         # 3: 9p and overlay modules, /sbin/zfsperf-in-guest
 ZFS_TOOLS = ["zpool", "zfs", "zdb", "zstream"]
-
-
-def cache_root() -> Path:
-    env = os.environ.get("ZFSPERF_GUEST_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "zfsperf" / "openzfs"
 
 
 @dataclass
@@ -76,12 +68,6 @@ class Build:
                 and self.info().get("format") == BUILD_FORMAT)
 
 
-def check_version(v: str) -> str:
-    if v not in VERSIONS:
-        raise InputError(f"--zfs must be one of {', '.join(sorted(VERSIONS))}, got {v!r}", field="--zfs")
-    return v
-
-
 def find_build(series: str) -> Build | None:
     """The newest complete cached build of this ZFS series (2.1 / 2.3), or None."""
     root = cache_root()
@@ -103,7 +89,8 @@ class Builder:
         self.say = say
         self.log = log
         self.jobs = jobs or os.cpu_count() or 2
-        self.apt = apt.PrivateApt(cache_root() / "apt", log)
+        self.debian = Debian(log, self._step)
+        self.apt = self.debian.apt
         self.times: dict[str, float] = {}
 
     def _step(self, name: str, fn: Callable[[], object]) -> object:
@@ -115,16 +102,10 @@ class Builder:
         return out
 
     def kernel(self) -> tuple[str, str]:
-        """The kernel package Debian's linux-image-amd64 depends on, and its ABI (6.1.0-56-amd64)."""
-        self._step("apt lists (private, with contrib and bookworm-backports)", self.apt.update)
-        kernel_pkg = self.apt.depends_on("linux-image-amd64", "linux-image-")
-        return kernel_pkg, kernel_pkg[len("linux-image-"):]
+        return self.debian.kernel()
 
     def host_tools(self, kv: str, extra: list[str] | None = None) -> None:
-        """What building modules for kernel `kv` needs on the host (its headers among them)."""
-        self._step("host tools", lambda: apt.install_host(
-            apt.missing_host_packages() + ([] if Path(f"/usr/src/linux-headers-{kv}").is_dir()
-                                           else [f"linux-headers-{kv}"]) + (extra or []), self.log))
+        self.debian.host_tools(kv, extra)
 
     def run(self) -> Build:
         kernel_pkg, kv = self.kernel()
@@ -167,7 +148,6 @@ class Builder:
         """The kernel modules of Debian's zfs-dkms source, built (source.SourceBuilder: configure,
         make, logs kept) in the build tree a git repository importing that source would have, so
         that such a repository's builds (`guest ab`, `guest bisect`) start from this one."""
-        from .source import SourceBuilder, build_tree_of_import
         srcs = sorted((work / "zsrc" / "usr" / "src").glob("zfs-*"))
         if not srcs:
             raise TargetError("zfs-dkms carries no /usr/src/zfs-* source")

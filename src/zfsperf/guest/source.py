@@ -36,7 +36,7 @@ from typing import Callable, Iterator
 
 from .. import proc
 from ..errors import InputError, TargetError
-from .build import VERSIONS, Builder, cache_root
+from .debian import VERSIONS, Debian, cache_root
 
 SOURCE_FORMAT = 1
 MODULES = ("spl.ko", "zfs.ko")
@@ -245,11 +245,15 @@ class SourceBuilder:
         self.jobs = jobs or os.cpu_count() or 2
         self._kernel = kernel             # the guest kernel's ABI, when the caller knows it already
 
+    def _step(self, name: str, fn: Callable[[], object]) -> object:
+        self.say(f"guest build: {name} ...")
+        return fn()
+
     def kernel(self, series: str) -> str:
         if self._kernel is None:
-            b = Builder(series, self.say, self.log, self.jobs)
-            _pkg, self._kernel = b.kernel()
-            b.host_tools(self._kernel)
+            debian = Debian(self.log, self._step)
+            _pkg, self._kernel = debian.kernel()
+            debian.host_tools(self._kernel)
         return self._kernel
 
     def build(self, src: Path) -> ModuleBuild:

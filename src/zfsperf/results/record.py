@@ -14,11 +14,10 @@ every older one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Mapping
 
-from ..metrics.crosscheck import CrossCheck
 
 FORMAT_VERSION = 3
 
@@ -38,6 +37,48 @@ class Status(str, Enum):
 
 
 STATUSES = tuple(s.value for s in Status)
+
+
+@dataclass
+class CrossCheck:
+    """A case's headline quantity measured a second, independent way over the same interval
+    (metrics/crosscheck.py makes them), kept in the record beside it with the margin the two are
+    expected to agree within; a margin of None: recorded for the reader, judged by nobody."""
+    name: str                   # what is compared, in words: "received data vs pool space"
+    figure: str                 # the recorded figure (or metric) the check is about
+    ours: float                 # zfsperf's measure
+    independent: float          # the second measure
+    unit: str
+    margin_pct: float | None    # agree when |independent/ours - 1| <= margin (%); None: not judged
+    how: str                    # the second measure and what it allows for
+
+    @property
+    def deviation_pct(self) -> float | None:
+        if self.unit == "%":                         # ratios: the difference in percentage points
+            return self.independent - self.ours
+        return (self.independent / self.ours - 1) * 100 if self.ours else None
+
+    @property
+    def agrees(self) -> bool | None:
+        d = self.deviation_pct
+        if self.margin_pct is None or d is None:
+            return None
+        return abs(d) <= self.margin_pct
+
+    def describe(self) -> str:
+        d = self.deviation_pct
+        dev = "n/a" if d is None else (f"{d:+.2f} points" if self.unit == "%" else f"{d:+.2f} %")
+        margin = "not judged" if self.margin_pct is None else \
+            f"margin {self.margin_pct:g}{' points' if self.unit == '%' else ' %'}"
+        return (f"{self.name}: {self.ours:.6g} vs {self.independent:.6g} {self.unit} ({dev}; {margin}; "
+                f"{self.how})")
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "deviation_pct": self.deviation_pct, "agrees": self.agrees}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "CrossCheck":
+        return cls(**{k: d[k] for k in ("name", "figure", "ours", "independent", "unit", "margin_pct", "how")})
 
 
 @dataclass

@@ -44,7 +44,7 @@ def find_orphans() -> list[Lab]:
 
 def guard_notes() -> list[str]:
     """What guards of earlier zfsperf processes tore down after those ended without a teardown
-    (guard.py writes them); read once: the notes are removed as they are returned. The records of
+    (guardian.py writes them); read once: the notes are removed as they are returned. The records of
     a guard that was itself killed (its zfsperf gone, no guard process reading them) go too."""
     out = []
     for log in sorted(GUARD_ROOT.glob("guard-*.log")):
@@ -57,7 +57,7 @@ def guard_notes() -> list[str]:
     for d in GUARD_ROOT.glob("guard-*"):
         owner = d.name.rsplit("-", 1)[-1]
         if d.is_dir() and owner.isdigit() and not proc.pid_alive(int(owner)) and \
-                not any(f"zfsperf.guard {d} " in cmd for cmd in live):
+                not any(f"zfsperf.{p} {d} " in cmd for cmd in live for p in ("guardian", "guard")):
             for f in d.iterdir():
                 f.unlink(missing_ok=True)
             d.rmdir()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..results.record import CaseRecord
+from ..results.stats import summarise
 from ..steady.rounds import case_verdict
 from ..workloads import headline
 from ..units import format_number
-from .stats import summarise
-from .record import CaseRecord
 
 # preferred column order; other figures follow alphabetically
 ORDER = ["throughput", "blocks", "txgs", "per_stream", "iops", "bw", "read_iops", "write_iops", "read_bw", "write_bw",

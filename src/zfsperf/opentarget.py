@@ -1,4 +1,7 @@
-"""open_target(spec): which Target a run uses.
+"""open_target(spec): which Target a run uses. The composition root of the targets: the one module
+that knows every implementation (zfs-fuse, kernel OpenZFS on Linux and FreeBSD, ssh, the guest),
+so it sits above them all, beside the runner, and targets/ holds the interface and the
+implementations only.
 
 Specs: "auto" (kernel OpenZFS when present, else the embedded zfs-fuse), "zfs-fuse",
 "openzfs" (this host's kernel OpenZFS, Linux or FreeBSD).
@@ -10,17 +13,17 @@ import os
 import platform
 from pathlib import Path
 
-from .. import proc
-from ..tunables import FileTunables
-from ..errors import InputError, TargetError
-from ..zfsfuse.daemon import Lab, lab_dir_from_env
-from ..zfsfuse.target import ZfsFuseTarget
-from ..guest.vm import open_guest_target
-from ..sshlink import parse_url
-from .base import Target
-from .ssh import open_ssh
-from .openzfs_freebsd import OpenZfsFreeBsdTarget
-from .openzfs_linux import OpenZfsLinuxTarget, present
+from . import proc
+from .tunables import FileTunables
+from .errors import InputError, TargetError
+from .zfsfuse.daemon import Lab, lab_dir_from_env
+from .zfsfuse.target import ZfsFuseTarget
+from .guest.vm import open_guest_target
+from .sshlink import parse_url
+from .targets.base import Target
+from .targets.ssh import open_ssh
+from .targets.openzfs_freebsd import OpenZfsFreeBsdTarget
+from .targets.openzfs_linux import OpenZfsLinuxTarget, present
 
 __all__ = ["Target", "open_target", "SPECS"]
 

@@ -11,12 +11,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, proc
-from ..errors import ZfsperfError
-from ..redact import redact_argv
-from ..runfile import Case, Runfile
-from ..targets.base import Target
-from .record import RunRecord
+from . import __version__, proc
+from .errors import ZfsperfError
+from .redact import redact_argv
+from .runfile import Case, Runfile
+from .targets.base import Target
+from .results.record import RunRecord
 
 
 def read_tunables(target: Target, names: list[str]) -> dict[str, str | None]:
@@ -40,7 +40,7 @@ def software() -> dict[str, Any]:
     """zfsperf's version and, from a git checkout, its commit and whether it had local changes
     (two runs of "0.1.0" days apart can judge by different rules); the libraries that compute its
     statistics and draw its charts."""
-    src = Path(__file__).resolve().parents[3]          # the checkout of a src/ layout install
+    src = Path(__file__).resolve().parents[2]          # the checkout of a src/ layout install
     out: dict[str, Any] = {"zfsperf": __version__, "commit": None, "dirty": None}
     if (src / ".git").exists():
         head = proc.run(["git", "-C", str(src), "rev-parse", "HEAD"])
