@@ -2,7 +2,7 @@
 PYTEST_ARGS ?=
 RUN_ARGS ?=
 
-.PHONY: deps test-deps run test bench clean
+.PHONY: deps test-deps run test test-fast bench clean
 
 deps:
 	@scripts/install-deps.sh
@@ -15,6 +15,10 @@ run: deps
 
 test: test-deps
 	.venv/bin/python tests/lanes.py $(PYTEST_ARGS)
+
+# the tests that need no ZFS, daemon or guest (their fixtures say so: tests/conftest.py)
+test-fast: test-deps
+	.venv/bin/python -m pytest -p no:cacheprovider -q -m "fast and not slow" $(PYTEST_ARGS)
 
 bench: deps
 	.venv/bin/python bench/recv_overhead.py

@@ -5,8 +5,12 @@ The CLI runs the tests start find the daemon through ZFSPERF_LAB, corpora go to 
 (ZFSPERF_CACHE), and the tunables journal to a session state dir (ZFSPERF_STATE).
 
 Markers: `quiet` (judges measured figures or the machine: runs with nothing beside it), `guest`
-(needs the OpenZFS guest), `fast` (no ZFS at all). tests/lanes.py, which `make test` runs, runs
-the guest tests beside the other host tests, then the quiet ones alone.
+(needs the OpenZFS guest), `fast` (no ZFS at all). A test's tier follows the fixtures it uses: one
+that asks for none of NEEDS_A_DAEMON (zfs-fuse, the guest, PostgreSQL, sshd, loop devices, an idle
+machine) is `fast`, wherever it stands and whatever its module is marked, so pure statistics in a
+module of measured tests run in `make test-fast` and not in the quiet phase. tests/lanes.py, which
+`make test` runs, runs the guest tests beside the other host tests, then the quiet ones that are
+not fast, alone.
 """
 
 from __future__ import annotations
@@ -21,13 +25,27 @@ import pytest
 from helpers import DEFAULT_BATCH
 
 
+NEEDS_A_DAEMON = frozenset({"session_env", "lab", "target", "openzfs_guest", "pg", "pg_url", "sshd", "loops",
+                            "idle_machine"})
+
+
+@pytest.hookimpl(tryfirst=True)           # before -m deselects by the markers added here
 def pytest_collection_modifyitems(config, items):
-    """In one session: the `quiet` tests first, the `guest` tests last (tests/lanes.py runs them
-    as separate sessions)."""
+    """Each test's tier from its fixtures (module docstring); then, in one session, the `quiet`
+    tests first, the `guest` tests last (tests/lanes.py runs them as separate sessions)."""
+    for i in items:
+        if not i.get_closest_marker("guest") and not NEEDS_A_DAEMON & set(getattr(i, "fixturenames", ())):
+            i.add_marker(pytest.mark.fast)
     quiet = [i for i in items if i.get_closest_marker("quiet")]
     guest = [i for i in items if i.get_closest_marker("guest")]
     rest = [i for i in items if i not in quiet and i not in guest]
     items[:] = quiet + rest + guest
+
+
+@pytest.fixture
+def idle_machine():
+    """For a test that judges the machine itself (zfsperf check): nothing else may run beside it,
+    so it is never fast and runs in the quiet phase. It provides nothing."""
 
 
 @pytest.fixture(scope="session")

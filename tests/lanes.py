@@ -2,10 +2,11 @@
 for the host tests, nor they for it.
 
 Phase 1, side by side:
-  host   pytest -m "not slow and not quiet and not guest"   zfs-fuse, fio, the fake target, captures
+  host   pytest -m "not slow and (fast or not quiet) and not guest"
+                                                             zfs-fuse, fio, the fake target, captures
   guest  pytest -m "guest and not slow"                      the OpenZFS guest under QEMU
 Phase 2, alone:
-  quiet  pytest -m "quiet and not slow"                      the tests that judge measured figures
+  quiet  pytest -m "quiet and not fast and not slow"         the tests that judge measured figures
                                                              or the machine (nothing runs beside them)
 
 The guest lane runs in a private mount namespace with its own empty /run/zfsperf: zfsperf's
@@ -37,9 +38,9 @@ PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
 NO_TESTS = 5                                  # pytest's exit status when a selection is empty
 
 LANES = {
-    "host": ["-m", "not slow and not quiet and not guest"],
+    "host": ["-m", "not slow and (fast or not quiet) and not guest"],
     "guest": ["-m", "guest and not slow"],
-    "quiet": ["-m", "quiet and not slow"],
+    "quiet": ["-m", "quiet and not fast and not slow"],
 }
 PHASES = [["host", "guest"], ["quiet"]]
 

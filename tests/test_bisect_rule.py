@@ -8,7 +8,6 @@ import pytest
 
 from zfsperf.guest.ab import Step, first_changed
 
-pytestmark = pytest.mark.fast
 
 
 def step(verdict, change_pct):

@@ -17,11 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from helpers import REPO, zfsperf
 
-pytestmark = pytest.mark.fast
 
 CASES = [f"fio_{i}" for i in range(27)]
 

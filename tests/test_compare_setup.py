@@ -18,7 +18,6 @@ import pytest
 
 from helpers import zfsperf
 
-pytestmark = pytest.mark.fast
 
 
 def _run(d: Path, values: list[float], *, start: float, kernel: str = "6.1.0-18-amd64",

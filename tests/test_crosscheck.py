@@ -144,7 +144,6 @@ FIO_WRITE_SERIES = [(0.5, None, None, None), (1.0, None, None, None), (1.5, None
                     (5.0, 0.0, None, None), (5.44, None, None, None)]
 
 
-@pytest.mark.fast
 def test_pool_rates_cover_the_stretch_the_workload_moved_data_in():
     """Only one sample had both the workload moving and a pool report, so the pool checks were left
     out (and the test above failed now and then); the pool's reports from the first to the last

@@ -15,7 +15,6 @@ import pytest
 
 from helpers import zfsperf
 
-pytestmark = pytest.mark.fast
 
 
 # an iteration's recorded steady-state verdict as a default receive iteration has it: too short to

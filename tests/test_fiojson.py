@@ -13,7 +13,6 @@ from zfsperf.metrics import fiojson
 from zfsperf.metrics.quantize import quantize, render
 from zfsperf.workloads.fio import histograms, stats_figures
 
-pytestmark = pytest.mark.fast       # no ZFS, no daemon: pytest -m fast
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -22,7 +22,6 @@ import pytest
 
 from zfsperf import cli
 
-pytestmark = pytest.mark.fast
 
 STORED = Path(__file__).resolve().parent / "fixtures" / "results-format2"
 RUN = STORED / "receive-fio"

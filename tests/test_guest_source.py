@@ -14,7 +14,6 @@ from helpers import zfsperf
 from zfsperf.errors import InputError
 from zfsperf.guest.source import build_tree_lock, identify, parse_meta, sync_tree, tree_files
 
-pytestmark = pytest.mark.fast
 
 META = "Meta:          1\nName:          zfs\nVersion:       {v}\nRelease:       1\n"
 

@@ -193,7 +193,6 @@ def test_triage_accepted_changes_outliers_and_set_up_markers(history, tmp_path):
         assert len(js["series"][0]["change_points"]) == expect, (n, js["series"][0]["change_points"])
 
 
-@pytest.mark.fast
 def test_a_short_level_is_an_excursion_only_when_the_series_comes_back():
     import numpy as np
     from zfsperf.history import analysis
@@ -207,7 +206,6 @@ def test_a_short_level_is_an_excursion_only_when_the_series_comes_back():
     assert analysis.short_segments([6, 10], drift[::-1].copy(), 6) == ([6], [])    # a rise, then a drift
 
 
-@pytest.mark.fast
 def test_a_step_below_min_change_does_not_split_the_history():
     """These 16 runs of this module (a clean-clone run that failed it): a 12 % drift at run 8, then
     gzip-9's fall at run 11. With --min-change 25 the drift is no change point, and the fall is

@@ -15,11 +15,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import pytest
 
 from helpers import zfsperf
 
-pytestmark = pytest.mark.fast
 
 
 def _results(d: Path, values: list[float], *, start: float, host: str = "h1") -> Path:

@@ -129,7 +129,6 @@ class _Replay:
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr)
 
 
-@pytest.mark.fast
 def test_pool_latency_of_a_measured_interval(tmp_path):
     from zfsperf.metrics.iostat import PoolLatency
     pl = PoolLatency(_Replay(tmp_path, {"-w": "zpool_iostat_-Hp_-w_-y_tank_5_1.txt",
@@ -139,7 +138,6 @@ def test_pool_latency_of_a_measured_interval(tmp_path):
     assert got["histograms"] and got["average_wait_ns"] and "unavailable" not in got
 
 
-@pytest.mark.fast
 def test_a_pool_latency_report_that_never_came_is_unavailable_not_a_failed_case(tmp_path):
     """A `zpool iostat -Hp -y -l` that printed no report (seen once in the guest: exit without a row)
     made a fio case that had run fine FAIL with 'no row for pool'. The pool-side latency was not
@@ -152,7 +150,6 @@ def test_a_pool_latency_report_that_never_came_is_unavailable_not_a_failed_case(
     assert "zpool iostat -Hp -y -l tank 5 1` printed no report (exit status 1: cannot open 'tank'" in got["unavailable"]
 
 
-@pytest.mark.fast
 def test_a_cut_short_interval_does_not_wait_for_its_report(tmp_path):
     """Ctrl-C during a fio case on OpenZFS: the case's `zpool iostat -Hp -y -w/-l POOL T 1` side
     processes report only after T seconds (the fio runtime), and the case waited for them, 30 s

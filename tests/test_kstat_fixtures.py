@@ -6,7 +6,6 @@ from helpers import VERSIONS, fixture
 from zfsperf.errors import InputError
 from zfsperf.targets.kstat import parse_named, parse_named_strings, parse_sysctl, parse_txgs
 
-pytestmark = pytest.mark.fast       # no ZFS, no daemon: pytest -m fast
 
 
 @pytest.mark.parametrize("version,nfields", [("openzfs-2.1.11", 123), ("openzfs-2.3.2", 147)])

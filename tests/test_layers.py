@@ -11,9 +11,7 @@ import graphlib
 import re
 from pathlib import Path
 
-import pytest
 
-pytestmark = pytest.mark.fast
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"

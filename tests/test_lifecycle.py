@@ -22,7 +22,6 @@ from zfsperf.results.record import Status
 from zfsperf.results.directory import ResultsDir
 from zfsperf.workloads.base import CaseTimeout, WorkloadFailed, figure
 
-pytestmark = pytest.mark.fast
 
 
 class Harness:

@@ -45,7 +45,7 @@ def cpu_hog():
         p.wait()
 
 
-def test_check_measures_a_busy_cpu_and_names_it():
+def test_check_measures_a_busy_cpu_and_names_it(idle_machine):
     with cpu_hog():
         res = zfsperf("check", "--window", "1")
     assert res.returncode == 1, res.stdout + res.stderr
@@ -59,7 +59,7 @@ def test_check_measures_a_busy_cpu_and_names_it():
     assert {"cpu_busy_pct", "steal_pct", "load1", "swap_pages_s", "disk_mibs", "findings"} <= set(out)
 
 
-def test_strict_refuses_a_busy_machine_before_touching_anything(tmp_path):
+def test_strict_refuses_a_busy_machine_before_touching_anything(tmp_path, idle_machine):
     rf = write_runfile(tmp_path, FIO.format(runtime=1))
     with cpu_hog():
         res = zfsperf("run", "-r", str(rf), "--check", "strict", "-o", str(tmp_path / "res"), "--no-history")

@@ -115,7 +115,6 @@ def _write_results(d: Path, values: list[float], case: str = "c") -> Path:
     return d
 
 
-@pytest.mark.fast
 def test_outlier_warnings_only_when_substantial_and_never_on_context_figures(tmp_path):
     """The defect: nine outlier warnings in a default run, on 1-2 % deviations and on context
     figures, so that the real ones were lost."""
@@ -137,7 +136,6 @@ def test_outlier_warnings_only_when_substantial_and_never_on_context_figures(tmp
     assert not [w for w in rep["warnings"] if "outlier" in w], rep["warnings"]
 
 
-@pytest.mark.fast
 def test_outliers_in_plain_words_and_too_few_iterations(tmp_path):
     d = _write_results(tmp_path / "x", [100.0, 101.0, 99.0, 100.5, 160.0])
     out = zfsperf("report", str(d)).stdout

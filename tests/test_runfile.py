@@ -112,7 +112,6 @@ def test_steady_method_and_tolerance_fields(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.fast
 def test_the_guides_runfiles_load():
     """Every TOML runfile the user guide shows loads as written (the manual's examples are tests):
     its A/B (`ab = true`) and turns duet included."""

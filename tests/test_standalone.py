@@ -4,9 +4,7 @@ benchmark or module reads the steering folder beside the checkout."""
 import re
 from pathlib import Path
 
-import pytest
 
-pytestmark = pytest.mark.fast       # no ZFS, no daemon: pytest -m fast
 
 REPO = Path(__file__).resolve().parent.parent
 OUTSIDE = re.compile(r"""parent\s*/\s*["']shared["']|\.\./shared|["']shared["']\s*/\s*["'](fixtures|reference|seeds)""")

@@ -9,7 +9,6 @@ import pytest
 from helpers import zfsperf
 from zfsperf.steady import Criteria, check_metric, decide
 
-pytestmark = pytest.mark.fast       # no ZFS, no daemon: pytest -m fast
 
 SNIA = {"method": "snia"}
 

@@ -5,11 +5,9 @@ the ones without a report. A real recorded series (tests/fixtures/results-format
 
 from __future__ import annotations
 
-import pytest
 
 from helpers import FIXTURES, zfsperf
 
-pytestmark = pytest.mark.fast
 
 SERIES = FIXTURES / "results-format2" / "receive-fio" / "series" / "receive__threads=1.i1.jsonl"
 

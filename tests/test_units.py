@@ -2,7 +2,6 @@ import pytest
 
 from zfsperf.units import format_duration, parse_duration, parse_human, parse_size
 
-pytestmark = pytest.mark.fast       # no ZFS, no daemon: pytest -m fast
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -12,7 +12,6 @@ import pytest
 
 from helpers import zfsperf
 
-pytestmark = pytest.mark.fast
 
 BASE = '''\
 [defaults]

@@ -262,7 +262,6 @@ def test_failed_create_leaves_the_disk_as_it_was(tmp_path, loops, one_disk_runfi
 # --------------------------------------------------------------- holders: a kernel-only interface
 
 
-@pytest.mark.fast
 def test_holders_refused(tmp_path):
     """A disk held by device-mapper (LVM, dm-crypt, multipath) or md. These machines' kernel has no
     device-mapper or md (dmsetup: "/dev/mapper/control: open failed: No such device"), so this

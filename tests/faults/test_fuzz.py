@@ -22,7 +22,6 @@ from zfsperf.steady import read_series
 from zfsperf.targets.kstat import parse_named, parse_sysctl, parse_txgs
 from zfsperf.workloads.sendstream import StreamError, walk
 
-pytestmark = pytest.mark.fast       # no ZFS, no daemon: pytest -m fast
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CLEAR = (ZfsperfError, StreamError)

@@ -14,11 +14,9 @@ import signal
 import subprocess
 import time
 
-import pytest
 
 from zfsperf import guard, guardian, proc
 
-pytestmark = pytest.mark.fast
 
 # sh leads the group and dies of SIGTERM; its child ignores SIGTERM (an ignored signal stays
 # ignored across exec), like a process that does not stop when its leader does; the member
