@@ -253,3 +253,26 @@ def test_a_run_starts_without_scipy_ruptures_or_matplotlib():
                             "& {'scipy', 'ruptures', 'matplotlib'})))"],
                            capture_output=True, text=True, check=True)
     assert probe.stdout.strip() == "", probe.stdout
+
+
+def test_one_owner_of_leftovers():
+    """What earlier runs left (guard notes, orphan labs, leftover pools and vdev directories) was
+    handled in five modules (guard, zfsfuse/orphans, runner, pool, cli); leftovers.py is its one
+    owner now: outside the modules that find each kind, only leftovers.py calls the finders."""
+    finders = {"find_orphans": "zfsfuse/orphans.py", "teardown": "zfsfuse/orphans.py", "guard_notes": "leftovers.py",
+               "leftover_pools": "pool.py", "leftover_vdev_dirs": "pool.py"}
+    callers: dict[str, set[str]] = {}
+    for p in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                if name in finders:
+                    callers.setdefault(name, set()).add(str(p.relative_to(SRC)))
+    also = {"leftover_pools": {"zfsfuse/orphans.py"}}      # an orphan lab's teardown destroys its marked pools
+    for name, home in finders.items():
+        assert callers.get(name, set()) <= {home, "leftovers.py"} | also.get(name, set()), (name, callers.get(name))
+    assert callers["find_orphans"] == {"leftovers.py"} and "leftovers.py" in callers["leftover_pools"]
+    from zfsperf import runner
+    assert not hasattr(runner.Runner, "_orphans")
+    assert not [n for n in ("cleanup_leftovers", "describe_leftovers") if hasattr(__import__("zfsperf.pool").pool, n)]

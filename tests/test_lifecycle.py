@@ -37,7 +37,7 @@ class Harness:
         monkeypatch.setattr(runner_mod, "open_target", lambda spec, **kw: self.target)
         # daemons an earlier zfsperf left behind are the real tests' business (tests/faults/
         # test_orphans.py): a fake run must not read or consume this machine's guard notes
-        monkeypatch.setattr(runner_mod.Runner, "_orphans", lambda self, cleanup: None)
+        monkeypatch.setattr(runner_mod.leftovers, "before_a_run", lambda cleanup, say: None)
 
     def run(self, rf: Path, **opts) -> tuple[int, Path, list]:
         o = runner_mod.RunOptions(runfile=str(rf), outdir=str(self.tmp / "out"), vdev_dir=str(self.tmp / "vdev"),

@@ -447,10 +447,9 @@ def cmd_lab(args: argparse.Namespace) -> int:
               f"(holder pid {st['holder_pid']})")
         return 0
     if args.action == "status":
-        from .zfsfuse.orphans import describe, find_orphans
-        orphans = find_orphans()
-        for o in orphans:
-            print(f"{describe(o)} (`zfsperf run -x` stops it)")
+        from .leftovers import orphan_lines
+        for line in orphan_lines():
+            print(line)
     lab = Lab.find(root)
     if lab is None:
         print(f"no zfsperf lab is running at {root}")

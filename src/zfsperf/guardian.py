@@ -1,12 +1,12 @@
 """The guardian: the guard process (`python -m zfsperf.guardian DIR FD`) that guard.py starts.
 
 It waits for end-of-file on the pipe only its zfsperf process writes to, then tears down what that
-process recorded in DIR and did not stop itself: the zfs-fuse labs (orphans.teardown) and the
+process recorded in DIR and did not stop itself: the zfs-fuse labs (leftovers.tear_down_recorded, as -x tears down an orphan) and the
 processes (SIGTERM to each process group, SIGKILL after a grace period). What it did goes to
 DIR/../guard-PID.log, which the next run prints. guard.py explains why a pipe.
 
-It is an application of its own (a process entry point), so it may import the zfs-fuse lab code
-that the guard client, used from every layer, must not.
+It is an application of its own (a process entry point), so it may use leftovers.py and the
+zfs-fuse lab code that the guard client, used from every layer, must not import.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from typing import Callable
 
 from . import proc
 from .guard import start_time
-from .zfsfuse.daemon import Lab
-from .zfsfuse.orphans import teardown
+from .leftovers import tear_down_recorded
 
 
 def _lines(path: Path) -> list[str]:
@@ -82,16 +81,7 @@ def main() -> int:
     def say(text: str) -> None:
         notes.append(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}")
 
-    labs = _lines(d / "labs")
-    if labs:
-        for root in labs:
-            lab = Lab.find(Path(root))
-            if lab is not None:
-                say(f"zfsperf (pid {owner}) ended without stopping its zfs-fuse lab at {root}: tearing it down")
-                try:
-                    teardown(lab, say)
-                except Exception as e:  # noqa: BLE001 - go on with the rest
-                    say(f"teardown of {root} failed: {type(e).__name__}: {e}")
+    tear_down_recorded(_lines(d / "labs"), owner, say)
     stop_procs(_lines(d / "procs"), say)
     if notes:
         with open(d.parent / f"guard-{owner}.log", "a", encoding="utf-8") as f:

@@ -461,47 +461,6 @@ def leftover_pools(target: Target) -> list[tuple[str, str]]:
     return out
 
 
-# ----------------------------------------------------------------------------- leftovers
-def cleanup_leftovers(target: Target, vdev_root: Path, say: Callable[[str], None],
-                      only_owner: str | None = None) -> None:
-    """-x: remove pools and vdev files that earlier zfsperf runs marked as theirs (never KEEP).
-    With only_owner (--resume), just what the interrupted run itself left."""
-    keep = keep_list()
-    for name, owner in leftover_pools(target):
-        if only_owner is not None and owner != only_owner:
-            continue
-        if name in keep:
-            say(f"-x: keeping {name} (in KEEP)")
-            continue
-        try:
-            destroy_busy(target, name)
-            say(f"-x: destroyed leftover zfsperf pool {name} (run {owner})")
-        except ZfsperfError as e:
-            say(f"-x: could not destroy {name}: {e}")
-    if only_owner is not None:
-        return
-    for d in leftover_vdev_dirs(target, vdev_root):
-        vd = VdevDir(target, d)
-        removed = vd.remove_all(skip_open=True)
-        if removed:
-            say(f"-x: removed {len(removed)} leftover vdev files in {d}")
-        kept = vd.listed()
-        if kept:
-            say(f"-x: kept {len(kept)} vdev files in {d}: still open (a live pool's vdevs)")
-
-
-def describe_leftovers(target: Target, vdev_root: Path) -> list[str]:
-    """What an earlier zfsperf left (killed with -9, or -k): named, never touched without -x."""
-    pools = [f"{n} (run {o})" for n, o in leftover_pools(target)]
-    dirs = [str(d) for d in leftover_vdev_dirs(target, vdev_root)]
-    out = []
-    if pools:
-        out.append(f"leftover zfsperf pools: {', '.join(pools)} (remove with -x; KEEP=... keeps one)")
-    if dirs:
-        out.append(f"leftover zfsperf vdev files in: {', '.join(dirs)} (remove with -x)")
-    return out
-
-
 def finish_pools(pools: PoolManager, *, keep_failed: bool, say: Callable[[str], None]) -> None:
     """At the end of a run: every pool this run made and still has is destroyed and its vdev files
     removed — unless -k, which keeps (and names) them."""

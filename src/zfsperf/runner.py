@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from . import proc
-from .errors import InputError, Refused, ZfsperfError
+from .errors import InputError, ZfsperfError
 from .redact import redact
 from .disks import check_disks
-from .pool import PoolManager, cleanup_leftovers, describe_leftovers, finish_pools, fit_problem, room_problem
+from .pool import PoolManager, finish_pools, fit_problem, room_problem
 from . import machine
-from . import runinfo
+from . import leftovers, runinfo
 from .results.statusline import status_line
 from .report import export
 from .report.export import junit, results_csv
@@ -216,7 +216,7 @@ class Runner:
         self.lock.acquire(opts.argv)
         self.before = self._machine_check(strict=opts.check == "strict")
         # 2. Nothing of an earlier zfsperf may run beside this one's measurements.
-        self._orphans(opts.cleanup)
+        leftovers.before_a_run(opts.cleanup, self.ui.say)
         # 3. A zfsperf that died left tunables changed: put them back first, and say so.
         journal = Journal()
         for line in replay(journal):
@@ -239,13 +239,8 @@ class Runner:
                 self.ui.say("warning: the target is a QEMU guest under TCG (software emulation): its formats, "
                             "behaviour and tunables are real, its timings are not speeds")
             self.control.check()
-            if opts.cleanup:
-                cleanup_leftovers(target, Path(opts.vdev_dir), self.ui.say)
-            elif opts.resume:
-                cleanup_leftovers(target, Path(opts.vdev_dir), self.ui.say, only_owner=rd.path.name)
-            else:
-                for line in describe_leftovers(target, Path(opts.vdev_dir)):
-                    self.ui.say(line)
+            leftovers.on_the_target(target, Path(opts.vdev_dir), self.ui.say, cleanup=opts.cleanup,
+                                    resume_owner=rd.path.name if opts.resume else None)
             vdev_dir = Path(opts.vdev_dir) / f"run-{os.getpid()}"
             if target.owns_daemon:
                 target.daemon().note_vdev_dir(vdev_dir)     # so a teardown without us removes them too
@@ -481,25 +476,6 @@ class Runner:
     def _precision(self, case: Case) -> float | None:
         return self.opts.precision if self.opts.precision is not None else case.test.precision
 
-    def _orphans(self, cleanup: bool) -> None:
-        """Daemons of earlier runs whose zfsperf is gone perturb every number this run would take:
-        refuse to start beside one, or with -x take each down first (pools, then daemon, then
-        vdev files: never a file under a live pool)."""
-        from .zfsfuse.orphans import describe, find_orphans, guard_notes, teardown
-        for note in guard_notes():
-            self.ui.say(f"an earlier zfsperf ended without its teardown; its guard did it: {note}")
-        orphans = find_orphans()
-        if not orphans:
-            return
-        lines = [describe(lab) for lab in orphans]
-        if not cleanup:
-            raise Refused("refusing to measure beside daemons an earlier zfsperf left running:\n  "
-                          + "\n  ".join(lines) + "\n(run again with -x to stop them first)")
-        for lab, line in zip(orphans, lines):
-            self.ui.say(f"-x: {line}")
-            teardown(lab, lambda text: self.ui.say(f"-x: {text}"))
-
-    # ------------------------------------------------------------------ target lifecycle
     def _machine_check(self, *, strict: bool) -> "machine.Check | None":
         """The machine before the run: findings printed; with strict, a busy machine is refused
         (exit 2, nothing created)."""

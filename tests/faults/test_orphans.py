@@ -16,7 +16,8 @@ import pytest
 from helpers import DEFAULT_BATCH, children, descendants, zfsperf
 from helpers import write_runfile
 from zfsperf import proc
-from zfsperf.pool import MANIFEST, VdevDir, cleanup_leftovers
+from zfsperf.leftovers import remove_pools_and_files
+from zfsperf.pool import MANIFEST, VdevDir
 
 RUNFILE = """
 [defaults]
@@ -253,12 +254,12 @@ def test_x_never_removes_a_file_under_a_live_pool(tmp_path, target, lab):
     assert lab.run(["zpool", "create", "-m", "none", name, files[0]]).ok      # not marked: never destroyed
     try:
         said: list[str] = []
-        cleanup_leftovers(target, tmp_path / "vd", said.append)
+        remove_pools_and_files(target, tmp_path / "vd", said.append)
         assert Path(files[0]).exists(), said
         assert (tmp_path / "vd" / "run-1" / MANIFEST).exists()
         assert any("still open" in s for s in said), said
     finally:
         lab.run(["zpool", "destroy", "-f", name])
     said = []
-    cleanup_leftovers(target, tmp_path / "vd", said.append)
+    remove_pools_and_files(target, tmp_path / "vd", said.append)
     assert not Path(files[0]).exists(), said

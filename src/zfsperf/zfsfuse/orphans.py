@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Callable
 
 from .. import proc
-from ..guard import GUARD_ROOT
 from ..errors import ZfsperfError
 from ..disks import keep_list
 from ..pool import VdevDir, destroy_busy, leftover_pools
@@ -39,28 +38,6 @@ def find_orphans() -> list[Lab]:
         lab = Lab.find(root)
         if lab is not None and lab.orphaned():
             out.append(lab)
-    return out
-
-
-def guard_notes() -> list[str]:
-    """What guards of earlier zfsperf processes tore down after those ended without a teardown
-    (guardian.py writes them); read once: the notes are removed as they are returned. The records of
-    a guard that was itself killed (its zfsperf gone, no guard process reading them) go too."""
-    out = []
-    for log in sorted(GUARD_ROOT.glob("guard-*.log")):
-        try:
-            out += log.read_text().splitlines()
-            log.unlink()
-        except OSError:
-            continue
-    live = {" ".join(proc.pid_cmdline(int(d))) for d in os.listdir("/proc") if d.isdigit()}
-    for d in GUARD_ROOT.glob("guard-*"):
-        owner = d.name.rsplit("-", 1)[-1]
-        if d.is_dir() and owner.isdigit() and not proc.pid_alive(int(owner)) and \
-                not any(f"zfsperf.{p} {d} " in cmd for cmd in live for p in ("guardian", "guard")):
-            for f in d.iterdir():
-                f.unlink(missing_ok=True)
-            d.rmdir()
     return out
 
 
