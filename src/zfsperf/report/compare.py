@@ -36,6 +36,14 @@ from ..results.record import Status
 ALPHA = 0.05
 EXACT_LIMIT = 13_000      # tied samples: exact permutation p while C(n1+n2, n1) is at most this (8 vs 8)
 NOISE_PCT = 1.0          # significant changes smaller than this are "within noise"
+# The equivalence margin δ: a change whose whole 95 % interval lies inside ±δ is "same within ±δ"
+# (two one-sided tests at α/2 each, so at least as strict as TOST at α). 5 %: the smallest change the
+# changes users bring are argued about (OpenZFS pull requests quote 25 % or more), and about the
+# interval a turns design reaches on receive in 1.5 min (±1.5 %) three times over. --margin sets it.
+MARGIN_PCT = 5.0
+# designs whose interval holds every variance the question has: only they can say "same" (one run a
+# side without history cannot: the drift between runs is unknown; unpaired cases carry drift)
+SAME_DESIGNS = frozenset({"paired", "duet", "turns", "runs", "history"})
 
 
 @dataclass
@@ -50,18 +58,31 @@ class FigureChange:
     change_pct: float
     ci_pct: tuple[float, float] | None
     p: float | None
-    # "better" | "worse" | "not significant" | "within noise" | "within unknown drift" | "too few iterations"
-    # | "no verdict"
+    # "better" | "worse" | "same" | "not significant" | "within noise" | "within unknown drift"
+    # | "too few iterations" | "no verdict"
     verdict: str
     note: str = ""
     design: str = "iterations"            # a key of DESIGNS: what was compared with what
     test: str = "Mann-Whitney U"          # the test behind p
     detectable_pct: float | None = None   # the smallest change this data sees with 80 % power
+    margin_pct: float | None = None       # "same": the equivalence margin δ its interval lies inside
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("case", "figure", "unit", "old", "new", "old_median", "new_median",
-                                                "change_pct", "ci_pct", "p", "verdict", "note", "design", "test",
-                                                "detectable_pct")}
+        out = {k: getattr(self, k) for k in ("case", "figure", "unit", "old", "new", "old_median", "new_median",
+                                               "change_pct", "ci_pct", "p", "verdict", "note", "design", "test",
+                                               "detectable_pct")}
+        if self.margin_pct is not None:
+            out["margin_pct"] = self.margin_pct
+        return out
+
+    def judge_same(self, margin_pct: float) -> None:
+        """The third outcome: a change that is not significant (or within noise), judged by a design
+        whose interval holds the question's variance, with its whole 95 % interval inside ±margin,
+        is "same within ±margin"; otherwise it stays what it was (can't tell, with the change the
+        data could have seen)."""
+        if (self.verdict in ("not significant", "within noise") and self.design in SAME_DESIGNS
+                and self.ci_pct is not None and -margin_pct <= self.ci_pct[0] and self.ci_pct[1] <= margin_pct):
+            self.verdict, self.margin_pct = "same", margin_pct
 
 
 DESIGNS = {
@@ -299,13 +320,16 @@ History = Callable[[RunData, str, str], list[float]]     # (run, case, figure) -
 
 
 def compare(base: RunData, new: RunData, noise_pct: float = NOISE_PCT, *,
-            history: History | None = None, drift_floor_pct: float = DRIFT_FLOOR_PCT) -> Comparison:
+            history: History | None = None, drift_floor_pct: float = DRIFT_FLOOR_PCT,
+            margin_pct: float = MARGIN_PCT) -> Comparison:
     """Two separate runs, one a side."""
-    return compare_runs([base], [new], noise_pct, history=history, drift_floor_pct=drift_floor_pct)
+    return compare_runs([base], [new], noise_pct, history=history, drift_floor_pct=drift_floor_pct,
+                        margin_pct=margin_pct)
 
 
 def compare_runs(bases: list[RunData], news: list[RunData], noise_pct: float = NOISE_PCT, *,
-                 history: History | None = None, drift_floor_pct: float = DRIFT_FLOOR_PCT) -> Comparison:
+                 history: History | None = None, drift_floor_pct: float = DRIFT_FLOOR_PCT,
+                 margin_pct: float = MARGIN_PCT) -> Comparison:
     """Separate runs: whole runs differ from each other by more than one run's iterations show, so
     the verdict is judged against run-to-run variance -- between the runs given (several a side),
     else from the history store's identical-settings runs, else a change below the drift floor is
@@ -334,6 +358,7 @@ def compare_runs(bases: list[RunData], news: list[RunData], noise_pct: float = N
                              drift_floor_pct)
             if ch is None:
                 continue
+            ch.judge_same(margin_pct)
             cmp.changes.append(ch)
             if ch.old_median > 0 and ch.new_median > 0:
                 ratios.setdefault(name, []).append(ch.new_median / ch.old_median)
@@ -392,7 +417,7 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
 
 
 def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
-                   noise_pct: float = NOISE_PCT) -> Comparison:
+                   noise_pct: float = NOISE_PCT, margin_pct: float = MARGIN_PCT) -> Comparison:
     """Points of one run (an A/B sweep): paired by block when the run was interleaved, by iteration
     when they ran as a duet; else compared as independent samples (and said so)."""
     cmp = Comparison(run, run, bases=[run], news=[run])
@@ -424,6 +449,7 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
                     continue
                 ch = compare_values(f"{a.case} → {b.case}", name, a.unit(name), old, newv, noise_pct, way)
                 ch.design = "unpaired"
+            ch.judge_same(margin_pct)
             cmp.changes.append(ch)
     return cmp
 
@@ -470,7 +496,7 @@ def ab_pairs(run: RunData, names: list[str] | None = None) -> list[tuple[CaseDat
     return [(group[0], c) for group in by_test.values() for c in group[1:]]
 
 
-SYMBOL = {"better": "better", "worse": "WORSE", "not significant": "~ (not significant)",
+SYMBOL = {"better": "better", "worse": "WORSE", "same": "= same", "not significant": "~ (not significant)",
           "within noise": "~ (within noise)", "within unknown drift": "~ (cannot be judged between separate runs)",
           "too few iterations": "? too few iterations", "no verdict": "(not judged)"}
 
@@ -481,6 +507,8 @@ def verdict_text(ch: FigureChange) -> str:
     text = SYMBOL[ch.verdict]
     if ch.verdict in ("better", "worse") and ch.ci_pct is not None:
         return f"{text} ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %)"
+    if ch.verdict == "same" and ch.ci_pct is not None and ch.margin_pct is not None:
+        return f"{text} within ±{ch.margin_pct:g} % ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %)"
     if ch.detectable_pct is not None and ch.verdict not in ("no verdict",):
         return f"{text} (could see ≥ {ch.detectable_pct:.1f} %)"
     return text
