@@ -276,3 +276,28 @@ def test_one_owner_of_leftovers():
     from zfsperf import runner
     assert not hasattr(runner.Runner, "_orphans")
     assert not [n for n in ("cleanup_leftovers", "describe_leftovers") if hasattr(__import__("zfsperf.pool").pool, n)]
+
+
+def test_one_rule_for_better_or_worse():
+    """compare, history and steady state decided better/worse each their own way (steady by `"lat"
+    in name`); now all three ask units.better_or_worse, with the direction from the one unit table."""
+    import numpy as np
+    from zfsperf.history.analysis import ChangePoint
+    from zfsperf.report.compare import compare_values
+    from zfsperf.steady import changepoint
+    from zfsperf.steady.verdict import Criteria
+    from zfsperf.units import METRIC_UNITS, better_or_worse, metric_direction
+    assert better_or_worse(-3.0, 1) == "worse" and better_or_worse(-3.0, -1) == "better"
+    assert better_or_worse(5.0, 0) is None and better_or_worse(0.0, 1) is None
+    assert metric_direction("pool_lat_ms") == -1 and metric_direction("workload_mibs") == 1
+    assert metric_direction("arc_hit_ratio") == 1 and set(METRIC_UNITS) >= {"pool_lat_ms", "workload_iops"}
+    ch = compare_values("c", "read_lat_p99", "us", [10.0] * 6, [20.0] * 6)
+    assert ch.verdict == "worse"
+    cp = ChangePoint(index=1, run="r", before=10.0, after=20.0, change_pct=100.0, p=0.001, direction=-1)
+    assert cp.verdict == "worse"
+    # a latency metric that falls to its level is warming up; a throughput that falls is slowing down
+    rng = np.random.default_rng(1)
+    falling = np.concatenate([np.full(15, 20.0), np.full(30, 10.0)]) + rng.normal(0, 0.05, 45)
+    for name, kind in (("pool_lat_ms", "warm-up"), ("workload_mibs", "slowdown")):
+        m = changepoint.classify(name, falling, Criteria(window=10))
+        assert m.kind == kind, (name, m)

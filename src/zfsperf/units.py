@@ -102,11 +102,32 @@ HIGHER_BETTER_UNITS = {"MiB/s", "IOPS", "blocks/s", "ops"}
 LOWER_BETTER_UNITS = {"us", "ms", "s", "x"}
 # context, not a goodness: how often the pool synced (TXGs/s), how much was moved (B)
 CONTEXT_UNITS = {"TXGs/s", "B"}
+# the sampler's metrics (a series' samples), each in its unit: the charts label their panels with it
+# and steady state reads a metric's direction from it
+METRIC_UNITS = {"workload_mibs": "MiB/s", "pool_mibs": "MiB/s", "l2_read_mibs": "MiB/s", "workload_iops": "IOPS",
+                "pool_kops": "k ops/s", "arc_size_frac": "share of c_max", "arc_hit_ratio": "hits / accesses",
+                "l2_size_frac": "share of the cache devices", "l2_hit_ratio": "hits / accesses",
+                "pool_lat_ms": "ms", "txgs_per_s": "TXGs/s"}
 
 
 def unit_direction(unit: str) -> int:
     """+1 when higher is better, -1 when lower is better, 0 when not judged (context)."""
     return 1 if unit in HIGHER_BETTER_UNITS else -1 if unit in LOWER_BETTER_UNITS else 0
+
+
+def better_or_worse(change: float, way: int) -> str | None:
+    """The one rule for which way a change goes, for compare, history and steady state alike:
+    "better" when it moves the way `way` calls better (+1 higher, -1 lower), "worse" the other way,
+    None when the figure is not judged (way 0) or did not move."""
+    if way == 0 or change == 0:
+        return None
+    return "better" if change * way > 0 else "worse"
+
+
+def metric_direction(name: str) -> int:
+    """Which way is better for a sampler metric, from its unit; a metric without a judged unit (a
+    hit ratio, the ARC's fill) counts as higher-is-better, the way a cache warms up."""
+    return unit_direction(METRIC_UNITS.get(name, "")) or 1
 
 
 def format_number(value: float | None) -> str:

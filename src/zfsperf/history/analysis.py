@@ -21,6 +21,7 @@ import numpy as np
 from signal_processing_algorithms.energy_statistics import energy_statistics as es
 
 from ..report import abstats
+from ..units import better_or_worse
 from ..workloads import figure_direction
 from .store import RunRow, Store
 
@@ -54,9 +55,7 @@ class ChangePoint:
 
     @property
     def verdict(self) -> str:
-        if self.direction == 0:
-            return "changed"
-        return "better" if self.change_pct * self.direction > 0 else "worse"
+        return better_or_worse(self.change_pct, self.direction) or "changed"
 
     def as_dict(self) -> dict[str, Any]:
         return {"index": self.index, "run": self.run, "before": self.before, "after": self.after,

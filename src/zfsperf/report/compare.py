@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import InputError
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, figure_direction, headline
-from ..units import unit_direction
+from ..units import better_or_worse, unit_direction
 from . import abstats
 from .model import CaseData, RunData
 from .setup import SetupChange, differences, same_run
@@ -302,7 +302,7 @@ def _verdict(change_pct: float, p: float | None, way: int, noise_pct: float) -> 
         return "not significant"
     if abs(change_pct) < noise_pct:
         return "within noise"
-    return "better" if change_pct * way > 0 else "worse"
+    return better_or_worse(change_pct, way) or "within noise"
 
 
 def from_estimate(case: str, figure: str, unit: str, old: list[float], new: list[float],

@@ -17,6 +17,7 @@ from ..results.record import SteadyRecord  # noqa: E402
 from ..results.stats import summarise  # noqa: E402
 from ..steady import Criteria, decide, read_series, redecide, timescale  # noqa: E402
 from ..steady.series import decision_samples, is_marker  # noqa: E402
+from ..units import METRIC_UNITS  # noqa: E402
 from .model import CaseData, RunData  # noqa: E402
 
 DPI = 100
@@ -63,12 +64,6 @@ def thread_scaling(run: RunData) -> bytes | None:
     axes[0].legend(fontsize=8)
     fig.suptitle(f"receive thread scaling — {run.label} (mean, 95 % CI)")
     return _png(fig)
-
-
-METRIC_UNITS = {"workload_mibs": "MiB/s", "pool_mibs": "MiB/s", "l2_read_mibs": "MiB/s", "workload_iops": "IOPS",
-                "pool_kops": "k ops/s", "arc_size_frac": "share of c_max", "arc_hit_ratio": "hits / accesses",
-                "l2_size_frac": "share of the cache devices", "l2_hit_ratio": "hits / accesses",
-                "pool_lat_ms": "ms", "txgs_per_s": "TXGs/s"}
 
 
 def steady_chart(series_path: Path, verdict: SteadyRecord | None, title: str | None = None) -> bytes | None:

@@ -32,6 +32,7 @@ import ruptures
 from ruptures.base import BaseCost
 from scipy import ndimage, stats
 
+from ..units import better_or_worse, metric_direction
 from .cache import cache_ok
 from .series import matrix
 from .verdict import Criteria, MetricCheck, Verdict
@@ -44,10 +45,6 @@ TREND_P = 0.01
 TAIL_P = 0.05           # a tail cut from a trending segment must show less than this
 # the headline metric when the workload names none, or its own is not readable: first one read
 HEADLINE_FALLBACK = ("workload_mibs", "workload_iops", "pool_mibs", "pool_kops")
-
-
-def lower_is_better(name: str) -> bool:
-    return "lat" in name
 
 
 def noise_scale(y: np.ndarray) -> float:
@@ -204,8 +201,7 @@ def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
     kind = "flat"
     if s > 0:
         before = float(np.median(yc[max(0, s - c.window):s]))
-        better = level < before if lower_is_better(name) else level > before
-        kind = "warm-up" if better else "slowdown"
+        kind = "warm-up" if better_or_worse(level - before, metric_direction(name)) == "better" else "slowdown"
     return MetricCheck(name, readable=True, mean=level, range=float(np.ptp(y[s:])), excursion=exc, kind=kind,
                        onset=int(idx[s]) + 1, changepoints=cps)
 
