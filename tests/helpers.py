@@ -17,6 +17,7 @@ import contextlib
 import glob
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -449,3 +450,25 @@ def openzfs_repo(dest: Path) -> dict[str, str]:
         f.write("\nA note that changes nothing built.\n")
     commit("note", "README: a note")
     return commits
+
+
+# ---------------------------------------------------------------- stored results for compare's statistics
+def stored_results(d: Path, values: list[float], *, host: str = "h1", case: str = "c",
+             interleave: bool = False, start: float = 0) -> Path:
+    """A results directory as a run writes it, with one receive case's throughput per iteration."""
+    d.mkdir(parents=True)
+    info = {"target": {"implementation": "zfs-fuse", "zfs_version": "0.7"}, "host": host, "start": start,
+            "runfile": {"source": "t", "text": "same runfile"}, "selection": {"interleave": interleave}}
+    (d / "run.json").write_text(json.dumps(info))
+    (d / "results.jsonl").write_text("".join(json.dumps({
+        "test": "t", "case": case, "params": {}, "iteration": i + 1, "workload": "receive", "status": "PASS",
+        "figures": {"throughput": {"value": v, "unit": "MiB/s"}}}) + "\n" for i, v in enumerate(values)))
+    return d
+
+
+def level_run(level: float, rng: random.Random, cv: float = 0.01, n: int = 5) -> list[float]:
+    return [level * (1 + rng.gauss(0, cv)) for _ in range(n)]
+
+
+def throughput_change(res) -> dict:
+    return next(c for c in json.loads(res.stdout)["changes"] if c["figure"] == "throughput")

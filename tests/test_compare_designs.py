@@ -15,28 +15,9 @@ import pytest
 
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
+from helpers import stored_results as _results, level_run as _run, throughput_change as _tp
 
 pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
-
-
-def _results(d: Path, values: list[float], *, host: str = "h1", case: str = "c",
-             interleave: bool = False, start: float = 0) -> Path:
-    d.mkdir(parents=True)
-    info = {"target": {"implementation": "zfs-fuse", "zfs_version": "0.7"}, "host": host, "start": start,
-            "runfile": {"source": "t", "text": "same runfile"}, "selection": {"interleave": interleave}}
-    (d / "run.json").write_text(json.dumps(info))
-    (d / "results.jsonl").write_text("".join(json.dumps({
-        "test": "t", "case": case, "params": {}, "iteration": i + 1, "workload": "receive", "status": "PASS",
-        "figures": {"throughput": {"value": v, "unit": "MiB/s"}}}) + "\n" for i, v in enumerate(values)))
-    return d
-
-
-def _run(level: float, rng: random.Random, cv: float = 0.01, n: int = 5) -> list[float]:
-    return [level * (1 + rng.gauss(0, cv)) for _ in range(n)]
-
-
-def _tp(res) -> dict:
-    return next(c for c in json.loads(res.stdout)["changes"] if c["figure"] == "throughput")
 
 
 def test_two_runs_a_drift_apart_are_not_called_worse(tmp_path):

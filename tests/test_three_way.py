@@ -7,8 +7,7 @@ Checked on stored results directories, the way `zfsperf compare` reads them (exa
 import json
 import random
 
-from helpers import zfsperf
-from test_compare_designs import _results, _run, _tp
+from helpers import level_run as _run, stored_results as _results, throughput_change as _tp, zfsperf
 
 from zfsperf.cli import build_parser
 from zfsperf.report.compare import MARGIN_PCT, SAME_DESIGNS, FigureChange, verdict_text
