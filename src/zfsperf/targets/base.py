@@ -167,11 +167,6 @@ class Target(ABC):
             raise Unavailable(f"{self.impl} has no tunables at run time")
         return self.tunables.get(name)
 
-    def set_tunable(self, name: str, value: str) -> None:
-        if self.tunables is None:
-            raise Unavailable(f"{self.impl} has no tunables at run time")
-        self.tunables.set(name, value)
-
     def read_tunables(self) -> dict[str, str]:
         """Every tunable's value in one go (one round trip over ssh); {} without tunables."""
         return self.tunables.read_all() if self.tunables is not None else {}
