@@ -1,9 +1,11 @@
 """The embedded zfs-fuse: private namespace, captured syslog, clean stop, crash recovery."""
 
+import json
 import os
 import signal
 from pathlib import Path
 
+from helpers import zfsperf
 from zfsperf import proc
 from zfsperf.pool import destroy_busy
 from zfsperf.zfsfuse.daemon import Lab
@@ -84,3 +86,18 @@ def test_txg_is_read_as_zdb_prints_it_and_zdb_is_stopped(lab, target, tmp_path):
     finally:
         destroy_busy(target, "ltxg")      # zfsperf's own way: zfs-fuse may call the pool busy for a
                                           # moment after the killed zdb
+
+
+def test_info_on_zfs_fuse_agrees_with_itself(lab):
+    """`info` said "kstat sources: none yet (zfs-fuse mounts /zfs-kstat when its first pool is
+    created)" and then "arcstats: 0 fields", as if the ARC had no statistics. Each line now says the
+    same thing: no sources yet and no arcstats yet, or the sources and their fields."""
+    res = zfsperf("info")
+    assert res.returncode == 0, res.stderr
+    lines = dict(ln.split(":", 1) for ln in res.stdout.splitlines() if ":" in ln)
+    sources, arc = lines["kstat sources"].strip(), lines["arcstats"].strip()
+    info = json.loads(zfsperf("info", "--json").stdout)
+    if info["kstat_sources"]:
+        assert arc == f"{info['arcstats_fields']} fields" and info["arcstats_fields"] > 0, res.stdout
+    else:
+        assert sources.startswith("none yet") and arc.startswith("none yet") and "0 fields" not in res.stdout

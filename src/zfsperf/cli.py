@@ -380,7 +380,10 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"version:         {info['zfs_version']} (pool version {info['pool_version']})")
     print(f"kstat sources:   {', '.join(info['kstat_sources']) or 'none yet'}"
           + (f" ({info['kstat_note']})" if info.get("kstat_note") else ""))
-    print(f"arcstats:        {info['arcstats_fields']} fields")
+    if info["arcstats_fields"] or info["kstat_sources"]:
+        print(f"arcstats:        {info['arcstats_fields']} fields")
+    else:                   # not there yet: said once, above, with when they come (not "0 fields")
+        print("arcstats:        none yet (as the kstat sources)")
     print(f"txgs:            {info['txgs'] if info['txgs'] else 'unavailable'}")
     print(f"zpool iostat:    {', '.join(info['zpool_iostat_forms'])}")
     print(f"tunables:        {info['tunables'] or 'none at run time'}")
