@@ -16,6 +16,7 @@ import io
 import json
 import os
 import shutil
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,10 @@ VIEWS = {
     "compare-cases.json": ["compare", "--no-history", "--format", "json", "{run}", "--cases", A, B],
     "compare-cases.md": ["compare", "--no-history", "--format", "md", "{run}", "--cases", A, B],
     "compare-self.md": ["compare", "--no-history", "--format", "md", "{run}", "{run}"],
+    "report.terminal": ["report", "--format", "terminal"],
+    "steady-run.txt": ["steady", "{run}"],
+    "steady-series.txt": ["steady", "{run}/series/receive__threads=1.i1.jsonl"],
+    "steady-series.json": ["steady", "--json", "{run}/series/receive__threads=1.i1.jsonl"],
 }
 
 
@@ -52,6 +57,9 @@ def _view(name: str, run: Path) -> str:
     argv = [a.replace("{run}", str(run)) for a in VIEWS[name]]
     if argv[0] == "report":
         argv.append(str(run))
+    if argv[0] == "steady" and argv[-1] == str(run):
+        text = _cli(argv)[1]                  # reproduces the recorded verdicts: exit 0 when all agree
+        return text.replace(str(run), "<RUN>")
     code, text = _cli(argv)
     assert code in (0, 1), (name, code)
     return text.replace(str(run), "<RUN>")
@@ -93,6 +101,49 @@ def run(tmp_path) -> Path:
 @pytest.mark.parametrize("name", sorted(VIEWS))
 def test_view_matches_golden(name, run):
     _check(name, _view(name, run))
+
+
+class _Skeleton(HTMLParser):
+    """An HTML page as its structure: one line per element (indented by depth, with its id and
+    class) and per run of text; an image is its kind and alt text, never its pixels (matplotlib's
+    bytes are not the reader's)."""
+
+    VOID = {"img", "br", "meta", "link", "hr", "input"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        extra = "".join(f" {k}={a[k]}" for k in ("id", "class") if a.get(k))
+        if tag == "img":
+            src = a.get("src") or ""
+            extra += f" src={src.split(',', 1)[0] if src.startswith('data:') else src} alt={a.get('alt')}"
+        self.lines.append("  " * self.depth + f"<{tag}{extra}>")
+        if tag not in self.VOID:
+            self.depth += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.VOID:
+            self.depth = max(0, self.depth - 1)
+
+    def handle_data(self, data: str) -> None:
+        text = " ".join(data.split())
+        if text:
+            self.lines.append("  " * self.depth + text)
+
+
+def test_html_structure_matches_golden(run):
+    """report.html's structure and text (every heading, table cell and note; each picture by its
+    kind and alt text), so that a section, a column or a chart that goes missing is caught."""
+    code, text = _cli(["report", "--format", "html", str(run)])
+    assert code in (0, 1) and text.count("<img ") >= 3
+    sk = _Skeleton()
+    sk.feed(text.replace(str(run), "<RUN>"))
+    out = "\n".join(ln for ln in sk.lines if not ln.lstrip().startswith(("<style", "<script"))) + "\n"
+    _check("report.html.structure", out)
 
 
 def test_history_series_matches_golden(run, tmp_path):
