@@ -241,3 +241,61 @@ def test_interleave_runs_iterations_in_seeded_random_blocks(tmp_path, lab):
         expect += [(p, i) for p in pts]
     assert order["seed7"] == expect
     assert len({tuple(p for p, _ in b) for b in blocks}) == 2           # not one fixed order
+
+
+TUNABLE_TURNS = """
+[defaults]
+iterations = 2
+[defaults.pool]
+vdevs = 1
+vdev_size = "256M"
+[[test]]
+name = "recv"
+workload = "receive"
+corpus = { kind = "compressible", size = "8M", seed = 6 }
+threads = 1
+duration = "1s"
+duet = "turns"
+tunables = { zfs_vdev_async_write_max_active = [3, 10] }
+"""
+
+
+def test_a_module_tunable_takes_turns_written_and_read_back_before_every_round(tmp_path, lab, params):
+    """Turns over a module tunable: one pool, the tunable written between rounds in ABBA order (BAAB
+    on even iterations) and read back before each round; each side's rounds carry the value they
+    ran under, the case log shows every write, and the value from before the run is back after it.
+    (zfs-fuse has no tunables at run time: a directory laid out like /sys/module/zfs/parameters
+    stands in, so this checks the order and the bookkeeping, not an effect.)"""
+    name = "zfs_vdev_async_write_max_active"
+    rf = write_runfile(tmp_path, TUNABLE_TURNS)
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "--no-history", "--tunables-dir", str(params))
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    recs = records(d)
+    assert len(recs) == 4 and {r["status"] for r in recs} == {"PASS"}
+    for it in (1, 2):
+        a, b = sorted((r for r in recs if r["iteration"] == it), key=lambda r: r["tunables"][name]["set"] != "3")
+        assert a["pool"]["name"] == b["pool"]["name"]
+        assert a["tunables"][name] == {"before": "10", "set": "3"} and b["tunables"][name]["set"] == "10"
+        for r, value in ((a, "3"), (b, "10")):
+            turns = r["turn_tunables"]
+            assert turns == [{name: value}] * r["rounds"] and len(turns) >= 2, r
+        log = (d / "logs" / f"{Path(a['series']).name.split('.i')[0]}.iter{it}.log")
+        written = [ln.rsplit("= ", 1)[1] for ln in log.read_text().splitlines() if ln.startswith(f"# turn: {name} = ")]
+        first, second = ("3", "10") if it % 2 else ("10", "3")
+        abba = [first, second, second, first]
+        assert written == (abba * len(written))[:len(written)] and len(written) % 4 == 0, written
+    assert (params / name).read_text().strip() == "10"          # restored
+    ch = next(c for c in json.loads(zfsperf("compare", str(d), "--json").stdout)["changes"]
+              if c["figure"] == "throughput")
+    assert ch["design"] == "turns", ch
+
+
+def test_turns_over_a_tunable_need_one_tunable_and_two_values(tmp_path):
+    rf = write_runfile(tmp_path, TUNABLE_TURNS.replace("[3, 10] }", "[3, 10, 12] }"))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "o"))
+    assert res.returncode == 2 and "test[1].duet: turns over a module tunable need exactly one tunable swept over " \
+        "two values" in res.stderr and not (tmp_path / "o").exists(), res.stderr
+    rf = write_runfile(tmp_path, TUNABLE_TURNS.replace('duet = "turns"', "duet = true"))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "o"))
+    assert res.returncode == 2 and 'duet = "turns" writes it between rounds' in res.stderr, res.stderr

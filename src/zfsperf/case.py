@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import proc, steady
 from .control import Control, Interrupted
@@ -104,6 +104,18 @@ class Lifecycle:
 
     def apply_tunables(self) -> dict[str, Any] | None:
         return self.session.apply(self.tunables) if self.session is not None else None
+
+    def turn(self, values: dict[str, str]) -> Callable[[], dict[str, str]]:
+        """For turns over a module tunable: what runs before each of one side's rounds (its values
+        written through the case's journaled session, read back, and logged)."""
+        session, log = self.session, self.log
+        assert session is not None
+
+        def write() -> dict[str, str]:
+            now = session.switch(values)
+            log.write("# turn: " + ", ".join(f"{n} = {v}" for n, v in now.items()))
+            return now
+        return write
 
     def watch(self) -> None:
         """From here a signal stops this iteration's processes."""
@@ -305,13 +317,15 @@ class CaseRunner:
                 records[c.id].pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": c.dataset}
             applied = life.apply_tunables()
             if applied is not None:
-                for rec in records.values():
-                    rec.tunables = applied
+                for c in (a, b):                  # each side's own value (turns over a tunable)
+                    records[c.id].tunables = {n: {**v, "set": c.tunables.get(n, v["set"])} for n, v in applied.items()}
+            tunable_turns = a.tunables != b.tunables
             deadline = time.monotonic() + t.timeout
             for c in first:                       # one process set: a signal stops both sides
                 ctxs[c.id] = CaseContext(target=target, pool=sides[c.id], fields=c.fields, log=log,
                                          deadline=deadline, prepared=prepared, workdir=rd.path,
-                                         case_id=c.slug, iteration=it, procs=life.procs, sharers=2)
+                                         case_id=c.slug, iteration=it, procs=life.procs, sharers=2,
+                                         before_turn=life.turn(c.tunables) if tunable_turns else None)
             life.watch()
             wl = WORKLOADS[t.workload]
 

@@ -517,16 +517,22 @@ def refuse_duet_with_builds(rf: "Runfile", tests: list[TestSpec]) -> None:
 
 def _check_duet(workload: str, dataset: dict[str, Any], tunables: dict[str, Any], swept_fields: dict[str, Any],
                 steady: SteadySpec, where, mode: str) -> None:
-    """Only what two datasets of one pool can hold side by side can duet."""
+    """Only what two datasets of one pool can hold side by side can duet; taking turns, one module
+    tunable with two values too (written between rounds)."""
     swept_tunables = [k for k, v in tunables.items() if isinstance(v, list)]
-    if swept_tunables:
-        raise InputError(f"{swept_tunables[0]} is a module tunable: it is global to the machine, so its two values "
-                         "cannot run side by side (sweep it without duet, with --interleave)", **where("duet"))
-    if swept_fields:
-        raise InputError(f"{next(iter(swept_fields))} is a workload field: only a dataset property sweep can "
-                         "duet", **where("duet"))
     swept = [k for k, v in dataset.items() if isinstance(v, list)]
-    if len(swept) != 1 or len(dataset[swept[0]]) != 2:
+    if swept_tunables and mode != "turns":
+        raise InputError(f"{swept_tunables[0]} is a module tunable: it is global to the machine, so its two values "
+                         "cannot run side by side (duet = \"turns\" writes it between rounds; or sweep it with "
+                         "--interleave)", **where("duet"))
+    if swept_fields:
+        raise InputError(f"{next(iter(swept_fields))} is a workload field: only a dataset property or a module "
+                         "tunable sweep can duet", **where("duet"))
+    if swept_tunables:
+        if swept or len(swept_tunables) != 1 or len(tunables[swept_tunables[0]]) != 2:
+            raise InputError("turns over a module tunable need exactly one tunable swept over two values and no "
+                             "dataset property swept", **where("duet"))
+    elif len(swept) != 1 or len(dataset[swept[0]]) != 2:
         raise InputError("duet needs exactly one dataset property swept over two values", **where("duet"))
     if mode not in WORKLOADS[workload].duet_modes:
         able = [name for name, w in WORKLOADS.items() if mode in w.duet_modes]

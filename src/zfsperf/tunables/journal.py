@@ -125,6 +125,23 @@ class TunableSession:
             applied[name] = {"before": old, "set": value}
         return applied
 
+    def switch(self, values: dict[str, str]) -> dict[str, str]:
+        """Between two turns: write tunables that apply() already journaled (their values before
+        the case are kept from then) and read each back; a value that does not read back is an
+        error (a tunable whose write does not take effect at run time never makes a silent A/A).
+        Returns what each reads back."""
+        journaled = {name for name, _old in self.changed}
+        out = {}
+        for name, value in values.items():
+            if name not in journaled:
+                raise TargetError(f"tunable {name} was not set through this case's journal")
+            self.backend.set(name, value)
+            now = self.backend.get(name)
+            if now != value:
+                raise TargetError(f"tunable {name} reads back {now} after writing {value} between turns")
+            out[name] = now
+        return out
+
     def restore(self) -> None:
         errors = []
         for name, old in reversed(self.changed):

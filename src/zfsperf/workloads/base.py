@@ -49,6 +49,9 @@ class CaseContext:
     progress: Callable[[], dict[str, float] | None] | None = None   # set by the workload while it runs
     extra: dict[str, Any] = field(default_factory=dict)   # stored with the result (histograms, hosts, …)
     sharers: int = 1                     # workloads filling this pool at once (a duet: 2)
+    # taking turns over a module tunable: called before each of this side's rounds, it writes the
+    # side's values and returns what they read back (recorded with the round)
+    before_turn: Callable[[], dict[str, str]] | None = None
     cross_checks: list[Any] = field(default_factory=list)   # metrics/crosscheck.CrossCheck: the
                                          # measured quantities counted a second, independent way
     _progress_base: dict[str, float] = field(default_factory=dict)

@@ -268,6 +268,9 @@ class ReceiveWorkload:
                                                     "group (make vdev_size larger for the full duration)")
                     break
             side = self.TURNS[k % len(self.TURNS)]
+            hook = ctxs[side].before_turn
+            if hook is not None:                 # a tunable's turns: written and read back between rounds
+                ctxs[side].extra.setdefault("turn_tunables", []).append(hook())
             rounds[side].append(self._round(ctxs[side], keep=True, txgs=False))
             k += 1
         t1, txg1 = time.monotonic(), ctxs[0].target.txg(ctxs[0].pool.name)
