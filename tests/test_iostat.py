@@ -66,6 +66,25 @@ def test_latency_histogram_header_and_rows(version, rebuild):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_vdev_section_of_w_v_is_not_added_to_the_pool(version):
+    """`zpool iostat -Hp -w -v`: after the pool's section, each vdev's (a blank line, its name, its
+    rows: print_vdev_stats in zpool_main.c). The parser added every section into the pool's counts
+    (469 became 938 with one vdev). Built from the real capture: the pool's section, then the same
+    rows under a vdev's name, as a one-vdev pool prints them, then a mirror's two disks."""
+    from zfsperf.metrics.iostat import parse_hp_histogram, parse_latency_header
+    cols = parse_latency_header(fixture(version, "zpool_iostat_-w_tank.txt"))
+    pool_only = fixture(version, "zpool_iostat_-Hp_-w_-y_tank_5_1.txt")
+    rows = "\n".join(ln for ln in pool_only.splitlines() if "\t" in ln)
+    with_vdevs = pool_only.rstrip("\n") + f"\n\n/var/tmp/vdev0\n{rows}\n\nmirror-1\n{rows}\n\nsdb\n{rows}\n"
+    alone = parse_hp_histogram(pool_only, cols, pool="tank")
+    assert sum(n for _b, n in alone["total_wait_write"]) > 0
+    assert parse_hp_histogram(with_vdevs, cols, pool="tank") == alone
+    assert parse_hp_histogram(with_vdevs, cols) == alone          # no pool named: the first section
+    assert parse_hp_histogram(with_vdevs, cols, pool="sdb") == alone   # one vdev asked for by name
+    assert parse_hp_histogram(pool_only, cols, pool="other") == {c: [] for c in cols}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_hp_queue_columns_are_not_read_as_latencies(version):
     """-Hp -q without -l: the queue columns were read as waits (pool_lat_ms 0.0 on 2.1, whose
     18-field rows looked like -l ones). Parsed by the groups asked for: queues, no latency."""

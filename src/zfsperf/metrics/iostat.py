@@ -142,13 +142,24 @@ def parse_latency_header(text: str, source: str = "zpool iostat -w") -> list[str
     raise InputError("no 'latency read write …' header line", file=source, line=1)
 
 
-def parse_hp_histogram(text: str, columns: list[str], source: str = "zpool iostat -Hp -w") -> dict[str, list[tuple[int, int]]]:
-    """`zpool iostat -Hp -w`: rows `<bucket end in ns>\\t<count per column>`; the pool's name line
-    and blank lines are skipped. Returns {column: [(bucket end ns, count), …]} summed over reports."""
+def parse_hp_histogram(text: str, columns: list[str], source: str = "zpool iostat -Hp -w",
+                       pool: str | None = None) -> dict[str, list[tuple[int, int]]]:
+    """`zpool iostat -Hp -w`: each section is a name line (the pool, then with -v each vdev by name,
+    as zpool_main.c prints them: a blank line, the name, the rows) followed by rows `<bucket end in
+    ns>\\t<count per column>`. Only the pool's own section counts (`pool`; without it the first
+    section): a vdev's rows are already in the pool's, and adding them counted every I/O twice.
+    Returns {column: [(bucket end ns, count), …]} summed over reports."""
     out: dict[str, dict[int, int]] = {c: {} for c in columns}
+    section: str | None = None
     for i, line in enumerate(text.splitlines(), start=1):
         parts = line.split("\t")
-        if len(parts) < 2 or not parts[0].strip().isdigit():
+        if len(parts) < 2:
+            if line.strip():
+                section = line.strip()
+                if pool is None:
+                    pool = section
+            continue
+        if not parts[0].strip().isdigit() or section != pool:
             continue
         if len(parts) - 1 != len(columns):
             raise InputError(f"expected {len(columns)} counts ({', '.join(columns)}), got {len(parts) - 1}",
@@ -217,7 +228,7 @@ class PoolLatency:
             # a report that never came is a measurement that was not made: said, not faked; a
             # report that came in a shape zfsperf does not know is still an error (parsed below)
             return {"unavailable": "; ".join(missing)}
-        hist = parse_hp_histogram(texts[0], self.columns)
+        hist = parse_hp_histogram(texts[0], self.columns, pool=self.pool)
         rows = parse_hp_reports(texts[1], self.pool, ["-l"])
         waits = {k: v for k, v in (rows[-1] if rows else {}).items() if k in LATENCY_FIELDS}
         return {"seconds": self.seconds, "columns": self.columns,
