@@ -124,3 +124,68 @@ def test_replication_stream_identity_is_its_first_begin(replication_streams, tar
     assert p.wait(timeout=120) == 0
     snaps = target.run(["zfs", "list", "-H", "-t", "snapshot", "-o", "name", "-r", f"{pool}/got"]).stdout.split()
     assert f"{pool}/got@{s.snapshot}" in snaps
+
+
+# ---------------------------------------------------------------- compound streams built record by record
+def _record(endian: str, rtype: int, *, versioninfo: int = 0, fromguid: int = 0, toname: str = "",
+            payload: bytes = b"") -> bytes:
+    """One dmu_replay_record_t (312 bytes, include/sys/zfs_ioctl.h) and its payload: drr_type,
+    drr_payloadlen, then for a BEGIN drr_magic, drr_versioninfo, creation time, type, flags,
+    toguid, fromguid and toname."""
+    import struct
+    from zfsperf.workloads.sendstream import BACKUP_MAGIC, DRR_BEGIN, RECORD_SIZE
+    hdr = bytearray(RECORD_SIZE)
+    struct.pack_into(endian + "II", hdr, 0, rtype, len(payload))
+    if rtype == DRR_BEGIN:
+        struct.pack_into(endian + "QQQIIQQ", hdr, 8, BACKUP_MAGIC, versioninfo, 0, 2, 0, 0xABC, fromguid)
+        hdr[56:56 + len(toname)] = toname.encode()
+    return bytes(hdr) + payload
+
+
+def _nvlist(encoding: int, pairs: dict[str, str]) -> bytes:
+    """A packed nvlist of string pairs as libnvpair's XDR encoder lays it out (big-endian; each pair:
+    its encoded and decoded sizes, the name's length and bytes, type 9 (string), one element, the
+    string's length and bytes, each padded to 4), ended by a zero pair."""
+    import struct
+    pad = lambda b: b + b"\0" * (-len(b) % 4)      # noqa: E731
+    out = bytes([encoding, 1, 0, 0]) + struct.pack(">ii", 0, 1)
+    for k, v in pairs.items():
+        body = struct.pack(">I", len(k)) + pad(k.encode()) + struct.pack(">ii", 9, 1) \
+            + struct.pack(">I", len(v)) + pad(v.encode())
+        out += struct.pack(">ii", 8 + len(body), 8 + len(body)) + body
+    return out + struct.pack(">ii", 0, 0)
+
+
+def _compound(tmp_path, name: str, endian: str, header: bytes, first_from: int) -> str:
+    """`zfs send -R`'s shape: a header BEGIN (compound) with its nvlist, its END, then one substream
+    (BEGIN with first_from as its source, END), then the final END."""
+    from zfsperf.workloads.sendstream import DMU_COMPOUNDSTREAM, DRR_BEGIN, DRR_END
+    data = (_record(endian, DRR_BEGIN, versioninfo=DMU_COMPOUNDSTREAM, toname="p/clone@b", payload=header)
+            + _record(endian, DRR_END)
+            + _record(endian, DRR_BEGIN, versioninfo=1, fromguid=first_from, toname="p/clone@b")
+            + _record(endian, DRR_END) + _record(endian, DRR_END))
+    path = tmp_path / f"{name}.zfs"
+    path.write_bytes(data)
+    return str(path)
+
+
+@pytest.mark.parametrize("endian", ["<", ">"])
+@pytest.mark.parametrize("encoding", [0, 1], ids=["native", "xdr"])
+def test_a_replication_stream_from_a_clones_origin_is_incremental(tmp_path, endian, encoding):
+    """`zfs send -R -i` whose from-snapshot is a clone's origin names no fromsnap in its header: it
+    was read as a full stream. The first substream's source decides too (it needs a snapshot on the
+    receiving side), in either byte order, whether the header nvlist is XDR or native."""
+    header = _nvlist(encoding, {"tosnap": "b"})
+    inc = walk_file(_compound(tmp_path, "inc", endian, header, first_from=0x1234))
+    assert (inc.compound, inc.incremental, inc.fromsnap, inc.complete) == (True, True, "", True)
+    assert [(s.toname, s.fromguid) for s in inc.substreams] == [("p/clone@b", 0x1234)]
+    full = walk_file(_compound(tmp_path, "full", endian, header, first_from=0))
+    assert (full.incremental, full.complete) == (False, True)
+    if encoding == 1:            # XDR: the header's own fromsnap is read, and says incremental alone
+        named = walk_file(_compound(tmp_path, "named", endian, _nvlist(1, {"tosnap": "b", "fromsnap": "a"}), 0))
+        assert (named.incremental, named.fromsnap) == (True, "a")
+
+
+def test_a_header_nvlist_in_an_unknown_encoding_is_a_clear_error(tmp_path):
+    with pytest.raises(StreamError, match="encoding 7"):
+        walk_file(_compound(tmp_path, "odd", "<", _nvlist(7, {"tosnap": "b"}), 0))

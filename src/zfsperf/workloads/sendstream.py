@@ -7,9 +7,11 @@ Only headers are read; payloads are skipped with seek, so a 1 GiB stream walks i
 The result matches `zstreamdump`'s SUMMARY (checked in the tests against the real tool).
 
 A stream's identity is its FIRST BEGIN record. A compound stream (`zfs send -R`, `-I`) starts with
-a header BEGIN naming the top snapshot (`pool/fs@snap`); with -R its payload is an XDR-packed
-nvlist whose `fromsnap` key is there exactly when the stream is incremental (libzfs packs it with
-NV_ENCODE_XDR). Its substreams (one BEGIN..END per snapshot and dataset) are listed in order, never
+a header BEGIN naming the top snapshot (`pool/fs@snap`); with -R its payload is a packed nvlist
+whose `fromsnap` key names the incremental source (libzfs packs it with NV_ENCODE_XDR; a native
+nvlist is read as having no names). Incremental is either: the header names a `fromsnap`, or the
+first substream has a source (its from-guid): a `-R -i` from a clone's origin carries no
+`fromsnap`, and a stream that needs a snapshot on the receiving side is incremental. Its substreams (one BEGIN..END per snapshot and dataset) are listed in order, never
 merged into the identity: the last substream's name is not the stream's (a full -R of
 `pool/fs@s3` with earlier snapshots ends with an incremental substream @s2 -> @s3).
 """
@@ -55,19 +57,22 @@ class StreamInfo:
         return self.records.get("WRITE", 0)
 
 
-NV_ENCODE_XDR = 1
+NV_ENCODE_NATIVE, NV_ENCODE_XDR = 0, 1
 DATA_TYPE_STRING = 9
 
 
 def header_nvlist(payload: bytes, name: str = "stream") -> dict[str, str | None]:
     """The top-level pairs of a compound stream header's XDR nvlist: name -> string value (None for
-    any other type; nested lists are skipped by their encoded size)."""
+    any other type; nested lists are skipped by their encoded size). A natively encoded nvlist (its
+    layout is the sender's C structs) gives no names: {}."""
     def bad(why: str) -> StreamError:
         return StreamError(f"{name}: the compound stream header's nvlist is unreadable: {why}")
     if len(payload) < 12:
         raise bad(f"{len(payload)} bytes")
+    if payload[0] == NV_ENCODE_NATIVE:
+        return {}
     if payload[0] != NV_ENCODE_XDR:
-        raise bad(f"encoding {payload[0]}, expected XDR ({NV_ENCODE_XDR})")
+        raise bad(f"encoding {payload[0]}, expected XDR ({NV_ENCODE_XDR}) or native ({NV_ENCODE_NATIVE})")
     out: dict[str, str | None] = {}
     off = 12                                # encoding, endian, 2 reserved; nvl_version; nvl_nvflag
     while True:
@@ -151,7 +156,7 @@ def walk(f: BinaryIO, name: str = "stream") -> StreamInfo:
             toname = hdr[u + 48: u + 48 + 256].split(b"\0", 1)[0].decode(errors="replace")
             if pos == 0:
                 info.toname, info.compound = toname, compound
-                info.incremental = fromguid != 0
+                info.incremental = fromguid != 0 and not compound      # a compound one: decided below
                 header_nvl = compound and payloadlen > 0 and pos + RECORD_SIZE + payloadlen <= end
                 if header_nvl:
                     f.seek(pos + RECORD_SIZE)
@@ -161,10 +166,10 @@ def walk(f: BinaryIO, name: str = "stream") -> StreamInfo:
             if not (compound and pos == 0):
                 depth += 1
                 info.substreams.append(Substream(toname, fromguid))
-                if compound and not header_nvl and len(info.substreams) == 1:
-                    # -I without -R: a header with no nvlist; every substream is of the one
-                    # dataset, and the first one's source says whether the whole is incremental
-                    info.incremental = fromguid != 0
+                if compound and len(info.substreams) == 1:
+                    # the first substream's source decides too: -I without -R has a header with no
+                    # nvlist, and a -R -i from a clone's origin names no fromsnap in it
+                    info.incremental = info.incremental or fromguid != 0
         elif rtype == DRR_WRITE:
             info.write_bytes += struct.unpack_from(endian + "Q", hdr, u + 24)[0]
         elif rtype == DRR_END:
