@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from helpers import zfsperf
+from zfsperf import steady
 from zfsperf.steady import Criteria, check_metric, decide
 
 
@@ -224,3 +225,46 @@ def test_cli_method_flag_and_tables(tmp_path):
     assert json.loads(res.stdout)["method"] == "snia"
     res = zfsperf("steady", str(p), "--method", "pelt")
     assert res.returncode == 2 and "--method" in res.stderr
+
+
+def _long(y) -> list[dict]:
+    return [{"t": float(i), "metrics": {"workload_mibs": float(v), "pool_mibs": float(v * 1.01)}}
+            for i, v in enumerate(y)]
+
+
+def test_the_window_follows_a_long_series_and_leaves_a_short_one_alone():
+    """With a 10-sample window, a 3,000-sample series restarts its steady stretch after every short
+    stall, so the onset landed near the end. The changepoint window now scales with the series (n/30,
+    100 here). A given window stays as given, and a default iteration's 10-60 samples keep 10."""
+    import numpy as np
+    from zfsperf.steady.verdict import WINDOW_PER, Criteria
+    assert Criteria().for_series(60).window == 10 and Criteria().for_series(3000).window == 3000 // WINDOW_PER == 100
+    assert Criteria(window=25, scale=False).for_series(3000).window == 25
+    assert Criteria(method="snia").for_series(3000).window == 10
+    rng = np.random.default_rng(3)
+    y = np.full(3000, 100.0)
+    y[:600] = np.linspace(40, 100, 600)                    # a warm-up for 600 samples
+    for k in range(700, 2950, 150):
+        y[k:k + 4] *= 0.6                                  # then short stalls that come back
+    y *= 1 + rng.normal(0, 0.03, 3000)
+    fixed = steady.decide(_long(y), Criteria(scale=False), headline="workload_mibs")
+    scaled = steady.decide(_long(y), Criteria(), headline="workload_mibs")
+    assert fixed.steady and fixed.onset > 2500, fixed.onset               # the old answer: near the end
+    assert scaled.steady and scaled.criteria.window == 100 and abs(scaled.onset - 600) <= 100, scaled.onset
+    drift = 100 * (1 + np.linspace(0, 0.5, 3000)) * (1 + rng.normal(0, 0.03, 3000))   # never settles
+    assert not steady.decide(_long(drift), Criteria(), headline="workload_mibs").steady
+    short = steady.decide(_long(y[600:645]), Criteria(), headline="workload_mibs")
+    assert short.criteria.window == 10
+
+
+def test_a_recorded_window_decides_again_as_it_was_decided():
+    """A verdict recorded before the window scaled (no "scale" in its criteria) is re-decided with the
+    window it had; one recorded since says whether it scaled and which window it used."""
+    from zfsperf.results.record import SteadyRecord
+    old = SteadyRecord.from_json({"mode": "record", "steady": True, "samples": 3000, "method": "changepoint",
+                                  "criteria": {"window": 10, "method": "changepoint"}})
+    assert steady.recorded_criteria(old).scale is False
+    new = SteadyRecord.from_json({"mode": "record", "steady": True, "samples": 3000, "method": "changepoint",
+                                  "criteria": {"window": 10, "method": "changepoint", "scale": True,
+                                               "window_used": 100}})
+    assert steady.recorded_criteria(new).for_series(3000).window == 100

@@ -168,13 +168,15 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--target", default="auto", help="the ZFS that makes it (as for run)")
 
     from .steady import METHODS, Criteria
+    from .steady.verdict import WINDOW_PER
     dflt = Criteria()                    # one set of defaults: the runner's and this command's
     p = sub.add_parser("steady", help="re-decide steady state from a recorded series (change points, or SNIA)")
     p.add_argument("series", help="a recorded series (RESULTS/series/<case>.i<N>.jsonl) to decide with the options "
                                   "below; or a results directory (or its run.json): every verdict the run recorded "
                                   "decided again as the run decided it, beside the recorded one (exit 1 if any "
                                   "differs)")
-    p.add_argument("--window", type=int, default=dflt.window, help=f"samples per window W (default {dflt.window})")
+    p.add_argument("--window", type=int, help=f"samples per window W (default: changepoint scales it with the series, "
+                                               f"n/{WINDOW_PER}, at least {dflt.window}; snia {dflt.window})")
     p.add_argument("--interval", type=float, help="re-sample the series to one sample per this many seconds")
     p.add_argument("--range", type=float, default=dflt.range, help=f"R: max-min <= R*mean (default {dflt.range:g})")
     p.add_argument("--slope", type=float, default=dflt.slope,
@@ -492,9 +494,10 @@ def cmd_steady(args: argparse.Namespace) -> int:
     samples = steady.read_series(args.series)
     if args.interval:
         samples = steady.resample(samples, args.interval)
-    c = steady.Criteria(window=args.window, range=args.range, slope=args.slope, quorum=args.quorum,
-                        method=args.method, tolerance=args.tolerance)
+    c = steady.Criteria(window=args.window or steady.Criteria().window, range=args.range, slope=args.slope,
+                        quorum=args.quorum, method=args.method, tolerance=args.tolerance, scale=args.window is None)
     v = steady.decide(samples, c, headline=args.headline)
+    c = v.criteria                            # the window it was judged with (scaled to the series)
     if args.json:
         print(json.dumps(v.as_dict(), indent=1))
         return 0

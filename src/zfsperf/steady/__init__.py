@@ -33,6 +33,7 @@ def decide(samples: list[dict[str, Any]], c: Criteria | None = None, *, active_b
     c = c or Criteria()
     c.validate()
     samples = decision_samples(samples)
+    c = c.for_series(len(samples))
     if c.method == "snia":
         return snia.decide(samples, c, active_bytes=active_bytes)
     # imported when first needed: ruptures pulls in scipy.stats, signal and spatial (~0.9 s here,
@@ -71,7 +72,7 @@ class SteadySpec:
             elif k == "window":
                 if not isinstance(v, int) or isinstance(v, bool) or v < 2:
                     raise InputError(f"expected a whole number of samples >= 2, got {v!r}", **where(k))
-                spec.criteria.window = v
+                spec.criteria.window, spec.criteria.scale = v, False
             elif k in ("interval", "timeout", "measure"):
                 from ..units import parse_duration
                 try:
@@ -112,7 +113,7 @@ def summary(v: Verdict, samples: list[dict[str, Any]], spec: SteadySpec) -> Stea
         failed=sorted(k for k, m in v.metrics.items() if m.evidence and not m.steady),
         unreadable=sorted(k for k, m in v.metrics.items() if not m.readable),
         zero=sorted(k for k, m in v.metrics.items() if m.zero),
-        criteria=spec.as_dict(),
+        criteria=spec.as_dict() | {"window_used": v.criteria.window},
         classes={k: m.kind for k, m in v.metrics.items() if m.kind is not None},
         why=v.note)
     if samples:
@@ -133,7 +134,8 @@ def recorded_criteria(rec: SteadyRecord) -> Criteria:
     k, d = rec.criteria or {}, Criteria()
     return Criteria(window=int(k.get("window", d.window)), range=float(k.get("range", d.range)),
                     slope=float(k.get("slope", d.slope)), quorum=float(k.get("quorum", d.quorum)),
-                    method=str(k.get("method", rec.method or "snia")), tolerance=float(k.get("tolerance", d.tolerance)))
+                    method=str(k.get("method", rec.method or "snia")), tolerance=float(k.get("tolerance", d.tolerance)),
+                    scale=bool(k.get("scale", False)))       # a verdict recorded before the window scaled: fixed
 
 
 def redecide(raw: list[dict[str, Any]], rec: SteadyRecord) -> tuple[Verdict, list[dict[str, Any]]]:
