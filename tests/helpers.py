@@ -394,10 +394,10 @@ def interrupt_self(signum: int) -> None:
     os.kill(os.getpid(), signum)
 
 
-# a real, deliberate cost in the receive path: a pause of 20 ms (at least one tick) per WRITE
+# a real, deliberate cost in the receive path: a pause of 100 ms (at least one tick) per WRITE
 # record, after the record is checked and before it is written
 RECEIVE_COST = ("\treturn (SET_ERROR(EINVAL));\n\n\tif (rwa->heal) {",
-                "\treturn (SET_ERROR(EINVAL));\n\n\tdelay(MAX(1, MSEC_TO_TICK(20)));\n\n\tif (rwa->heal) {")
+                "\treturn (SET_ERROR(EINVAL));\n\n\tdelay(MAX(1, MSEC_TO_TICK(100)));\n\n\tif (rwa->heal) {")
 
 
 def openzfs_repo(dest: Path) -> dict[str, str]:
@@ -445,7 +445,7 @@ def openzfs_repo(dest: Path) -> dict[str, str]:
     text = recv.read_text()
     assert RECEIVE_COST[0] in text
     recv.write_text(text.replace(*RECEIVE_COST, 1))
-    commit("cost", "dmu_recv: a deliberate 20 ms pause per WRITE record")
+    commit("cost", "dmu_recv: a deliberate 100 ms pause per WRITE record")
     with open(dest / "README.md", "a") as f:
         f.write("\nA note that changes nothing built.\n")
     commit("note", "README: a note")

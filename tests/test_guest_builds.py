@@ -1,7 +1,7 @@
 """Two OpenZFS builds against each other, and a bisect, in a real OpenZFS guest under QEMU.
 
 A git repository is made from Debian's zfs-dkms 2.3 source with four commits (helpers.openzfs_repo):
-the import, a comment in dmu_recv.c, a deliberate 20 ms pause per WRITE record of a receive, and a
+the import, a comment in dmu_recv.c, a deliberate 100 ms pause per WRITE record of a receive, and a
 README note. zfsperf builds each commit's modules (incrementally, from the guest build's own tree
 of the same source: a commit that touches one file compiles one file), swaps them in the running guest between cases, and must call the ends of the
 range WORSE with an interval, and name the pause's commit as the first worse one. Under TCG the
