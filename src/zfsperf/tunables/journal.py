@@ -116,12 +116,10 @@ class TunableSession:
             old = self.backend.get(name)
             self.journal.record(self.backend.spec, name, old, value)
             self.changed.append((name, old))
-            self.backend.set(name, value)
-            now = self.backend.get(name)
+            now = self._set_and_read(name, value)
             if self.log:
                 self.log.write(f"# tunable {name}: {old} -> {value} (reads back {now})")
-            if now != value:
-                raise TargetError(f"tunable {name} reads back {now} after writing {value}")
+            self._check(name, value, now, "")
             applied[name] = {"before": old, "set": value}
         return applied
 
@@ -135,12 +133,19 @@ class TunableSession:
         for name, value in values.items():
             if name not in journaled:
                 raise TargetError(f"tunable {name} was not set through this case's journal")
-            self.backend.set(name, value)
-            now = self.backend.get(name)
-            if now != value:
-                raise TargetError(f"tunable {name} reads back {now} after writing {value} between turns")
-            out[name] = now
+            out[name] = self._check(name, value, self._set_and_read(name, value), " between turns")
         return out
+
+    def _set_and_read(self, name: str, value: str) -> str:
+        """Write one tunable and return what it reads back."""
+        self.backend.set(name, value)
+        return self.backend.get(name)
+
+    @staticmethod
+    def _check(name: str, value: str, now: str, when: str) -> str:
+        if now != value:
+            raise TargetError(f"tunable {name} reads back {now} after writing {value}{when}")
+        return now
 
     def restore(self) -> None:
         errors = []
