@@ -65,8 +65,9 @@ def _index(events, pred, start=0):
 
 
 def test_case_lifecycle_order(h, tmp_path):
-    """Each iteration: a fresh pool, then its tunables, then the workload, then the tunables put
-    back, then the pool destroyed; the next iteration starts only after all of that."""
+    """Each iteration: its tunables (before the pool, so that a pool-scope one applies to it), then
+    a fresh pool, then the workload, then the tunables put back, then the pool destroyed; the next
+    iteration starts only after all of that."""
     rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n'
                  'tunables = { zfs_txg_timeout = [1, 10] }\n', iterations=2)
     code, _d, recs = h.run(rf)
@@ -80,7 +81,7 @@ def test_case_lifecycle_order(h, tmp_path):
             work = _index(ev, lambda e: e[0] == "workload" and e[2] == it, i)
             restore = _index(ev, lambda e: e == ("set", "zfs_txg_timeout", TUNABLES["zfs_txg_timeout"]), work)
             destroy = _index(ev, lambda e: e[0] == "run" and e[1][:2] == ["zpool", "destroy"], work)
-            assert create < setv < work < restore and work < destroy, ev[i:destroy + 1]
+            assert setv < create < work < restore and work < destroy, ev[i:destroy + 1]
             i = max(restore, destroy) + 1
     assert [(r.case, r.iteration, r.status) for r in recs] == [
         ("t zfs_txg_timeout=1", 1, Status.PASS), ("t zfs_txg_timeout=1", 2, Status.PASS),
@@ -407,19 +408,19 @@ def _duet(h, tmp_path, mode: str, script=None, turns=None):
 
 @pytest.mark.parametrize("mode", ["together", "turns"])
 def test_a_duet_has_the_single_case_lifecycle(h, tmp_path, mode):
-    """A duet (at once or taking turns) goes through the same lifecycle as a single case: one fresh
-    pool, its tunables, both sides' workload, the tunables back, the pool destroyed."""
+    """A duet (at once or taking turns) goes through the same lifecycle as a single case: its
+    tunables, one fresh pool, both sides' workload, the tunables back, the pool destroyed."""
     code, _d, recs = _duet(h, tmp_path, mode)
     assert code == 0
     ev = h.target.events
     i = 0
     for it in (1, 2):
-        create = _index(ev, lambda e: e[0] == "run" and e[1][:2] == ["zpool", "create"], i)
         setv = _index(ev, lambda e: e == ("set", "zfs_txg_timeout", "1"), i)
+        create = _index(ev, lambda e: e[0] == "run" and e[1][:2] == ["zpool", "create"], i)
         work = [k for k in range(create, len(ev)) if ev[k][0] == "workload" and ev[k][2] == it]
         restore = _index(ev, lambda e: e == ("set", "zfs_txg_timeout", TUNABLES["zfs_txg_timeout"]), work[-1])
         destroy = _index(ev, lambda e: e[0] == "run" and e[1][:2] == ["zpool", "destroy"], work[-1])
-        assert len(work) == 2 and create < setv < work[0] and work[-1] < restore < destroy, ev[i:destroy + 1]
+        assert len(work) == 2 and setv < create < work[0] and work[-1] < restore < destroy, ev[i:destroy + 1]
         i = destroy + 1
     assert [r.status for r in recs] == [Status.PASS] * 4
     assert h.tunables_now() == TUNABLES and h.target.pools == {}
@@ -446,3 +447,63 @@ def test_what_a_duet_side_raises_becomes_its_outcome_as_a_single_case_s_does(h, 
         assert got == {("fletcher2", Status.KILLED), ("fletcher4", Status.KILLED)}
         assert all(r.error.startswith("timeout of 60 s: the rounds ran past") for r in recs)
     assert h.tunables_now() == TUNABLES and h.target.pools == {}
+
+
+def _params(h) -> Path:
+    return Path(h.target.tunables.directory)
+
+
+def test_a_tunable_read_only_on_the_target_is_refused_before_anything_is_written(h, tmp_path):
+    """A parameter whose file no one may write (mode 0444: read once, when the module loads) is a
+    load-scope tunable. Root can still write such a file where it is a plain file, and the
+    kernel's would take the write and change nothing: a silent A/A. The case fails naming the
+    scope, before any tunable is written or any pool made."""
+    (_params(h) / "zfs_txg_timeout").chmod(0o444)
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n'
+                 'tunables = { zfs_txg_timeout = [1, 10], zfs_recv_write_batch_size = "128K" }\n', iterations=1)
+    code, _d, recs = h.run(rf)
+    assert code == 1
+    assert [r.status for r in recs] == [Status.FAIL, Status.FAIL]
+    assert all("zfs_txg_timeout is read only when the zfs module loads" in r.error and "mode 444" in r.error
+               for r in recs), [r.error for r in recs]
+    assert not [e for e in h.target.events if e[0] == "set"]            # nothing written, not even the other
+    assert not [c for c in h.target.commands("zpool") if c[1] == "create"]   # no pool made
+    assert h.tunables_now() == TUNABLES and not Journal().entries()
+
+
+def test_a_pool_scope_tunable_is_written_before_its_pool_and_its_scope_recorded(h, tmp_path):
+    """spa_num_allocators applies only to pools created after it is written (zfs.4 of 2.3.2): each
+    case writes it first, then makes its fresh pool; each record says the scope it was set in."""
+    (_params(h) / "spa_num_allocators").write_text("4\n")
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n'
+                 'tunables = { spa_num_allocators = [1, 2], zfs_txg_timeout = 3 }\n', iterations=1)
+    code, _d, recs = h.run(rf)
+    assert code == 0, [r.error for r in recs]
+    ev = h.target.events
+    i = 0
+    for value in ("1", "2"):
+        setv = _index(ev, lambda e: e == ("set", "spa_num_allocators", value), i)
+        create = _index(ev, lambda e: e[0] == "run" and e[1][:2] == ["zpool", "create"], i)
+        assert setv < create, ev[i:create + 1]
+        i = create + 1
+    assert [r.tunables["spa_num_allocators"]["scope"] for r in recs] == ["pool", "pool"]
+    assert [r.tunables["zfs_txg_timeout"]["scope"] for r in recs] == ["runtime", "runtime"]
+    assert (_params(h) / "spa_num_allocators").read_text().strip() == "4"
+
+
+def test_a_pool_scope_tunable_on_the_target_cannot_take_turns(h, tmp_path):
+    """Written between rounds on one pool, a pool-scope value would change nothing: refused on the
+    target too (a release whose manual says so), the case failed with the scope named."""
+    h.wl.duet_modes = ("turns",)
+    h.wl.run_turns = lambda ctxs: [h.wl.run(c) for c in ctxs]
+    (_params(h) / "zio_taskq_batch_pct").write_text("80\n")
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "d"\nworkload = "scripted"\nduet = "turns"\n'
+                 'tunables = { zfs_txg_timeout = [1, 2] }\n', iterations=1)
+    code, _d, recs = h.run(rf)            # a runtime tunable takes turns
+    assert code == 0 and [r.tunables["zfs_txg_timeout"]["scope"] for r in recs] == ["runtime", "runtime"]
+    from zfsperf.tunables.journal import TunableSession
+    s = TunableSession(h.target.tunables, Journal())
+    with pytest.raises(Exception, match="applies only to pools created or imported after it is written.*"
+                                        "cannot take turns"):
+        s.apply({"zio_taskq_batch_pct": "50"}, between_rounds=True)
+    assert (_params(h) / "zio_taskq_batch_pct").read_text().strip() == "80" and not Journal().entries()

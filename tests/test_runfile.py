@@ -122,3 +122,37 @@ def test_the_guides_runfiles_load():
     assert len(blocks) >= 2
     tests = {t.name: t for line, text in blocks for t in loads(text, f"docs/guide.md:{line}").tests}
     assert tests["recv-batch"].ab and tests["recv-checksum"].turns and tests["recv-checksum"].duet
+
+
+def test_a_load_scope_tunable_and_a_pool_scope_one_in_turns_are_refused_with_their_line(tmp_path):
+    """The scope comes from the captured releases (their zfs.4 and sysfs modes), before a target
+    is open: a tunable read only at module load cannot be set by a run; one that applies only to
+    pools created after the write cannot take turns on one pool (it can be swept: a fresh pool
+    per case)."""
+    head = ('[[test]]\nname = "t"\nworkload = "receive"\ncorpus = { kind = "random", size = "4M" }\n')
+    load_rf = tmp_path / "load.toml"
+    load_rf.write_text(head + 'tunables = { zfs_dirty_data_max_max = "1G" }\n')
+    with pytest.raises(InputError) as e:
+        load(str(load_rf)).cases()
+    assert e.value.line == 5 and "zfs_dirty_data_max_max" in (e.value.field or "")
+    assert "read only when the zfs module loads" in str(e.value) and "zfs.4" in str(e.value)
+    turns = tmp_path / "turns.toml"
+    turns.write_text(head + 'duet = "turns"\ntunables = { spa_num_allocators = [1, 4] }\n')
+    with pytest.raises(InputError) as e:
+        load(str(turns)).cases()
+    assert e.value.line == 5 and "applies only to pools created or imported" in str(e.value)
+    assert "cannot take turns" in str(e.value)
+    swept = tmp_path / "swept.toml"
+    swept.write_text(head + 'tunables = { spa_num_allocators = [1, 4] }\n')
+    assert len(load(str(swept)).cases()) == 2
+
+
+def test_scope_from_live_mode_bits_and_the_captured_releases():
+    from zfsperf.tunables.scope import Scope, documented, scope_of
+    assert scope_of("zfs_txg_timeout", 0o644)[0] is Scope.RUNTIME
+    assert scope_of("zfs_txg_timeout", 0o444)[0] is Scope.LOAD               # the live system's word first
+    assert scope_of("spa_num_allocators", 0o644)[0] is Scope.POOL            # writable; the manual says pool
+    assert scope_of("spa_num_allocators")[0] is Scope.POOL
+    assert scope_of("zfs_dirty_data_max_max", 0o644)[0] is Scope.LOAD       # the manual: load time only
+    assert {d.scope for d in documented().values()} <= set(Scope)
+    assert all(d.source.startswith(("zfs.4 of ", "sysfs mode ")) for d in documented().values())

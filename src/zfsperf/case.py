@@ -1,8 +1,8 @@
 """One case iteration, from a fresh pool to its record: the case lifecycle.
 
 Order (class Lifecycle, the same for a single case, a duet and a duet taking turns): [a build A/B:
-the case's OpenZFS build loaded] -> fresh pool (+ dataset properties) -> tunables (journaled) ->
-sampler -> [gate: workload in rounds until steady] -> workload -> stop its processes -> tunables
+the case's OpenZFS build loaded] -> tunables (journaled; before the pool, so that a pool-scope
+tunable applies to it) -> fresh pool (+ dataset properties) -> sampler -> [gate: workload in rounds until steady] -> workload -> stop its processes -> tunables
 restored -> pool destroyed. What a case raises becomes its outcome in one place (absorb), and its
 status is decided once, by results.record.CaseOutcome.decide_status()."""
 
@@ -74,8 +74,8 @@ class Lifecycle:
     """One iteration's resources on the target, taken in order and given back in reverse, the same
     for a single case, a duet and cases taking turns:
 
-        enter:  [the case's build loaded] -> a fresh pool -> tunables (journaled) -> its processes
-                watched by the signal handler -> the sampler
+        enter:  [the case's build loaded] -> tunables (journaled, their scope checked first) -> a
+                fresh pool -> its processes watched by the signal handler -> the sampler
         close:  sampler stopped -> processes stopped -> [a signal: teardown, Interrupted]
                 -> tunables restored -> a dead zfs-fuse restarted -> the pool destroyed (-k keeps a
                 failed case's)
@@ -93,17 +93,21 @@ class Lifecycle:
         self.pool: Pool | None = None
         self.sampler: Sampler | None = None
 
-    def make_pool(self, fs_properties: dict[str, str] | None = None, *, case: str = "") -> Pool:
+    def enter(self, fs_properties: dict[str, str] | None = None, *, case: str = "",
+              between_rounds: bool = False) -> tuple[Pool, dict[str, Any] | None]:
+        """The case's build, its tunables, then its fresh pool: a tunable of pool scope is written
+        before the pool exists, so that the pool uses it. between_rounds: the tunables will be
+        written between rounds (turns), so each must take effect at run time. Returns the pool and
+        what apply() did to each tunable (None without tunables)."""
         if self.build is not None:
             if self.runner.switch is None:
                 raise InputError(f"case {case} names a build, and this target has no builds to load",
                                  field="build")
             self.runner.switch.load(self.build)
+        applied = (self.session.apply(self.tunables, between_rounds=between_rounds)
+                   if self.session is not None else None)
         self.pool = self.runner.pools.create(self.test.pool, fs_properties=fs_properties)
-        return self.pool
-
-    def apply_tunables(self) -> dict[str, Any] | None:
-        return self.session.apply(self.tunables) if self.session is not None else None
+        return self.pool, applied
 
     def turn(self, values: dict[str, str]) -> Callable[[], dict[str, str]]:
         """For turns over a module tunable: what runs before each of one side's rounds (its values
@@ -218,11 +222,10 @@ class CaseRunner:
         life = Lifecycle(self, t, it, log, case.tunables, case.build)
         outcome = CaseOutcome()
         try:
-            pool = life.make_pool(case.dataset, case=case.id)
-            record.pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": case.dataset}
-            applied = life.apply_tunables()
+            pool, applied = life.enter(case.dataset, case=case.id)
             if applied is not None:
                 record.tunables = applied
+            record.pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": case.dataset}
             ctx = CaseContext(target=target, pool=pool, fields=case.fields, log=log,
                               deadline=time.monotonic() + t.timeout, prepared=prepared,
                               live=self.ui.live if (self.verbose or self.ui.is_tty) else None,
@@ -308,18 +311,17 @@ class CaseRunner:
         life = Lifecycle(self, t, it, log, a.tunables)
         ctxs: dict[str, CaseContext] = {}
         try:
-            pool = life.make_pool()
+            tunable_turns = a.tunables != b.tunables
+            pool, applied = life.enter(between_rounds=tunable_turns)
             sides = {}
             for c in first:
                 tag = "A" if c is a else "B"
                 fs = pool.dataset(f"duet{tag}", c.dataset)
                 sides[c.id] = pool.side(fs, f"{pool.mountpoint}/duet{tag}")
                 records[c.id].pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": c.dataset}
-            applied = life.apply_tunables()
             if applied is not None:
                 for c in (a, b):                  # each side's own value (turns over a tunable)
                     records[c.id].tunables = {n: {**v, "set": c.tunables.get(n, v["set"])} for n, v in applied.items()}
-            tunable_turns = a.tunables != b.tunables
             deadline = time.monotonic() + t.timeout
             for c in first:                       # one process set: a signal stops both sides
                 ctxs[c.id] = CaseContext(target=target, pool=sides[c.id], fields=c.fields, log=log,

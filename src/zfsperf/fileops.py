@@ -21,6 +21,7 @@ class FileOps(Protocol):
     def listdir(self, path: str) -> list[str]: ...
     def read_dir(self, path: str) -> dict[str, str]: ...   # every small file in a directory, at once
     def is_file(self, path: str) -> bool: ...
+    def mode(self, path: str) -> int: ...               # permission bits; OSError when absent
     def exists(self, path: str) -> bool: ...
     def remove(self, path: str) -> bool: ...            # True when something was removed
     def makedirs(self, path: str) -> None: ...
@@ -62,6 +63,9 @@ class LocalFiles:
 
     def is_file(self, path: str) -> bool:
         return os.path.isfile(path)
+
+    def mode(self, path: str) -> int:
+        return os.stat(path).st_mode & 0o7777
 
     def exists(self, path: str) -> bool:
         return os.path.lexists(path)

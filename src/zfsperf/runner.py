@@ -1,8 +1,8 @@
 """Executes a plan of cases: statuses, timeouts, iterations, tunables, resume, signals.
 
-Order per case and iteration: fresh pool (+ dataset properties) -> tunables (journaled) ->
-workload -> stop its processes -> tunables restored -> pool destroyed -> result appended.
-The runner owns that order; workloads, targets and the store are plain components it calls.
+Order per case and iteration (case.Lifecycle): tunables (journaled) -> fresh pool (+ dataset
+properties) -> workload -> stop its processes -> tunables restored -> pool destroyed -> result
+appended. The runner owns that order; workloads, targets and the store are plain components it calls.
 """
 
 from __future__ import annotations

@@ -119,6 +119,12 @@ class Ssh:
     def is_file(self, path: str) -> bool:
         return self.run(["test", "-f", path], log=proc.NULL_LOG).ok
 
+    def mode(self, path: str) -> int:
+        res = self.run(["stat", "-c", "%a", "--", path], log=proc.NULL_LOG)
+        if not res.ok or not res.stdout.strip().isdigit():
+            raise FileNotFoundError(2, res.error_text() or "cannot stat", path)
+        return int(res.stdout.strip(), 8)
+
     def exists(self, path: str) -> bool:
         return self.run(["test", "-e", path], log=proc.NULL_LOG).ok
 

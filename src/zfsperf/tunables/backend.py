@@ -65,6 +65,7 @@ class TunableBackend(Protocol):
     def get(self, name: str) -> str: ...
     def set(self, name: str, value: str) -> None: ...
     def read_all(self) -> dict[str, str]: ...
+    def mode(self, name: str) -> int | None: ...       # the parameter's permission bits, when known
 
 
 class FileTunables:
@@ -98,6 +99,12 @@ class FileTunables:
         if not self.has(name):
             raise Unavailable(f"no tunable {name} in {self.directory}")
         return self.files.read_text(str(self.directory / name)).strip()
+
+    def mode(self, name: str) -> int | None:
+        try:
+            return self.files.mode(str(self.directory / name))
+        except OSError:
+            return None
 
     def set(self, name: str, value: str) -> None:
         if not self.has(name):
@@ -133,6 +140,10 @@ class SysctlTunables:
 
     def read_all(self) -> dict[str, str]:
         return {n: self.get(n) for n in self.names()}
+
+    def mode(self, name: str) -> int | None:
+        """Unknown: a sysctl's flags are not its mode (a read-only one refuses the write)."""
+        return None
 
     def get(self, name: str) -> str:
         sysctl = freebsd_name(name)

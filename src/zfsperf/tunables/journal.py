@@ -14,6 +14,7 @@ from .. import proc
 from ..errors import TargetError
 from ..proc import pid_alive
 from .backend import BackendSpec, TunableBackend, open_backend
+from .scope import MEANING, Scope, scope_of
 
 
 def _same(entry: dict[str, Any], backend: BackendSpec, name: str) -> bool:
@@ -110,7 +111,22 @@ class TunableSession:
         self.log = log
         self.changed: list[tuple[str, str]] = []     # (name, old)
 
-    def apply(self, values: dict[str, str]) -> dict[str, dict[str, str]]:
+    def scope(self, name: str) -> tuple[Scope, str]:
+        """When a write of this tunable takes effect on this target, and why (scope.scope_of)."""
+        return scope_of(name, self.backend.mode(name))
+
+    def apply(self, values: dict[str, str], *, between_rounds: bool = False) -> dict[str, dict[str, str]]:
+        """Write each value (journaled first), read it back, and return what was done: its value
+        before, the value set and its scope. Every value's scope is checked before anything is
+        written: a load-scope tunable cannot be set by a run, and one written between rounds
+        (turns) must take effect at run time; either is refused, never a silent A/A."""
+        scopes = {name: self.scope(name) for name in values}
+        for name, (scope, why) in scopes.items():
+            if scope is Scope.LOAD or (between_rounds and scope is not Scope.RUNTIME):
+                then = ("it cannot take turns, written between rounds on one pool" if scope is Scope.POOL
+                        else "a run cannot set it: load the module with it (modprobe zfs "
+                             f"{name}=VALUE) and compare whole runs")
+                raise TargetError(f"tunable {name} {MEANING[scope]} ({why}): {then}")
         applied = {}
         for name, value in values.items():
             old = self.backend.get(name)
@@ -118,9 +134,10 @@ class TunableSession:
             self.changed.append((name, old))
             now = self._set_and_read(name, value)
             if self.log:
-                self.log.write(f"# tunable {name}: {old} -> {value} (reads back {now})")
+                self.log.write(f"# tunable {name}: {old} -> {value} (reads back {now}; scope "
+                               f"{scopes[name][0]}: {scopes[name][1]})")
             self._check(name, value, now, "")
-            applied[name] = {"before": old, "set": value}
+            applied[name] = {"before": old, "set": value, "scope": str(scopes[name][0])}
         return applied
 
     def switch(self, values: dict[str, str]) -> dict[str, str]:
