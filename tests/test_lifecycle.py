@@ -507,3 +507,29 @@ def test_a_pool_scope_tunable_on_the_target_cannot_take_turns(h, tmp_path):
                                         "cannot take turns"):
         s.apply({"zio_taskq_batch_pct": "50"}, between_rounds=True)
     assert (_params(h) / "zio_taskq_batch_pct").read_text().strip() == "80" and not Journal().entries()
+
+
+@pytest.mark.parametrize("b_level,verdict", [(70.0, "worse"), (100.0, "same")])
+def test_detect_stops_on_a_decision_at_a_spent_level(h, tmp_path, b_level, verdict):
+    """--detect looks after every block from the 6th and stops once every pair is decided, each
+    look at its spent level (report.sequential): with at most 12 blocks, 0.005 at the 6th and
+    0.008 at the 7th, below what 6 or 7 pairs can give (0.031, 0.016), so a clear change or a
+    clear sameness is decided at the 8th (0.013 ≥ 2/2^8), not before; the level is recorded and
+    compare judges the run at it."""
+    import random as _random
+    rng = _random.Random(5)
+    h.wl.script = lambda ctx: {"throughput": figure(float(ctx.fields["level"]) * (1 + rng.gauss(0, 0.004)),
+                                                    "MiB/s")}
+    rf = runfile(tmp_path / "r.toml", f'[[test]]\nname = "t"\nworkload = "scripted"\nmax_iterations = 12\n'
+                 f'level = [100, {b_level}]\n', iterations=1)
+    code, d, recs = h.run(rf, interleave=True, detect=1e-6, seed=3)
+    assert code == 0
+    det = json.loads((d / "run.json").read_text())["detect"]
+    assert det["stopped_by"] == "decided" and det["blocks"] == 8, det
+    assert det["sequential"]["looks"] == 3 and det["sequential"]["alpha"] == pytest.approx(0.0127, abs=0.001)
+    assert len(recs) == 16
+    from zfsperf.report.compare import ab_pairs, compare_within
+    from zfsperf.report.model import load_run
+    run = load_run(d)
+    (ch,) = [c for c in compare_within(run, ab_pairs(run)).changes if c.figure == "throughput"]
+    assert ch.verdict == verdict and "α = 0.01" in ch.note, ch

@@ -41,7 +41,7 @@ from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .workloads.corpus import Corpus
 from .steady.rounds import case_verdicts
 from .results.record import STATUSES, CaseRecord, PrecisionVerdict, Status
-from .report.abstats import MIN_BLOCKS
+from .report.abstats import ALPHA, MIN_BLOCKS
 
 HEADLINE = {name: wl.headline for name, wl in WORKLOADS.items()}     # the workloads say which figure
 
@@ -428,22 +428,36 @@ class Runner:
                 return
 
     def _detected(self, rd: ResultsDir, states: list["_CaseState"], blocks: int, elapsed: float) -> bool:
-        """--detect: after a block, the detectable change of every A/B pair's headline (paired test
-        over the blocks so far); True when the run should stop, and why is kept for run.json."""
+        """--detect: after each block from the MIN_BLOCKS-th, a look at every A/B pair's headline
+        (paired test over the blocks so far). The run stops when every pair is decided (better,
+        worse, or the same within the margin) at this look's spent level (report.sequential), or
+        when another reason ends it: every pair's detectable change reached, max_iterations, the
+        time budget. None of those depends on the change itself, so that look becomes the last and
+        spends the α left. True when the run should stop; what it reached goes to run.json."""
+        from .report import sequential
         from .report.compare import ab_pairs, compare_within
         from .report.model import load_run
         target = self.opts.detect
         run = load_run(rd.path)
         pairs = ab_pairs(run)
-        changes = {(c.case, c.figure): c for c in compare_within(run, pairs).changes}
-        achieved: dict[str, float | None] = {}
-        for a, b in pairs:
-            head = HEADLINE.get(a.workload, "")
-            ch = changes.get((f"{a.case} → {b.case}", head))
-            achieved[f"{a.case} → {b.case} {head}"] = None if ch is None else ch.detectable_pct
+        n_max = max(st.case.test.max_iterations for st in states)
+
+        def headlines(alpha: float) -> dict[str, Any]:
+            changes = {(c.case, c.figure): c for c in compare_within(run, pairs, alpha=alpha).changes}
+            return {f"{a.case} → {b.case} {HEADLINE.get(a.workload, '')}":
+                    changes.get((f"{a.case} → {b.case}", HEADLINE.get(a.workload, ""))) for a, b in pairs}
+        why, alpha = None, None
+        if blocks >= MIN_BLOCKS and pairs:
+            interim = sequential.level(blocks, MIN_BLOCKS, n_max, final=False)
+            if interim > 0 and all(ch is not None and ch.verdict in ("better", "worse", "same")
+                                   for ch in headlines(interim).values()):
+                why, alpha = "decided", interim
+        final = sequential.level(blocks, MIN_BLOCKS, n_max, final=True) if blocks >= MIN_BLOCKS else ALPHA
+        achieved = {k: None if ch is None else ch.detectable_pct for k, ch in headlines(final or ALPHA).items()}
         worst = max((v for v in achieved.values() if v is not None), default=None)
-        why = None
-        if blocks >= MIN_BLOCKS and achieved and all(v is not None and v <= target for v in achieved.values()):
+        if why is not None:
+            pass
+        elif blocks >= MIN_BLOCKS and achieved and all(v is not None and v <= target for v in achieved.values()):
             why = "detectable change reached"
         elif all(st.it >= st.case.test.max_iterations for st in states):
             why = "max_iterations"
@@ -451,9 +465,15 @@ class Runner:
             why = "time budget"
         elif not achieved and blocks >= MIN_BLOCKS:
             why = "no A/B pair in this run"
+        if why is not None and alpha is None:
+            alpha = final
         self.detected = {"target_pct": target, "blocks": blocks, "stopped_by": why,
                          "worst_pct": None if worst is None else round(worst, 3),
                          "achieved_pct": {k: None if v is None else round(v, 3) for k, v in achieved.items()}}
+        if alpha is not None and blocks >= MIN_BLOCKS:
+            self.detected["sequential"] = {"method": sequential.METHOD, "looks": blocks - MIN_BLOCKS + 1,
+                                           "first_look": MIN_BLOCKS, "max_blocks": n_max,
+                                           "alpha": round(alpha, 6)}
         return why is not None
 
     def _past_seconds(self, case_ids: list[str]) -> dict[str, float]:
@@ -546,8 +566,11 @@ class Runner:
         if self.detected is not None:
             d = self.detected
             worst = "-" if d["worst_pct"] is None else f"{d['worst_pct']:.2f} %"
+            seq = d.get("sequential")
             lines.append(f"Detect:\t\t{d['target_pct']:g} % wanted, {worst} reached after {d['blocks']} blocks "
-                         f"(stopped by {d['stopped_by'] or 'the end of the run'})")
+                         f"(stopped by {d['stopped_by'] or 'the end of the run'})"
+                         + (f"; judged at α = {seq['alpha']:.4f}, look {seq['looks']} of at most "
+                            f"{seq['max_blocks'] - seq['first_look'] + 1} (α spent across looks)" if seq else ""))
         history_failed = stored is not None and stored[1] is not None
         if stored is not None:
             lines.append(f"History:\tadded to {stored[0]}" if not history_failed else

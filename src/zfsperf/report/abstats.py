@@ -58,13 +58,13 @@ def _t():
     return sps.t
 
 
-def _mde(se: float, df: float) -> float | None:
+def _mde(se: float, df: float, alpha: float = ALPHA) -> float | None:
     if se == 0:
         return 0.0
-    if not (se > 0 and df >= 1):
+    if not (se > 0 and df >= 1 and alpha > 0):
         return None
     t = _t()
-    k = t.ppf(1 - ALPHA / 2, df) + t.ppf(POWER, df)
+    k = t.ppf(1 - alpha / 2, df) + t.ppf(POWER, df)
     return float(np.expm1(k * se) * 100)
 
 
@@ -121,8 +121,9 @@ def sign_flip_ci(d: np.ndarray, alpha: float = ALPHA) -> tuple[float, float] | N
     return edge(float(d.min()) - span), edge(float(d.max()) + span)
 
 
-def paired(a: list[float], b: list[float]) -> Estimate | None:
-    """a[i], b[i]: the same block's iterations of A and B (positive values)."""
+def paired(a: list[float], b: list[float], alpha: float = ALPHA) -> Estimate | None:
+    """a[i], b[i]: the same block's iterations of A and B (positive values). alpha: the level the
+    interval and the detectable change are for (a --detect run's look: report.sequential)."""
     x, y = np.asarray(a, float), np.asarray(b, float)
     if len(x) != len(y) or len(x) < 2 or np.any(x <= 0) or np.any(y <= 0):
         return None
@@ -131,9 +132,9 @@ def paired(a: list[float], b: list[float]) -> Estimate | None:
     mean, sd = float(d.mean()), float(d.std(ddof=1))
     se = sd / math.sqrt(n)
     p = 1.0 if np.all(d == 0) else sign_flip_p(d)
-    ci = sign_flip_ci(d)
+    ci = sign_flip_ci(d, alpha) if alpha > 0 else None
     return Estimate(math.exp(mean), p, None if ci is None else (math.exp(ci[0]), math.exp(ci[1])),
-                    _mde(se, n - 1), f"{n} pairs")
+                    _mde(se, n - 1, alpha), f"{n} pairs")
 
 
 def runs(base: list[float], new: list[float]) -> Estimate | None:

@@ -293,12 +293,12 @@ def compare_values(case: str, figure: str, unit: str, old: list[float], new: lis
                         detectable_pct=detectable)
 
 
-def _verdict(change_pct: float, p: float | None, way: int, noise_pct: float) -> str:
+def _verdict(change_pct: float, p: float | None, way: int, noise_pct: float, alpha: float = ALPHA) -> str:
     if way == 0:
         return "no verdict"
     if p is None:
         return "too few iterations"
-    if p >= ALPHA:
+    if p >= alpha:
         return "not significant"
     if abs(change_pct) < noise_pct:
         return "within noise"
@@ -306,14 +306,15 @@ def _verdict(change_pct: float, p: float | None, way: int, noise_pct: float) -> 
 
 
 def from_estimate(case: str, figure: str, unit: str, old: list[float], new: list[float],
-                  est: abstats.Estimate, way: int, noise_pct: float, design: str, test: str) -> FigureChange:
+                  est: abstats.Estimate, way: int, noise_pct: float, design: str, test: str,
+                  alpha: float = ALPHA) -> FigureChange:
     """A FigureChange whose change, p and interval come from a design's estimate (abstats)."""
     change = (est.ratio - 1) * 100
     ci = None if est.ci is None else ((est.ci[0] - 1) * 100, (est.ci[1] - 1) * 100)
     return FigureChange(case=case, figure=figure, unit=unit, old=old, new=new, old_median=float(np.median(old)),
                         new_median=float(np.median(new)), change_pct=change, ci_pct=ci, p=est.p,
-                        verdict=_verdict(change, est.p, way, noise_pct), design=design, test=f"{test}, {est.n}",
-                        detectable_pct=est.detectable_pct)
+                        verdict=_verdict(change, est.p, way, noise_pct, alpha), design=design,
+                        test=f"{test}, {est.n}", detectable_pct=est.detectable_pct)
 
 
 History = Callable[[RunData, str, str], list[float]]     # (run, case, figure) -> earlier run medians
@@ -417,10 +418,17 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
 
 
 def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
-                   noise_pct: float = NOISE_PCT, margin_pct: float = MARGIN_PCT) -> Comparison:
+                   noise_pct: float = NOISE_PCT, margin_pct: float = MARGIN_PCT,
+                   alpha: float | None = None) -> Comparison:
     """Points of one run (an A/B sweep): paired by block when the run was interleaved, by iteration
-    when they ran as a duet; else compared as independent samples (and said so)."""
+    when they ran as a duet; else compared as independent samples (and said so). alpha: the level
+    of the paired verdicts; by default ALPHA, or for a --detect run that looked after every block
+    the level of its last look (recorded in run.json: report.sequential)."""
     cmp = Comparison(run, run, bases=[run], news=[run])
+    seq = (run.run.detect or {}).get("sequential") or {}
+    looked = alpha is None and seq.get("alpha") is not None
+    if alpha is None:
+        alpha = float(seq["alpha"]) if looked else ALPHA
     everything_interleaved = bool(run.run.selection.get("interleave"))
     duets, turns, ab = set(run.run.duets), set(run.run.turns), set(run.run.ab)
     for a, b in pairs:
@@ -434,12 +442,16 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
             if interleaved or duet:
                 blocks = sorted(set(by_a) & set(by_b))
                 old, newv = [by_a[i] for i in blocks], [by_b[i] for i in blocks]
-                est = abstats.paired(old, newv) if old else None
+                est = abstats.paired(old, newv, alpha) if old else None
                 if est is None:
                     continue
                 ch = from_estimate(f"{a.case} → {b.case}", name, a.unit(name), old, newv, est, way, noise_pct,
                                    ("turns" if a.test in turns else "duet") if duet else "paired",
-                                   "sign-flip permutation on log ratios (exact)")
+                                   "sign-flip permutation on log ratios (exact)", alpha)
+                if alpha != ALPHA:
+                    ch.note = (f"judged at α = {alpha:.4f}, interval {(1 - alpha) * 100:.1f} %: "
+                               + (f"--detect's look {seq.get('looks')} ({seq.get('method', '')})" if looked
+                                  else "a look of --detect"))
                 if len(blocks) < abstats.MIN_BLOCKS:
                     ch.note = f"{len(blocks)} blocks: p < {ALPHA} needs ≥ {abstats.MIN_BLOCKS}"
                     ch.verdict = "too few iterations" if ch.verdict != "no verdict" else ch.verdict
