@@ -70,7 +70,7 @@ def scope_of(name: str, mode: int | None = None) -> tuple[Scope, str]:
     scope whatever a manual says; the manual's pool and load scopes hold for a writable one;
     mode bits captured from another release stand in only when the live ones are unknown."""
     if mode is not None and not mode & 0o222:
-        return Scope.LOAD, f"mode {mode & 0o777:o} on the target: read-only after the module loads"
+        return Scope.LOAD, f"its file has mode {mode & 0o777:o} on the target"
     doc = documented().get(name)
     if doc is not None and (doc.from_manual or mode is None):
         return doc.scope, doc.source
