@@ -125,7 +125,7 @@ def test_tunable_set_observed_and_restored(guest, tmp_path):
     assert "3" in seen                                        # observed in the guest while the case ran
     assert guest_sh(guest, "cat", PARAM).strip() == before     # and put back
     rec = records(last_dir(out))[0]
-    assert rec["tunables"]["zfs_vdev_async_write_max_active"] == {"before": before, "set": "3"}
+    assert rec["tunables"]["zfs_vdev_async_write_max_active"] == {"before": before, "set": "3", "scope": "runtime"}
 
 
 def test_a_guest_without_its_vdev_disk_does_not_come_up(guest, tmp_path):
@@ -208,7 +208,7 @@ def test_inside_the_guest_a_tunable_sweep_with_every_metric(guest, tmp_path):
     recs = records(d)
     assert [r["status"] for r in recs] == ["PASS", "PASS"]
     assert [r["tunables"]["zfs_vdev_async_write_max_active"] for r in recs] == \
-        [{"before": before, "set": "2"}, {"before": before, "set": "3"}]
+        [{"before": before, "set": v, "scope": "runtime"} for v in ("2", "3")]
     assert guest_sh(guest, "cat", PARAM).strip() == before               # restored
     for r in recs:
         assert r["histograms"]["write"]["count"] > 0 and r["histograms"]["read"]["count"] > 0

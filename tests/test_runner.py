@@ -46,7 +46,7 @@ def test_tunable_restored_after_normal_end(tmp_path, params, lab):
     assert res.returncode == 0, res.stdout + res.stderr
     assert (params / "zfs_recv_write_batch_size").read_text().strip() == DEFAULT_BATCH
     rec = records(last_dir(res.stdout))[0]
-    assert rec["tunables"] == {"zfs_recv_write_batch_size": {"before": DEFAULT_BATCH, "set": "131072"}}
+    assert rec["tunables"] == {"zfs_recv_write_batch_size": {"before": DEFAULT_BATCH, "set": "131072", "scope": "runtime"}}
     run = json.loads((last_dir(res.stdout) / "run.json").read_text())
     # every tunable the target exposes is recorded, the changed one and the untouched one
     every = {"zfs_recv_write_batch_size": DEFAULT_BATCH, "zfs_vdev_async_write_max_active": "10"}
@@ -103,6 +103,11 @@ def test_tunable_restored_after_sigint(tmp_path, params, lab):
 def test_tunable_restored_by_next_run_after_kill9(tmp_path, params, lab):
     p = _start(tmp_path, params)
     _wait_changed(params, p)
+    # a case writes its tunables before it makes its pool: kill once both are there
+    deadline = time.monotonic() + 60
+    while not lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() and time.monotonic() < deadline:
+        assert p.poll() is None, p.communicate()
+        time.sleep(0.01)
     p.kill()
     p.communicate()
     assert (params / "zfs_recv_write_batch_size").read_text().strip() == "131072"   # left changed
@@ -276,7 +281,7 @@ def test_a_module_tunable_takes_turns_written_and_read_back_before_every_round(t
     for it in (1, 2):
         a, b = sorted((r for r in recs if r["iteration"] == it), key=lambda r: r["tunables"][name]["set"] != "3")
         assert a["pool"]["name"] == b["pool"]["name"]
-        assert a["tunables"][name] == {"before": "10", "set": "3"} and b["tunables"][name]["set"] == "10"
+        assert a["tunables"][name] == {"before": "10", "set": "3", "scope": "runtime"} and b["tunables"][name]["set"] == "10"
         for r, value in ((a, "3"), (b, "10")):
             turns = r["turn_tunables"]
             assert turns == [{name: value}] * r["rounds"] and len(turns) >= 2, r

@@ -23,6 +23,7 @@ from ..metrics import crosscheck
 from ..metrics.crosscheck import CrossCheck
 from . import corpus as corpus_mod
 from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
+from .turns import ORDER, take_turns
 
 
 def _fd_pos(pid: int, fd: int = 0) -> int | None:
@@ -242,41 +243,24 @@ class ReceiveWorkload:
                 txg_rate = (txg1 - txg0) / (t1 - t0)
         return self._figures(ctx, rounds, txg_rate)
 
-    # the order in which two sides take turns: ABBA, so that a trend over the iteration (the pool
-    # filling, the daemon warming) falls on both alike to first order
-    TURNS = (0, 1, 1, 0)
-
     def run_turns(self, ctxs: list[CaseContext]) -> list[Figures]:
-        """Two sides (a dataset each on one pool) taking turns, one round at a time, in ABBA
-        groups, for `duration` (at least one group): what one round pays -- its own txg sync
+        """Two sides (a dataset each on one pool) taking turns, one round at a time (turns.py: ABBA
+        groups for `duration`, at least one group): what one round pays -- its own txg sync
         included, since a receive ends with a sync task -- is its side's alone, while whatever
         drifts over seconds (the pool filling, the machine) hits both alike. ctxs[0] goes first.
         Returns each side's figures, over its own rounds."""
         duration = parse_duration(ctxs[0].fields["duration"]) if ctxs[0].fields.get("duration") else 0.0
-        rounds: list[list[Round]] = [[], []]
         txg0, t0 = ctxs[0].target.txg(ctxs[0].pool.name), time.monotonic()
-        until = t0 + duration
-        k = 0
-        while True:
-            if k % len(self.TURNS) == 0 and k:
-                if time.monotonic() >= until or ctxs[0].remaining() <= 0 or ctxs[0].procs.cancelled:
-                    break
-                need = 1.25 * len(self.TURNS) * max(r[-1].nbytes for r in rounds)
-                if self._available(ctxs[0]) < need:
-                    for c in ctxs:
-                        c.extra["duration_note"] = (f"turns ended after {k} rounds: the pool would not hold another "
-                                                    "group (make vdev_size larger for the full duration)")
-                    break
-            side = self.TURNS[k % len(self.TURNS)]
-            hook = ctxs[side].before_turn
-            if hook is not None:                 # a tunable's turns: written and read back between rounds
-                ctxs[side].extra.setdefault("turn_tunables", []).append(hook())
-            rounds[side].append(self._round(ctxs[side], keep=True, txgs=False))
-            k += 1
+
+        def room(rounds: list[list[Round]]) -> str | None:
+            need = 1.25 * len(ORDER) * max(r[-1].nbytes for r in rounds)
+            if self._available(ctxs[0]) >= need:
+                return None
+            return (f"turns ended after {sum(map(len, rounds))} rounds: the pool would not hold another group "
+                    "(make vdev_size larger for the full duration)")
+        rounds = take_turns(ctxs, lambda c: self._round(c, keep=True, txgs=False), duration=duration, room=room)
         t1, txg1 = time.monotonic(), ctxs[0].target.txg(ctxs[0].pool.name)
         txg_rate = (txg1 - txg0) / (t1 - t0) if txg0 is not None and txg1 is not None else None
-        for c in ctxs:
-            c.extra["turns"] = "ABBA"
         return [self._figures(c, r, txg_rate) for c, r in zip(ctxs, rounds)]
 
     def _figures(self, ctx: CaseContext, rounds: list[Round], txg_rate: float | None) -> Figures:

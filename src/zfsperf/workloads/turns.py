@@ -1,0 +1,47 @@
+"""Two sides of a duet taking turns on one pool: the order, when to stop, and the tunable hook.
+
+One scheduler for every workload that takes turns (receive rounds, fio slices): the sides go in
+ABBA groups, so that a trend over the iteration (the pool filling, the machine warming) falls on
+both alike to first order; at least one group, then more until the iteration's duration is over,
+its time budget is spent, a signal came, or the workload says the pool has no room for another
+group. Before each of a side's turns its before_turn hook runs (turns over a module tunable: the
+side's value written and read back, recorded with the turn)."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, TypeVar
+
+from .base import CaseContext
+
+ORDER = (0, 1, 1, 0)
+
+R = TypeVar("R")
+
+
+def take_turns(ctxs: list[CaseContext], one: Callable[[CaseContext], R], *, duration: float,
+               room: Callable[[list[list[R]]], str | None] | None = None) -> list[list[R]]:
+    """Run one(ctx) for the two sides in ABBA groups for `duration` seconds (ctxs[0] first); room,
+    asked before each further group, returns why no other group fits (said as each side's
+    duration_note) or None. Returns each side's turns' results, in order."""
+    done: list[list[R]] = [[], []]
+    until = time.monotonic() + duration
+    k = 0
+    while True:
+        if k % len(ORDER) == 0 and k:
+            if time.monotonic() >= until or ctxs[0].remaining() <= 0 or ctxs[0].procs.cancelled:
+                break
+            why = room(done) if room is not None else None
+            if why:
+                for c in ctxs:
+                    c.extra["duration_note"] = why
+                break
+        side = ORDER[k % len(ORDER)]
+        hook = ctxs[side].before_turn
+        if hook is not None:
+            ctxs[side].extra.setdefault("turn_tunables", []).append(hook())
+        done[side].append(one(ctxs[side]))
+        k += 1
+    for c in ctxs:
+        c.extra["turns"] = "ABBA"
+    return done
