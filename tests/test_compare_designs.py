@@ -352,12 +352,29 @@ def test_detect_on_a_test_that_takes_turns(tmp_path, lab):
     assert ch["design"] == "turns" and ch["detectable_pct"] <= 90
 
 
+MIXED_TURNS = """
+[defaults]
+iterations = 6
+[[test]]
+name = "mix"
+workload = "mixed"
+runtime = 2
+reader = { rw = "randread", bs = "128k", size = "8M" }
+writer = { rw = "write", bs = "1M", size = "8M" }
+duet = "turns"
+dataset = { "zfsperf:arm" = ["a", "b"] }
+"""
+
+
 def test_turns_are_refused_where_there_are_no_rounds(tmp_path):
-    rf = write_runfile(tmp_path, DUET_FIO.format(prop='"zfsperf:arm" = ["a", "b"]').replace("duet = true",
-                                                                                          'duet = "turns"'))
+    rf = write_runfile(tmp_path, MIXED_TURNS)
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"))
-    assert res.returncode == 2 and 'test[1].duet: a fio test cannot duet = "turns" (only receive)' in res.stderr, \
-        res.stderr
+    assert res.returncode == 2 and \
+        'test[1].duet: a mixed test cannot duet = "turns" (only receive and fio)' in res.stderr, res.stderr
+    rf = write_runfile(tmp_path, DUET_FIO.format(prop='"zfsperf:arm" = ["a", "b"]').replace("runtime = 2",
+                                                                                          'runtime = 2\nslice = 1'))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"))
+    assert res.returncode == 2 and 'slice is the length of a turn: it needs duet = "turns"' in res.stderr, res.stderr
     rf.write_text(DUET.format(prop='"zfsperf:arm" = ["a", "b"]').replace("duet = true", 'duet = "sometimes"'))
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"))
     assert res.returncode == 2 and f"{rf}:13: test[1].duet: expected true, false or \"turns\"" in res.stderr, res.stderr

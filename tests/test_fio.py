@@ -135,3 +135,74 @@ clients = ["127.0.0.1:{a}", "127.0.0.1:{b}"]
     assert rec["figures"]["hosts"]["value"] == 2
     raw = fiojson.parse((d / "fio" / "clients.i1.json").read_text())
     assert "client_stats" in raw
+
+
+FIO_TURNS = """
+[defaults]
+iterations = 2
+[defaults.pool]
+vdevs = 1
+vdev_size = "256M"
+[[test]]
+name = "rr"
+workload = "fio"
+rw = "randread"
+bs = "4k"
+size = "8M"
+runtime = 3
+slice = 1
+duet = "turns"
+dataset = { "zfsperf:arm" = ["a", "b"] }
+"""
+
+
+def test_fio_takes_turns_in_slices_whose_histograms_merge_to_fio_s_own_counts(lab, tmp_path):
+    """A fio test taking turns: one fio run of `slice` seconds on A's dataset, then on B's, in ABBA
+    groups (BAAB on even iterations) on one pool; each side's figures are over its own slices:
+    I/Os over their timed seconds, and latency percentiles from their json+ bins merged, so a
+    side's histogram holds every I/O of its slices as fio counted them."""
+    res = zfsperf("run", "-r", str(write_runfile(tmp_path, FIO_TURNS)), "-o", str(tmp_path / "o"), "--no-history")
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    recs = records(d)
+    assert len(recs) == 4 and {r["status"] for r in recs} == {"PASS"}
+    for rec in recs:
+        assert rec["turns"] == "ABBA" and rec["slices"]["count"] >= 2 and rec["slices"]["seconds"] == 1.0
+        slug = next(p.name.split(".i")[0] for p in (d / "fio").iterdir() if f"={rec['sweep']['zfsperf:arm']}" in p.name)
+        jobs = [json.loads((d / "fio" / f"{slug}.i{rec['iteration']}.s{k}.json").read_text())["jobs"][0]
+                for k in range(1, rec["slices"]["count"] + 1)]
+        ios = sum(j["read"]["total_ios"] for j in jobs)
+        seconds = sum(j["read"]["runtime"] for j in jobs) / 1000
+        assert rec["histograms"]["read"]["count"] == ios > 0
+        assert sum(c for _b, c in rec["histograms"]["read"]["buckets"]) == ios
+        assert rec["figures"]["read_iops"]["value"] == pytest.approx(ios / seconds, rel=1e-6)
+        # p99 of every I/O of the side: the bin where the merged bins reach 99 %
+        bins: dict[int, int] = {}
+        for j in jobs:
+            for ns, n in j["read"]["clat_ns"]["bins"].items():
+                bins[int(ns)] = bins.get(int(ns), 0) + n
+        acc, p99 = 0, None
+        for ns in sorted(bins):
+            acc += bins[ns]
+            if acc >= 0.99 * ios:
+                p99 = ns / 1000
+                break
+        assert rec["figures"]["read_lat_p99"]["value"] == pytest.approx(p99)
+    # the order: fio runs on A's and B's files in ABBA groups, the first side swapping per iteration
+    for it in (1, 2):
+        log = next((d / "logs").glob(f"*.iter{it}.log")).read_text()
+        order = [ln.split("fio/")[0] for ln in log.splitlines() if ln.startswith("$ fio ")]
+        sides = ["a" if "arm=a" in ln or "duetA" in ln else "b" for ln in
+                 (ln for ln in log.splitlines() if ln.startswith("$ fio "))]
+        assert len(order) % 4 == 0 and len(order) >= 4, log[-2000:]
+        first = sides[0]
+        other = "b" if first == "a" else "a"
+        assert sides == ([first, other, other, first] * len(sides))[:len(sides)], sides
+    firsts = []
+    for it in (1, 2):
+        log = next((d / "logs").glob(f"*.iter{it}.log")).read_text()
+        firsts.append(next(ln for ln in log.splitlines() if ln.startswith("$ fio ")))
+    assert ("arm=a" in firsts[0]) != ("arm=a" in firsts[1])              # ABBA, then BAAB
+    ch = next(c for c in json.loads(zfsperf("compare", str(d), "--json").stdout)["changes"]
+              if c["figure"] == "read_lat_p99")
+    assert ch["design"] == "turns" and ch["ci_pct"] is None             # 2 pairs: judged only from 6

@@ -486,6 +486,8 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         duet, turns = True, True
     else:
         raise InputError(f'expected true, false or "turns", got {duet_raw!r}', **where("duet"))
+    if "slice" in fields and not turns:
+        raise InputError('slice is the length of a turn: it needs duet = "turns"', **where("slice"))
     if duet:
         _check_duet(workload, dataset, tunables, {k: v for k, v in fields.items()
                                                   if isinstance(v, list) and wl.fields[k][1]}, steady, where,

@@ -125,6 +125,27 @@ class ClassStats:
         return self.bw_reported / 1048576.0
 
 
+def in_sequence(runs: list[dict[str, ClassStats]]) -> dict[str, ClassStats]:
+    """The classes of fio runs made one after another (a side's turns) as one: I/Os, bytes and
+    runtime added (so IOPS and bandwidth are over the runs' timed parts), latency moments pooled,
+    the json+ bins added and the percentiles read from them (none when a run had no bins: the
+    percentiles of separate runs do not merge without them)."""
+    out: dict[str, ClassStats] = {}
+    for classes in runs:
+        for cls, st in classes.items():
+            acc = out.setdefault(cls, ClassStats())
+            runtime = acc.runtime_ms + st.runtime_ms
+            had_bins = bool(acc.bins) or acc.lat_n == 0
+            acc.merge(st)                           # moments, bins, ios, bytes, max, kind
+            acc.runtime_ms = runtime
+            if st.lat_n and not (had_bins and st.bins):
+                acc.percentiles_ns = {}
+            seconds = runtime / 1000
+            acc.iops_reported = acc.ios / seconds if seconds > 0 else 0.0
+            acc.bw_reported = acc.bytes / seconds if seconds > 0 else 0.0
+    return out
+
+
 def percentiles_from_bins(bins: dict[int, int]) -> dict[str, float]:
     total = sum(bins.values())
     out: dict[str, float] = {}

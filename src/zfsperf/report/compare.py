@@ -93,7 +93,8 @@ DESIGNS = {
     "paired": "one run, interleaved blocks: within-block ratios (drift cancels)",
     "duet": "one run, both sides at once on one pool (duet): within-iteration ratios (noise hits both alike)",
     "turns": "one run, both sides on one pool taking turns round by round (ABBA): within-iteration ratios "
-             "(what drifts over seconds hits both alike; each round pays its own txg sync)",
+             "(what drifts over seconds hits both alike; each turn pays its own costs, a receive round "
+             "its own txg sync)",
     "unpaired": "one run, not interleaved: iterations compared (consecutive cases carry drift)",
 }
 # One run a side and no history: a change is judged only beyond the run-to-run drift seen between

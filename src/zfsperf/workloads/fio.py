@@ -26,6 +26,7 @@ from ..results.directory import fio_json_path, log_path
 from ..targets.base import Target
 from ..units import parse_duration, parse_size
 from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
+from .turns import take_turns
 
 RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite")
 ENGINES = ("psync", "sync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio", "mmap")
@@ -40,7 +41,9 @@ FIO_FIELDS: dict[str, tuple[Any, bool]] = {
     "ramp_time": ((str, int, float), True), "randseed": (int, False), "compress_percentage": (int, True),
     "compress_chunk": ((str, int), True), "sync": (bool, True), "fsync": (int, True),
     "nrfiles": (int, True), "clients": (list, False), "random_distribution": (str, True),
+    "slice": ((str, int, float), False),
 }
+SLICE = 1.0          # seconds of one side's turn in duet = "turns" (fio's runtime takes whole seconds)
 
 
 def validate_job(test: dict[str, Any], where: Callable[[str], dict], prefix: str = "") -> None:
@@ -59,7 +62,7 @@ def validate_job(test: dict[str, Any], where: Callable[[str], dict], prefix: str
                     raise ValueError("must be positive")
             except ValueError as e:
                 raise InputError(f"{k}: {e}", **where(prefix + k)) from None
-    for k in ("runtime", "ramp_time"):
+    for k in ("runtime", "ramp_time", "slice"):
         for v in each(k):
             try:
                 parse_duration(v)
@@ -287,7 +290,8 @@ class FioWorkload:
     series_headline = "workload_iops"   # its live counterpart in the sampled series (steady veto)
     bandwidth_figure: str | None = "bw"   # cross-checked against zpool iostat
     summary_figures = ["iops", "bw", "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99", "sync_lat_p99"]
-    duet_modes = ("together",)          # one job set on each dataset at once; no rounds to take turns with
+    # one job set on each dataset at once, or the two taking turns in slices (run_turns)
+    duet_modes = ("together", "turns")
     directions = {"iops": 1, "bw": 1, "hosts": 0, "sync_ops": 0}
     fields = FIO_FIELDS
 
@@ -347,6 +351,45 @@ class FioWorkload:
             ctx.extra["fio_all_clients"] = stats_figures(res.fio_aggregate)
             figs["hosts"] = figure(len(res.hosts), "hosts")
         return figs
+
+
+    def run_turns(self, ctxs: list[CaseContext]) -> list[Figures]:
+        """Two sides (a dataset each on one pool) taking turns in slices: one fio run of `slice`
+        seconds (default 1) on A's files, then on B's, in ABBA groups (turns.py) for `runtime`
+        seconds in all. Each side's files are laid out by its first slice, before fio's clock. A
+        side's figures are over its own slices: I/Os and bytes over their timed seconds, latency
+        percentiles from their merged json+ bins (fiojson.in_sequence), so p99 is the p99 of every
+        I/O of that side, not an average of slices' p99s. Each slice's JSON is kept
+        (fio/<case>.i<iteration>.s<k>.json)."""
+        p = ctxs[0].fields
+        total = parse_duration(p.get("runtime", 10))
+        slice_s = float(max(1, round(parse_duration(p.get("slice", SLICE)))))
+        texts = {}
+        for c in ctxs:
+            directory = f"{c.pool.mountpoint}/fio"
+            c.target.run(["mkdir", "-p", directory])
+            texts[id(c)] = "\n".join(["[global]", f"directory={directory}", "group_reporting=1",
+                                      *job_lines(c.fields, slice_s), "", "[zfsperf]", ""])
+        count = {id(c): 0 for c in ctxs}
+
+        def one(c: CaseContext) -> dict[str, fiojson.ClassStats]:
+            count[id(c)] += 1
+            tag = f".s{count[id(c)]}"
+            res, raw = run_jobfile(c, [texts[id(c)]], [], tag=tag)
+            save_json(c, raw, tag)
+            return res.classes
+        slices = take_turns(ctxs, one, duration=total)
+        out = []
+        for c, runs in zip(ctxs, slices):
+            merged = fiojson.in_sequence(runs)
+            c.extra["histograms"] = histograms(merged)
+            c.extra["class_table"] = class_table(merged)
+            c.extra["latency_kind"] = {k: st.lat_kind for k, st in merged.items() if st.lat_kind}
+            c.extra["slices"] = {"count": len(runs), "seconds": slice_s,
+                                 "iops": [round(sum(st.iops for k, st in r.items() if k in ("read", "write", "trim")), 3)
+                                          for r in runs]}
+            out.append(stats_figures(merged))
+        return out
 
 
 def run_jobfile(ctx: CaseContext, texts: list[str], clients: list[str], tag: str = ""
