@@ -2,8 +2,8 @@
 
 Order (class Lifecycle, the same for a single case, a duet and a duet taking turns): [a build A/B:
 the case's OpenZFS build loaded] -> tunables (journaled; before the pool, so that a pool-scope
-tunable applies to it) -> fresh pool (+ dataset properties) -> sampler -> [gate: workload in rounds until steady] -> workload -> stop its processes -> tunables
-restored -> pool destroyed. What a case raises becomes its outcome in one place (absorb), and its
+tunable applies to it) -> fresh pool (+ dataset properties) -> sampler -> [gate: workload in
+rounds until steady] -> workload -> stop its processes -> tunables restored -> pool destroyed. What a case raises becomes its outcome in one place (absorb), and its
 status is decided once, by results.record.CaseOutcome.decide_status()."""
 
 from __future__ import annotations
