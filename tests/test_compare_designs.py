@@ -375,6 +375,11 @@ def test_turns_are_refused_where_there_are_no_rounds(tmp_path):
                                                                                           'runtime = 2\nslice = 1'))
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"))
     assert res.returncode == 2 and 'slice is the length of a turn: it needs duet = "turns"' in res.stderr, res.stderr
+    rf = write_runfile(tmp_path, DUET_FIO.format(prop='"zfsperf:arm" = ["a", "b"]').replace(
+        "duet = true", 'duet = "turns"\nclients = ["127.0.0.1"]'))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"))
+    assert res.returncode == 2 and "test[1].clients: fio load hosts cannot take turns" in res.stderr, res.stderr
+    assert not (tmp_path / "res").exists()
     rf.write_text(DUET.format(prop='"zfsperf:arm" = ["a", "b"]').replace("duet = true", 'duet = "sometimes"'))
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"))
     assert res.returncode == 2 and f"{rf}:13: test[1].duet: expected true, false or \"turns\"" in res.stderr, res.stderr

@@ -488,6 +488,9 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         raise InputError(f'expected true, false or "turns", got {duet_raw!r}', **where("duet"))
     if "slice" in fields and not turns:
         raise InputError('slice is the length of a turn: it needs duet = "turns"', **where("slice"))
+    if turns and fields.get("clients"):
+        raise InputError('fio load hosts cannot take turns: its slices run on the target (drop clients, or '
+                         'use duet = true)', **where("clients"))
     if duet:
         _check_duet(workload, dataset, tunables, {k: v for k, v in fields.items()
                                                   if isinstance(v, list) and wl.fields[k][1]}, steady, where,
