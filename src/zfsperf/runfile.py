@@ -33,7 +33,7 @@ from .pool import LAYOUTS, PoolSpec, check_property_name, unknown_property_value
 from .steady import SteadySpec
 from .tunables import normalise_value
 from .tunables.registry import known_names, nearest
-from .tunables.scope import MEANING, Scope, scope_of
+from .tunables.scope import refused, scope_of
 from .units import parse_duration, parse_size
 from .workloads import WORKLOADS
 
@@ -538,11 +538,9 @@ def _check_duet(workload: str, dataset: dict[str, Any], tunables: dict[str, Any]
         if swept or len(swept_tunables) != 1 or len(tunables[swept_tunables[0]]) != 2:
             raise InputError("turns over a module tunable need exactly one tunable swept over two values and no "
                              "dataset property swept", **where("duet"))
-        scope, why = scope_of(swept_tunables[0])
-        if scope is not Scope.RUNTIME:
-            raise InputError(f"{swept_tunables[0]} {MEANING[scope]} ({why}): written between rounds on one pool "
-                             "it would change nothing, so it cannot take turns (sweep it in interleaved blocks: "
-                             "--interleave, each case on a fresh pool)", **where("duet"))
+        why = refused(swept_tunables[0], *scope_of(swept_tunables[0]), turns=True)
+        if why:
+            raise InputError(why, **where("duet"))
     elif len(swept) != 1 or len(dataset[swept[0]]) != 2:
         raise InputError("duet needs exactly one dataset property swept over two values", **where("duet"))
     if mode not in WORKLOADS[workload].duet_modes:
@@ -604,10 +602,6 @@ def _load_props(d: dict, w) -> dict[str, Any]:
             check_property_name(k)
         except InputError:
             raise InputError(f"{k!r} is not a ZFS property name", **w(k)) from None
-        scope, why = scope_of(k)
-        if scope is Scope.LOAD:
-            raise InputError(f"{k} {MEANING[scope]} ({why}): a run cannot set it; load the module with it "
-                             f"(modprobe zfs {k}=VALUE) and compare whole runs", **w(k))
         values = v if isinstance(v, list) else [v]
         if isinstance(v, list) and not v:
             raise InputError("an empty list sweeps over nothing", **w(k))
@@ -629,10 +623,9 @@ def _load_tunables(d: dict, w) -> dict[str, Any]:
             near = nearest(k)
             raise InputError(f"no OpenZFS release zfsperf knows (2.1.11, 2.3.2) has a tunable {k}"
                              + (f"; did you mean {' or '.join(near)}?" if near else ""), **w(k))
-        scope, why = scope_of(k)
-        if scope is Scope.LOAD:
-            raise InputError(f"{k} {MEANING[scope]} ({why}): a run cannot set it; load the module with it "
-                             f"(modprobe zfs {k}=VALUE) and compare whole runs", **w(k))
+        why = refused(k, *scope_of(k), turns=False)
+        if why:
+            raise InputError(why, **w(k))
         values = v if isinstance(v, list) else [v]
         if isinstance(v, list) and not v:
             raise InputError("an empty list sweeps over nothing", **w(k))

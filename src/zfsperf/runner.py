@@ -455,18 +455,16 @@ class Runner:
         final = sequential.level(blocks, MIN_BLOCKS, n_max, final=True) if blocks >= MIN_BLOCKS else ALPHA
         achieved = {k: None if ch is None else ch.detectable_pct for k, ch in headlines(final or ALPHA).items()}
         worst = max((v for v in achieved.values() if v is not None), default=None)
-        if why is not None:
-            pass
-        elif blocks >= MIN_BLOCKS and achieved and all(v is not None and v <= target for v in achieved.values()):
-            why = "detectable change reached"
-        elif all(st.it >= st.case.test.max_iterations for st in states):
-            why = "max_iterations"
-        elif elapsed >= min(st.case.test.budget for st in states):
-            why = "time budget"
-        elif not achieved and blocks >= MIN_BLOCKS:
-            why = "no A/B pair in this run"
-        if why is not None and alpha is None:
-            alpha = final
+        if why is None:                   # a stop that does not depend on the change: the last look
+            if blocks >= MIN_BLOCKS and achieved and all(v is not None and v <= target for v in achieved.values()):
+                why = "detectable change reached"
+            elif all(st.it >= st.case.test.max_iterations for st in states):
+                why = "max_iterations"
+            elif elapsed >= min(st.case.test.budget for st in states):
+                why = "time budget"
+            elif not achieved and blocks >= MIN_BLOCKS:
+                why = "no A/B pair in this run"
+            alpha = final if why is not None else None
         self.detected = {"target_pct": target, "blocks": blocks, "stopped_by": why,
                          "worst_pct": None if worst is None else round(worst, 3),
                          "achieved_pct": {k: None if v is None else round(v, 3) for k, v in achieved.items()}}

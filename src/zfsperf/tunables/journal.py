@@ -14,7 +14,7 @@ from .. import proc
 from ..errors import TargetError
 from ..proc import pid_alive
 from .backend import BackendSpec, TunableBackend, open_backend
-from .scope import MEANING, Scope, scope_of
+from .scope import Scope, refused, scope_of
 
 
 def _same(entry: dict[str, Any], backend: BackendSpec, name: str) -> bool:
@@ -122,11 +122,9 @@ class TunableSession:
         (turns) must take effect at run time; either is refused, never a silent A/A."""
         scopes = {name: self.scope(name) for name in values}
         for name, (scope, why) in scopes.items():
-            if scope is Scope.LOAD or (between_rounds and scope is not Scope.RUNTIME):
-                then = ("it cannot take turns, written between rounds on one pool" if scope is Scope.POOL
-                        else "a run cannot set it: load the module with it (modprobe zfs "
-                             f"{name}=VALUE) and compare whole runs")
-                raise TargetError(f"tunable {name} {MEANING[scope]} ({why}): {then}")
+            no = refused(name, scope, why, turns=between_rounds)
+            if no:
+                raise TargetError(f"tunable {no}")
         applied = {}
         for name, value in values.items():
             old = self.backend.get(name)

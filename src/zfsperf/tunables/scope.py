@@ -77,3 +77,15 @@ def scope_of(name: str, mode: int | None = None) -> tuple[Scope, str]:
     if mode is not None:
         return Scope.RUNTIME, f"mode {mode & 0o777:o} on the target"
     return Scope.RUNTIME, "no captured release says otherwise"
+
+
+def refused(name: str, scope: Scope, why: str, *, turns: bool) -> str | None:
+    """Why a run cannot write this tunable (turns: between the rounds of one pool), said the same
+    way by the runfile check and on the target; None when it can."""
+    if scope is Scope.LOAD:
+        return (f"{name} {MEANING[scope]} ({why}): a run cannot set it; load the module with it "
+                f"(modprobe zfs {name}=VALUE) and compare whole runs")
+    if turns and scope is not Scope.RUNTIME:
+        return (f"{name} {MEANING[scope]} ({why}): written between rounds on one pool it would change nothing, "
+                "so it cannot take turns (sweep it in interleaved blocks: --interleave, each case on a fresh pool)")
+    return None
