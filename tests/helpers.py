@@ -329,6 +329,8 @@ class FakeTarget(Target):
                 return "", 1                            # no zfs module, no pool
             name = next(a for a in argv[2:] if not a.startswith("-") and "=" not in a and "/" not in a)
             owner = next((a.split("=", 1)[1] for a in argv if a.startswith(f"{OWNER_PROP}=")), "-")
+            if name in self.pools:
+                return "", 1                            # "cannot create 'NAME': pool already exists"
             self.pools[name] = owner
             return "", 0
         if cmd == ["zpool", "destroy"]:

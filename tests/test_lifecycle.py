@@ -533,3 +533,35 @@ def test_detect_stops_on_a_decision_at_a_spent_level(h, tmp_path, b_level, verdi
     run = load_run(d)
     (ch,) = [c for c in compare_within(run, ab_pairs(run)).changes if c.figure == "throughput"]
     assert ch.verdict == verdict and "α = 0.01" in ch.note, ch
+
+
+class RepeatingTransport(FakeTarget):
+    """A target whose transport runs `zpool create` twice and answers the second (ssh's retry of a
+    quick exit 255 after the command had already run on the guest: CI at 2c32097)."""
+
+    def run(self, argv, **kw):
+        res = super().run(argv, **kw)
+        if list(argv[:2]) == ["zpool", "create"]:
+            res = super().run(argv, **kw)
+        return res
+
+
+def test_a_create_the_transport_repeated_is_the_runs_own_pool(tmp_path):
+    from zfsperf.pool import PoolManager, PoolSpec
+    from zfsperf.errors import TargetError
+    t = RepeatingTransport(tmp_path / "target")
+    pm = PoolManager(t, tmp_path / "vd", run_id="run-1")
+    pool = pm.create(PoolSpec(vdevs=1, vdev_size=64 << 20), name="zfsperf_rep")
+    assert pool.name == "zfsperf_rep" and t.pools == {"zfsperf_rep": "run-1"}
+    # a pool another creator made in between, under the same name, is never taken for ours
+    t2 = FakeTarget(tmp_path / "t2")
+    pm2 = PoolManager(t2, tmp_path / "vd2", run_id="run-2")
+    real_run = t2.run
+
+    def racing(argv, **kw):
+        if list(argv[:2]) == ["zpool", "create"]:
+            t2.pools["zfsperf_x"] = "someone-else"
+        return real_run(argv, **kw)
+    t2.run = racing
+    with pytest.raises(TargetError, match="zpool create zfsperf_x failed"):
+        pm2.create(PoolSpec(vdevs=1, vdev_size=64 << 20), name="zfsperf_x")

@@ -396,11 +396,17 @@ class PoolManager:
         pool = Pool(self.target, name, spec, files, mountpoint, owner)
         # -f: the files are ours (manifest); they may carry the label of a pool we destroyed.
         res = self.target.run(argv + [name] + pool.layout_argv())
-        if not res.ok:
+        if not res.ok and not self._made_by_us(name, owner):
             raise TargetError(f"zpool create {name} failed: {res.error_text()}")
         if self.disks:
             self.labelled.update(taken)         # only now: a failed create is never followed by a wipe
         return pool
+
+    def _made_by_us(self, name: str, owner: str) -> bool:
+        """After a failed create: the name was free a moment ago, so a pool of that name carrying this
+        run's mark is the one this create made (an ssh transport reruns a command whose session ended
+        with a quick 255, and the rerun says "pool already exists")."""
+        return name in list_pools(self.target) and pool_owner(self.target, name) == owner
 
     def may_destroy(self, name: str) -> tuple[bool, str]:
         if name in keep_list():

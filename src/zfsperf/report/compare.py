@@ -107,6 +107,12 @@ DRIFT_FLOOR_SOURCE = ("the default floor: consecutive runs of identical settings
                       "to +33 %, docs/benchmarks.md")
 
 
+def _span(values: list[float]) -> float:
+    """max / min of a side's iteration figures (1: nothing to span)."""
+    pos = [v for v in values if v > 0]
+    return max(pos) / min(pos) if len(pos) >= 2 else 1.0
+
+
 def beyond_floor(change_pct: float, floor_pct: float) -> bool:
     """A change of change_pct % is outside a factor of (1 + floor_pct/100) either way."""
     ratio = 1 + change_pct / 100
@@ -402,12 +408,21 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
     down = (1 - 1 / (1 + floor / 100)) * 100
     judge = ("to judge it, run both sides in one run (duet = \"turns\", or --interleave / ab = true), give "
              "several runs a side (--vs), or keep a history of identical runs")
-    unsteady = [c.case for c in [*bcs, *ncs] if (v := case_verdict(c.records, headline(c.workload))) is not None
+    unsteady = [c for c in [*bcs, *ncs] if (v := case_verdict(c.records, headline(c.workload))) is not None
                 and v.steady is False]
-    if ch.verdict in ("better", "worse") and unsteady:
+    # a side not in a steady state: its own iterations' spread (max / min) widens the floor, so only
+    # a change no transient inside that run could make is judged (a 50 % drop beside a run that
+    # wandered by 66 % is not; gzip-9's −84 % beside a 20 % wander is)
+    span = max((_span(c.values(name)) for c in unsteady), default=1.0)
+    wide = ((1 + floor / 100) * span - 1) * 100
+    if ch.verdict in ("better", "worse") and unsteady and not beyond_floor(ch.change_pct, wide):
         ch.verdict = "within unknown drift"
-        ch.note = (f"one run a side, and a side was not in a steady state: a transient in one run cannot be "
-                   f"told from a change between separate runs; {judge}")
+        ch.note = (f"one run a side, and a side was not in a steady state (its iterations span {(span - 1) * 100:.0f} %): "
+                   f"a change within a factor of {1 + wide / 100:.3g} (the drift floor times that span) cannot be "
+                   f"told from a transient in one run; {judge}")
+    elif ch.verdict in ("better", "worse") and unsteady:
+        ch.note = (f"a side was not in a steady state (its iterations span {(span - 1) * 100:.0f} %); the change is "
+                   f"beyond the drift floor times that span (a factor of {1 + wide / 100:.3g})")
     elif ch.verdict in ("better", "worse") and not beyond_floor(ch.change_pct, floor):
         ch.verdict = "within unknown drift"
         ch.note = (f"one run a side and no history of these settings: a change within a factor of {1 + floor / 100:g} "
