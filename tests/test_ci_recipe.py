@@ -133,4 +133,4 @@ def test_gate_figure_and_durations(tmp_path):
     res = zfsperf("compare", str(base), str(new), "--fail-on-regression", "5", "--gate-figure", "receive_time")
     assert res.returncode == 2 and "never gated" in res.stderr
     res = zfsperf("compare", str(base), str(new), "--fail-on-regression", "5", "--gate-figure", "nosuch")
-    assert res.returncode == 2 and "no case has the figure 'nosuch'" in res.stderr
+    assert res.returncode == 2 and "no case has the figure \"nosuch\"" in res.stderr

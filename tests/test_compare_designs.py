@@ -98,7 +98,7 @@ def test_paired_blocks_see_what_drift_hides(tmp_path):
     txt = zfsperf("compare", str(d), "--cases", "t arm=a", "t arm=b").stdout
     assert "sign-flip permutation" in txt and "WORSE" in txt
     bad = zfsperf("compare", str(d), "--cases", "t arm=a", "nope")
-    assert bad.returncode == 2 and "--cases: no case 'nope'" in bad.stderr
+    assert bad.returncode == 2 and "--cases: no case \"nope\"" in bad.stderr
 
 
 AB = """

@@ -66,7 +66,7 @@ def test_setup_changes_named_everywhere_and_the_gate_refuses_them(tmp_path):
     every = zfsperf("compare", str(a), str(b), "--fail-on-regression", "5", "--no-history", "--allow-setup-change")
     assert every.returncode == 1 and "regression: c throughput" in every.stderr     # −50 %: judged, WORSE
     bad = zfsperf("compare", str(a), str(b), "--fail-on-regression", "5", "--allow-setup-change", "kernal")
-    assert bad.returncode == 2 and "unknown set-up 'kernal'" in bad.stderr
+    assert bad.returncode == 2 and "unknown set-up \"kernal\"" in bad.stderr
 
 
 def test_same_setup_says_nothing_and_a_copy_of_one_run_is_named(tmp_path):

@@ -96,7 +96,7 @@ def test_runs_listed_removed_and_accepted_by_an_unambiguous_id(tmp_path):
     con = sqlite3.connect(store)
     assert con.execute("SELECT count(*) FROM figures WHERE run_id = 1").fetchone()[0] == 0
     res = zfsperf("history", "remove", "1", "--store", store)
-    assert res.returncode == 2 and "no run '1'" in res.stderr
+    assert res.returncode == 2 and "no run \"1\"" in res.stderr
 
 
 def test_a_schema_3_store_gains_identities(tmp_path):

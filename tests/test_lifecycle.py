@@ -201,7 +201,7 @@ def test_an_ab_test_runs_its_points_in_seeded_blocks_and_the_rest_in_turn(h, tmp
 
 @pytest.mark.parametrize("body,error", [
     ('level = 1\nab = true\n', "ab needs a sweep to compare"),
-    ('level = [1, 2]\nab = "yes"\n', "expected true or false, got 'yes'"),
+    ('level = [1, 2]\nab = "yes"\n', "expected true or false, got \"yes\""),
 ])
 def test_an_ab_test_without_a_sweep_is_refused(h, tmp_path, body, error):
     from zfsperf.errors import InputError

@@ -156,3 +156,19 @@ def test_scope_from_live_mode_bits_and_the_captured_releases():
     assert scope_of("zfs_dirty_data_max_max", 0o644)[0] is Scope.LOAD       # the manual: load time only
     assert {d.scope for d in documented().values()} <= set(Scope)
     assert all(d.source.startswith(("zfs.4 of ", "sysfs mode ")) for d in documented().values())
+
+
+@pytest.mark.parametrize("line, shown", [
+    ("iterations = true", "got true"),                       # Python said True
+    ("threads = {a=1}", "got { a = 1 }"),                    # Python said {'a': 1}
+    ('threads = [1, "x"]', 'got "x"'),                       # Python said 'x'
+    ('corpus = { kind = ["a"], size = "1M" }', 'got ["a"]'),  # Python said ['a']
+])
+def test_a_refused_value_is_shown_as_the_runfile_spells_it(line, shown, tmp_path):
+    rf = tmp_path / "r.toml"
+    rf.write_text(f'[[test]]\nname = "t"\nworkload = "receive"\ncorpus = {{ kind = "random", size = "1M" }}\n'
+                  .replace('corpus = { kind = "random", size = "1M" }\n', "" if line.startswith("corpus") else
+                           'corpus = { kind = "random", size = "1M" }\n') + line + "\n")
+    with pytest.raises(InputError) as e:
+        load(str(rf))
+    assert shown in str(e.value) and "True" not in str(e.value) and "'" not in str(e.value), str(e.value)

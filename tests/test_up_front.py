@@ -44,7 +44,7 @@ def _run(tmp_path, *flags, vdev="256M", comp="off", corpus="16M", threads="[1, 2
     ({"comp": "superzip9000"}, 8, "dataset.compression: compression takes on, off, lzjb"),
     ({"extra": "tunables = { zfs_recv_write_bach_size = 1048576 }"}, 15,
      "has a tunable zfs_recv_write_bach_size; did you mean zfs_recv_write_batch_size?"),
-    ({"threads": "[1, 1]"}, 10, "the sweep gives the case 'recv threads=1' 2 times"),
+    ({"threads": "[1, 1]"}, 10, 'the sweep gives the case "recv threads=1" 2 times'),
     ({"corpus": "900M"}, 10, "its data (900M) can never fit its pool"),
     ({"extra": 'dataset = { recordsize = "96K" }'}, 15, "recordsize takes a power of 2 from 512 to 16M"),
 ])

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import InputError, ZfsperfError
+from .errors import InputError, ZfsperfError, shown
 from .redact import redact, redact_argv
 from .units import EMULATED, parse_size
 
@@ -327,7 +327,7 @@ def _defines(items: list[str]) -> dict[str, str]:
     for it in items:
         name, sep, value = it.partition("=")
         if not sep or not name:
-            raise InputError(f"-D takes NAME=VALUE, got {it!r}", field="-D")
+            raise InputError(f"-D takes NAME=VALUE, got {shown(it)}", field="-D")
         out[name.strip()] = value.strip()
     return out
 
@@ -735,7 +735,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             return 2
         gate = cmp.gate(args.fail_on_regression, args.gate_figure)
         if args.gate_figure and not gate.judged:
-            raise InputError(f"no case has the figure {args.gate_figure!r} to gate on", field="--gate-figure")
+            raise InputError(f"no case has the figure {shown(args.gate_figure)} to gate on", field="--gate-figure")
         print(f"gate: {gate.describe()}", file=sys.stderr)
         if gate.blind:
             print(f"warning: the gate cannot fail on {len(gate.blind)} of {len(gate.judged)} cases: with "
@@ -772,7 +772,7 @@ def _allowed_setup_changes(value: str | None) -> set[str]:
     keys = {k.strip() for k in value.split(",") if k.strip()}
     unknown = sorted(keys - set(KEYS))
     if unknown:
-        raise InputError(f"unknown set-up {unknown[0]!r} (expected {', '.join(KEYS)} or nothing for all)",
+        raise InputError(f"unknown set-up {shown(unknown[0])} (expected {', '.join(KEYS)} or nothing for all)",
                          field="--allow-setup-change")
     return keys
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 
 class ZfsperfError(Exception):
     """An error zfsperf reports in one line, without a traceback."""
@@ -40,3 +43,17 @@ class Refused(ZfsperfError):
     earlier run): nothing was started or touched. Exit status 2, like bad input."""
 
     exit_status = 2
+
+
+def shown(value: Any) -> str:
+    """A value from a runfile, -D or the command line as the user wrote it (TOML's spelling:
+    true, "text", [1, 2], { a = 1 }), never Python's (True, 'text', {'a': 1})."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(shown(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {shown(v)}" for k, v in value.items()) + " }" if value else "{}"
+    return str(value)

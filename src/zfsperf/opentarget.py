@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import proc
 from .tunables import FileTunables
-from .errors import InputError, TargetError
+from .errors import InputError, TargetError, shown
 from .zfsfuse.daemon import Lab, lab_dir_from_env
 from .zfsfuse.target import ZfsFuseTarget
 from .guest.vm import open_guest_target
@@ -58,7 +58,7 @@ def check_spec(spec: str, tunables_dir: str | None = None) -> None:
         raise InputError("unknown target 'lab': the OpenZFS guest is --target guest; the embedded zfs-fuse "
                          "daemon (zfsperf lab) is --target zfs-fuse", field="target")
     if spec not in SPECS and not spec.startswith("ssh://"):
-        raise InputError(f"unknown target {spec!r} (expected one of: {', '.join(SPECS)}, ssh://user@host[:port])",
+        raise InputError(f"unknown target {shown(spec)} (expected one of: {', '.join(SPECS)}, ssh://user@host[:port])",
                          field="target")
     if tunables_dir is not None and not os.path.isdir(tunables_dir):
         raise InputError("not a directory", file=tunables_dir, field="--tunables-dir")

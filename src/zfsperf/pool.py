@@ -20,7 +20,7 @@ from typing import Callable
 
 from . import proc
 from .disks import keep_list
-from .errors import InputError, TargetError, ZfsperfError
+from .errors import InputError, TargetError, ZfsperfError, shown
 from .fileops import LOCAL
 from .targets.base import Target
 from .units import MIB, format_size, parse_size
@@ -40,26 +40,26 @@ RESERVED_POOL_NAMES = {"mirror", "raidz", "raidz1", "raidz2", "raidz3", "spare",
 
 def check_pool_name(name: str) -> str:
     if not POOL_NAME_RE.match(name) or name in RESERVED_POOL_NAMES or name.startswith(("mirror", "raidz")):
-        raise InputError(f"{name!r} is not a valid pool name (a letter, then letters, digits, _ - . :)",
+        raise InputError(f"{shown(name)} is not a valid pool name (a letter, then letters, digits, _ - . :)",
                          field="pool")
     return name
 
 
 def check_dataset_component(name: str) -> str:
     if not COMPONENT_RE.match(name) or name in (".", ".."):
-        raise InputError(f"{name!r} is not a valid dataset name component", field="dataset")
+        raise InputError(f"{shown(name)} is not a valid dataset name component", field="dataset")
     return name
 
 
 def check_property_name(name: str) -> str:
     if not PROP_NAME_RE.match(name) or len(name) > 255:          # ZAP names: at most 255 bytes
-        raise InputError(f"{name!r} is not a valid ZFS property name", field="property")
+        raise InputError(f"{shown(name)} is not a valid ZFS property name", field="property")
     return name
 
 
 def check_property_value(value: str) -> str:
     if "\n" in value or "\0" in value or len(value) > 1024:
-        raise InputError(f"{value!r} is not a valid property value", field="property")
+        raise InputError(f"{shown(value)} is not a valid property value", field="property")
     return value
 
 
@@ -91,14 +91,14 @@ def unknown_property_value(name: str, value: str) -> str | None:
     if allowed is not None and value.lower() not in allowed:
         said = ("on, off, lzjb, gzip, gzip-1 … gzip-9, zle, lz4, zstd, zstd-1 … zstd-19, zstd-fast, zstd-fast-N"
                 if name == "compression" else ", ".join(allowed))
-        return f"{name} takes {said}, not {value!r}"
+        return f"{name} takes {said}, not {shown(value)}"
     if name == "recordsize":
         try:
             n = parse_size(value)
         except ValueError:
-            return f"recordsize takes a size (512 to 16M, a power of 2), not {value!r}"
+            return f"recordsize takes a size (512 to 16M, a power of 2), not {shown(value)}"
         if n < 512 or n > 16 * MIB or n & (n - 1):
-            return f"recordsize takes a power of 2 from 512 to 16M, not {value!r}"
+            return f"recordsize takes a power of 2 from 512 to 16M, not {shown(value)}"
     return None
 
 
@@ -116,7 +116,7 @@ class PoolSpec:
 
     def validate(self) -> None:
         if self.layout not in LAYOUTS:
-            raise InputError(f"unknown layout {self.layout!r} (expected {' | '.join(LAYOUTS)})",
+            raise InputError(f"unknown layout {shown(self.layout)} (expected {' | '.join(LAYOUTS)})",
                              field="pool.layout")
         if self.vdevs < MIN_VDEVS[self.layout]:
             raise InputError(f"{self.layout} needs at least {MIN_VDEVS[self.layout]} vdevs, got {self.vdevs}",

@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, shown
 from .pool import LAYOUTS, PoolSpec, check_property_name, unknown_property_value
 from .steady import SteadySpec
 from .tunables import normalise_value
@@ -215,7 +215,7 @@ class Runfile:
         if test:
             tests = [t for t in tests if t.name == test]
             if not tests:
-                raise InputError(f"no test named {test!r} (tests: {', '.join(x.name for x in self.tests)})",
+                raise InputError(f"no test named {shown(test)} (tests: {', '.join(x.name for x in self.tests)})",
                                  file=self.source, field="-t")
         if tags:
             tests = [t for t in tests if set(tags) & set(t.tags)]
@@ -301,14 +301,14 @@ def _params(data: dict, defines: dict[str, str], source: str, loc: "Locator") ->
         params[k] = v
     for k, text in defines.items():
         if k not in params:
-            raise InputError(f"the runfile has no parameter {k!r} (it has: "
+            raise InputError(f"the runfile has no parameter {shown(k)} (it has: "
                              f"{', '.join(sorted(params)) or 'none'})", file=source, field=f"-D {k}")
         old = params[k]
         try:
             params[k] = (text.lower() in ("1", "true", "yes") if isinstance(old, bool) else
                          int(text) if isinstance(old, int) else float(text) if isinstance(old, float) else text)
         except ValueError:
-            raise InputError(f"-D {k}={text}: expected {type(old).__name__} like {old!r}", file=source,
+            raise InputError(f"-D {k}={text}: expected {type(old).__name__} like {shown(old)}", file=source,
                              field=f"-D {k}") from None
     return params
 
@@ -353,7 +353,7 @@ def loads(text: str, source: str = "<runfile>", defines: dict[str, str] | None =
         t = _load_test(raw, defaults, twhere, dwhere)
         t.line = loc.line("test", idx)
         if t.name in seen:
-            raise InputError(f"duplicate test name {t.name!r} (first at test[{seen[t.name] + 1}])",
+            raise InputError(f"duplicate test name {shown(t.name)} (first at test[{seen[t.name] + 1}])",
                              **twhere("name"))
         seen[t.name] = idx
         rf.tests.append(t)
@@ -367,7 +367,7 @@ def loads(text: str, source: str = "<runfile>", defines: dict[str, str] | None =
             ids[c.id] = ids.get(c.id, 0) + 1
         twice = [cid for cid, n in ids.items() if n > 1]
         if twice:
-            raise InputError(f"the sweep gives the case {twice[0]!r} {ids[twice[0]]} times: a swept value is "
+            raise InputError(f"the sweep gives the case {shown(twice[0])} {ids[twice[0]]} times: a swept value is "
                              "listed twice", file=source, line=t.line, field=t.name)
     return rf
 
@@ -392,10 +392,10 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         raise InputError("each [[test]] must be a table", **where(""))
     name = raw.get("name")
     if not isinstance(name, str) or not NAME_RE.match(name):
-        raise InputError(f"expected a name of letters, digits, _ . - (got {name!r})", **where("name"))
+        raise InputError(f"expected a name of letters, digits, _ . - (got {shown(name)})", **where("name"))
     workload = raw.get("workload")
     if workload not in WORKLOADS:
-        raise InputError(f"unknown workload {workload!r} (expected one of {', '.join(sorted(WORKLOADS))})",
+        raise InputError(f"unknown workload {shown(workload)} (expected one of {', '.join(sorted(WORKLOADS))})",
                          **where("workload"))
     wl = WORKLOADS[workload]
     allowed = COMMON_TEST_KEYS | set(wl.fields)
@@ -410,11 +410,11 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     iterations = raw.get("iterations", defaults.get("iterations", DEFAULT_ITERATIONS))
     iw = where("iterations") if "iterations" in raw else dwhere("iterations")
     if not _is(iterations, int) or iterations < 1:
-        raise InputError(f"expected a whole number >= 1, got {iterations!r}", **iw)
+        raise InputError(f"expected a whole number >= 1, got {shown(iterations)}", **iw)
     warmup = raw.get("warmup", defaults.get("warmup", 0))
     ww = where("warmup") if "warmup" in raw else dwhere("warmup")
     if not _is(warmup, int) or warmup < 0:
-        raise InputError(f"expected a whole number >= 0, got {warmup!r}", **ww)
+        raise InputError(f"expected a whole number >= 0, got {shown(warmup)}", **ww)
     timeout_raw = raw.get("timeout", defaults.get("timeout", DEFAULT_TIMEOUT))
     tw = where("timeout") if "timeout" in raw else dwhere("timeout")
     try:
@@ -450,7 +450,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         for x in values:
             if not _is(x, tp):
                 raise InputError(f"expected {_type_name(tp)}" + (" or a list of them" if sweepable else "")
-                                 + f", got {x!r}", **where(k))
+                                 + f", got {shown(x)}", **where(k))
         fields[k] = v
     wl.validate(fields, where)
 
@@ -461,7 +461,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     for fig, text in ex.items():
         m = EXPECT_RE.match(text) if isinstance(text, str) else None
         if not m:
-            raise InputError(f"expected e.g. \">= 100 MiB/s\", got {text!r}", **where("expect"))
+            raise InputError(f"expected e.g. \">= 100 MiB/s\", got {shown(text)}", **where("expect"))
         expect.append(Expectation(fig, m.group(1), float(m.group(2)), (m.group(3) or "").strip() or None,
                                   text.strip()))
     steady_d, steady_w = merged("steady")
@@ -473,7 +473,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     precision = None if precision_raw is None else parse_precision(precision_raw, pw)
     max_it, mw = pick("max_iterations", max(DEFAULT_MAX_ITERATIONS, iterations))
     if not _is(max_it, int) or max_it < iterations:
-        raise InputError(f"expected a whole number >= iterations ({iterations}), got {max_it!r}", **mw)
+        raise InputError(f"expected a whole number >= iterations ({iterations}), got {shown(max_it)}", **mw)
     budget_raw, bw = pick("budget", DEFAULT_BUDGET)
     try:
         budget = parse_duration(budget_raw)
@@ -485,7 +485,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     elif duet_raw == "turns":
         duet, turns = True, True
     else:
-        raise InputError(f'expected true, false or "turns", got {duet_raw!r}', **where("duet"))
+        raise InputError(f'expected true, false or "turns", got {shown(duet_raw)}', **where("duet"))
     if "slice" in fields and not turns:
         raise InputError('slice is the length of a turn: it needs duet = "turns"', **where("slice"))
     if turns and fields.get("clients"):
@@ -497,7 +497,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
                     "turns" if turns else "together")
     ab = raw.get("ab", False)
     if not isinstance(ab, bool):
-        raise InputError(f"expected true or false, got {ab!r}", **where("ab"))
+        raise InputError(f"expected true or false, got {shown(ab)}", **where("ab"))
     if ab and duet:
         raise InputError("a duet already pairs its two sides in every iteration: ab and duet do not go together",
                          **where("ab"))
@@ -560,20 +560,20 @@ def parse_precision(value: Any, where: dict) -> float:
     except (TypeError, ValueError):
         pct = math.nan
     if not 0 < pct < 100:
-        raise InputError(f"expected a share of the mean like \"2%\", got {value!r}", **where)
+        raise InputError(f"expected a share of the mean like \"2%\", got {shown(value)}", **where)
     return pct
 
 
 def _load_pool(d: dict, w) -> PoolSpec:
     for k, v in d.items():
         if k not in POOL_KEYS:
-            raise InputError(f"unknown pool field {k!r} (expected one of {', '.join(POOL_KEYS)})", **w(k))
+            raise InputError(f"unknown pool field {shown(k)} (expected one of {', '.join(POOL_KEYS)})", **w(k))
         if not _is(v, POOL_KEYS[k]):
-            raise InputError(f"expected {_type_name(POOL_KEYS[k])}, got {v!r}", **w(k))
+            raise InputError(f"expected {_type_name(POOL_KEYS[k])}, got {shown(v)}", **w(k))
     spec = PoolSpec()
     if "layout" in d:
         if d["layout"] not in LAYOUTS:
-            raise InputError(f"expected {' | '.join(LAYOUTS)}, got {d['layout']!r}", **w("layout"))
+            raise InputError(f"expected {' | '.join(LAYOUTS)}, got {shown(d['layout'])}", **w("layout"))
         spec.layout = d["layout"]
     for k in ("vdevs", "log_vdevs", "cache_vdevs", "ashift"):
         if k in d:
@@ -601,13 +601,13 @@ def _load_props(d: dict, w) -> dict[str, Any]:
         try:
             check_property_name(k)
         except InputError:
-            raise InputError(f"{k!r} is not a ZFS property name", **w(k)) from None
+            raise InputError(f"{shown(k)} is not a ZFS property name", **w(k)) from None
         values = v if isinstance(v, list) else [v]
         if isinstance(v, list) and not v:
             raise InputError("an empty list sweeps over nothing", **w(k))
         for x in values:
             if not _is(x, (str, int, bool)) or (isinstance(x, str) and ("\n" in x or not x)):
-                raise InputError(f"expected a property value (string, integer, true/false), got {x!r}", **w(k))
+                raise InputError(f"expected a property value (string, integer, true/false), got {shown(x)}", **w(k))
             why = unknown_property_value(k, _propval(x))
             if why:
                 raise InputError(why, **w(k))
@@ -618,7 +618,7 @@ def _load_props(d: dict, w) -> dict[str, Any]:
 def _load_tunables(d: dict, w) -> dict[str, Any]:
     for k, v in d.items():
         if not TUNABLE_RE.match(k):
-            raise InputError(f"{k!r} is not a tunable name", **w(k))
+            raise InputError(f"{shown(k)} is not a tunable name", **w(k))
         if k not in known_names():
             near = nearest(k)
             raise InputError(f"no OpenZFS release zfsperf knows (2.1.11, 2.3.2) has a tunable {k}"

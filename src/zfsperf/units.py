@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import re
 
+from .errors import shown
+
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?)(i?b?)?\s*$", re.IGNORECASE)
 _SIZE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
 _DUR_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?", re.IGNORECASE)
@@ -16,14 +18,14 @@ MIB = 1024 * 1024
 def parse_size(value: str | int | float) -> int:
     """Bytes from 512, "128K", "2G", "1.5GiB", "256MB" (binary multiples, as ZFS and fio use)."""
     if isinstance(value, bool):
-        raise ValueError(f"not a size: {value!r}")
+        raise ValueError(f"not a size: {shown(value)}")
     if isinstance(value, (int, float)):
         if value < 0 or (isinstance(value, float) and not math.isfinite(value)):
-            raise ValueError(f"not a size: {value!r}")
+            raise ValueError(f"not a size: {shown(value)}")
         return int(value)
     m = _SIZE_RE.match(str(value))
     if not m:
-        raise ValueError(f"not a size: {value!r} (expected a number with an optional K, M, G, T suffix)")
+        raise ValueError(f"not a size: {shown(value)} (expected a number with an optional K, M, G, T suffix)")
     number, unit = float(m.group(1)), m.group(2).lower()
     return int(number * (1024 ** _SIZE_POW[unit]))
 
@@ -31,10 +33,10 @@ def parse_size(value: str | int | float) -> int:
 def parse_duration(value: str | int | float) -> float:
     """Seconds from 90, "90s", "20m", "1h30m", "250ms"."""
     if isinstance(value, bool):
-        raise ValueError(f"not a duration: {value!r}")
+        raise ValueError(f"not a duration: {shown(value)}")
     if isinstance(value, (int, float)):
         if value < 0 or not math.isfinite(float(value)):
-            raise ValueError(f"not a duration: {value!r}")
+            raise ValueError(f"not a duration: {shown(value)}")
         return float(value)
     text = str(value).strip()
     if not text:
@@ -47,7 +49,7 @@ def parse_duration(value: str | int | float) -> float:
         total += float(m.group(1)) * _DUR_MULT[unit]
         pos = m.end()
     if pos != len(text):
-        raise ValueError(f"not a duration: {value!r} (expected e.g. 90, 90s, 20m, 1h30m)")
+        raise ValueError(f"not a duration: {shown(value)} (expected e.g. 90, 90s, 20m, 1h30m)")
     return total
 
 
@@ -64,7 +66,7 @@ def parse_human(text: str) -> float | None:
         return None
     m = _HUMAN_RE.match(text)
     if not m:
-        raise ValueError(f"not a zpool number: {text!r}")
+        raise ValueError(f"not a zpool number: {shown(text)}")
     return float(m.group(1)) * 1024 ** " KMGTPEZ".index(m.group(2) or " ")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import proc
-from ..errors import InputError
+from ..errors import InputError, shown
 from . import apt
 
 VERSIONS = {"2.3": "libzfs6linux libzpool6linux libnvpair3linux libuutil3linux",
@@ -33,7 +33,7 @@ def cache_root() -> Path:
 
 def check_version(v: str) -> str:
     if v not in VERSIONS:
-        raise InputError(f"--zfs must be one of {', '.join(sorted(VERSIONS))}, got {v!r}", field="--zfs")
+        raise InputError(f"--zfs must be one of {', '.join(sorted(VERSIONS))}, got {shown(v)}", field="--zfs")
     return v
 
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ..errors import InputError, ZfsperfError
+from ..errors import InputError, ZfsperfError, shown
 from ..redact import redact, scrub
 from ..report.model import RunData, load_run
 
@@ -136,7 +136,7 @@ class Store:
                 raise ZfsperfError(f"{redact(url)}: {scrub(str(e).strip(), url)}") from None
         path = url[len("sqlite:///") - 1:] if url.startswith("sqlite:///") else url
         if "://" in path:
-            raise InputError(f"unknown store {url!r} (a path, sqlite:///PATH or postgresql://...)", field="--store")
+            raise InputError(f"unknown store {shown(url)} (a path, sqlite:///PATH or postgresql://...)", field="--store")
         if not create and not Path(path).is_file():
             raise InputError("no history store here (zfsperf run adds to it; zfsperf history import fills it)",
                              file=path, field="--store")
@@ -276,9 +276,9 @@ class Store:
         path = str(Path(ref).resolve())
         found = [r for r in rows.values() if r.path == path] or [r for r in rows.values() if r.name == Path(ref).name]
         if not found:
-            raise InputError(f"no run {ref!r} in {self.url} (zfsperf history runs lists them)", field="RUN")
+            raise InputError(f"no run {shown(ref)} in {self.url} (zfsperf history runs lists them)", field="RUN")
         if len(found) > 1:
-            raise InputError(f"{ref!r} names {len(found)} runs in {self.url}: "
+            raise InputError(f"{shown(ref)} names {len(found)} runs in {self.url}: "
                              + ", ".join(f"id {r.id} ({r.path}, {r.host})" for r in sorted(found, key=lambda r: r.id))
                              + "; give the id", field="RUN")
         return found[0]

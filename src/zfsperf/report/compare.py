@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, shown
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, figure_direction, headline
 from ..units import better_or_worse, unit_direction
@@ -507,7 +507,7 @@ def ab_pairs(run: RunData, names: list[str] | None = None) -> list[tuple[CaseDat
         for n in names:
             c = next((c for c in cases if c.case == n), None)
             if c is None:
-                raise InputError(f"no case {n!r} in this run (it has: {', '.join(c.case for c in cases)})",
+                raise InputError(f"no case {shown(n)} in this run (it has: {', '.join(c.case for c in cases)})",
                                  file=str(run.path), field="--cases")
             found.append(c)
         return [(found[0], c) for c in found[1:]]

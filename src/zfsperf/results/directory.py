@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import InputError
+from ..errors import InputError, shown
 from ..proc import CommandLog
 
 from .record import FORMAT_VERSION, STATUSES, CaseRecord, RunRecord
@@ -137,7 +137,7 @@ class ResultsDir:
         except (OSError, ValueError):
             return FORMAT_VERSION
         if not isinstance(fmt, int) or fmt > FORMAT_VERSION:
-            raise InputError(f"results format {fmt!r} is newer than this zfsperf reads ({FORMAT_VERSION}): "
+            raise InputError(f"results format {shown(fmt)} is newer than this zfsperf reads ({FORMAT_VERSION}): "
                              "read it with the zfsperf that wrote it", file=str(self.path / RUN_JSON),
                              field="format")
         return fmt
@@ -181,6 +181,6 @@ def iter_results(path: Path, *, with_lines: bool = False) -> Iterator[Any]:
                 return
             raise InputError(f"malformed record: {e}", file=str(path), line=i) from None
         if rec.get("status") not in STATUSES:
-            raise InputError(f"status must be one of {', '.join(STATUSES)}, got {rec.get('status')!r}",
+            raise InputError(f"status must be one of {', '.join(STATUSES)}, got {shown(rec.get('status'))}",
                              file=str(path), line=i, field="status")
         yield (i, rec) if with_lines else rec

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, shown
 from ..results.record import SteadyRecord
 from . import rounds, snia, timescale
 from .cache import CACHE_FULL, CACHE_SHARE, cache_ok
@@ -63,15 +63,15 @@ class SteadySpec:
             number = isinstance(v, (int, float)) and not isinstance(v, bool)
             if k == "mode":
                 if v not in MODES:
-                    raise InputError(f"expected {' | '.join(MODES)}, got {v!r}", **where(k))
+                    raise InputError(f"expected {' | '.join(MODES)}, got {shown(v)}", **where(k))
                 spec.mode = v
             elif k == "cache_gate":
                 if not isinstance(v, bool):
-                    raise InputError(f"expected true or false, got {v!r}", **where(k))
+                    raise InputError(f"expected true or false, got {shown(v)}", **where(k))
                 spec.cache_gate = v
             elif k == "window":
                 if not isinstance(v, int) or isinstance(v, bool) or v < 2:
-                    raise InputError(f"expected a whole number of samples >= 2, got {v!r}", **where(k))
+                    raise InputError(f"expected a whole number of samples >= 2, got {shown(v)}", **where(k))
                 spec.criteria.window, spec.criteria.scale = v, False
             elif k in ("interval", "timeout", "measure"):
                 from ..units import parse_duration
@@ -85,11 +85,11 @@ class SteadySpec:
                 setattr(spec, k, secs)
             elif k == "method":
                 if v not in METHODS:
-                    raise InputError(f"expected {' | '.join(METHODS)}, got {v!r}", **where(k))
+                    raise InputError(f"expected {' | '.join(METHODS)}, got {shown(v)}", **where(k))
                 spec.criteria.method = v
             elif k in ("range", "slope", "quorum", "tolerance"):
                 if not number or not 0 < v <= (1 if k in ("quorum", "tolerance") else 10):
-                    raise InputError(f"expected a fraction like 0.2, got {v!r}", **where(k))
+                    raise InputError(f"expected a fraction like 0.2, got {shown(v)}", **where(k))
                 setattr(spec.criteria, k, float(v))
             else:
                 raise InputError("unknown steady field (expected cache_gate, interval, measure, method, mode, "

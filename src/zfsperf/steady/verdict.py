@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, shown
 
 METHODS = ("changepoint", "snia")
 # The changepoint method's window follows the series: n / WINDOW_PER samples (100 at 3,000), never
@@ -46,7 +46,7 @@ class Criteria:
         if not 0 < self.quorum <= 1:
             raise InputError(f"quorum must be in (0, 1], got {self.quorum}", field="quorum")
         if self.method not in METHODS:
-            raise InputError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}", field="method")
+            raise InputError(f"method must be one of {', '.join(METHODS)}, got {shown(self.method)}", field="method")
 
 
 def num(x: float) -> float | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..errors import shown
 from ..units import parse_size
 
 KNOWN_DIR = Path(__file__).resolve().parent / "known"      # captured /sys/module/zfs/parameters lists
@@ -62,12 +63,12 @@ def normalise_value(name: str, value: object) -> str:
             return "1" if value.lower() in ("1", "true", "on") else "0"
         if isinstance(value, (bool, int)) and int(value) in (0, 1):
             return "1" if value else "0"
-        raise ValueError(f"{name} takes 0 or 1, not {value!r}")
+        raise ValueError(f"{name} takes 0 or 1, not {shown(value)}")
     if kind == "size" or isinstance(value, str):
         return str(parse_size(value))  # type: ignore[arg-type]
     if isinstance(value, int):
         return str(value)
-    raise ValueError(f"{name} takes an integer, not {value!r}")
+    raise ValueError(f"{name} takes an integer, not {shown(value)}")
 
 
 def freebsd_name(name: str) -> str | None:

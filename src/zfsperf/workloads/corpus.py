@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, TargetError
+from ..errors import InputError, TargetError, shown
 from ..pool import PoolManager, PoolSpec
 from ..targets.base import Target
 from ..units import MIB, format_size, parse_size
@@ -162,7 +162,7 @@ def make(target: Target, kind: str, size: int | str, *, seed: int = 1, vdev_dir:
          out: str | None = None, progress=None) -> Corpus:
     """Make (or reuse from the cache) a stream of this kind and size on this target."""
     if kind not in KINDS:
-        raise InputError(f"unknown corpus kind {kind!r} (expected {' | '.join(KINDS)})", field="corpus.kind")
+        raise InputError(f"unknown corpus kind {shown(kind)} (expected {' | '.join(KINDS)})", field="corpus.kind")
     size = parse_size(size)
     if size < MIB:
         raise InputError(f"corpus size {size} is below 1M", field="corpus.size")

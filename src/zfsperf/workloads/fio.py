@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import guard, proc
-from ..errors import InputError
+from ..errors import InputError, shown
 from ..metrics import fiojson
 from ..metrics.iostat import PoolLatency
 from ..metrics.quantize import quantize
@@ -54,7 +54,7 @@ def validate_job(test: dict[str, Any], where: Callable[[str], dict], prefix: str
 
     for v in each("rw"):
         if v not in RW:
-            raise InputError(f"expected one of {', '.join(RW)}, got {v!r}", **where(prefix + "rw"))
+            raise InputError(f"expected one of {', '.join(RW)}, got {shown(v)}", **where(prefix + "rw"))
     for k in ("bs", "size", "compress_chunk"):
         for v in each(k):
             try:
@@ -75,19 +75,19 @@ def validate_job(test: dict[str, Any], where: Callable[[str], dict], prefix: str
                 raise InputError(f"{k} must be between {lo} and {hi}, got {v}", **where(prefix + k))
     for v in each("ioengine"):
         if v not in ENGINES:
-            raise InputError(f"expected one of {', '.join(ENGINES)}, got {v!r}", **where(prefix + "ioengine"))
+            raise InputError(f"expected one of {', '.join(ENGINES)}, got {shown(v)}", **where(prefix + "ioengine"))
     for v in each("random_distribution"):
         kind, _, arg = str(v).partition(":")
         if kind not in ("random", "zipf", "pareto", "normal", "zoned", "zoned_abs") or any(c in v for c in "\n\r=[]"):
-            raise InputError(f"not a fio random_distribution: {v!r}", **where(prefix + "random_distribution"))
+            raise InputError(f"not a fio random_distribution: {shown(v)}", **where(prefix + "random_distribution"))
     for v in each("bssplit"):
         if not v or any(c in v for c in "\n\r=[]"):
-            raise InputError(f"not a fio bssplit: {v!r}", **where(prefix + "bssplit"))
+            raise InputError(f"not a fio bssplit: {shown(v)}", **where(prefix + "bssplit"))
     for h in test.get("clients", []) or []:
         host, _, port = str(h).rpartition(":") if ":" in str(h) else (str(h), "", "")
         if not isinstance(h, str) or not host or host.startswith("-") or any(c.isspace() for c in h) or \
                 (port and not port.isdigit()):
-            raise InputError(f"clients: expected \"host\" or \"host:port\", got {h!r}", **where(prefix + "clients"))
+            raise InputError(f"clients: expected \"host\" or \"host:port\", got {shown(h)}", **where(prefix + "clients"))
 
 
 def job_lines(p: dict[str, Any], runtime: float | None) -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import InputError
+from ..errors import InputError, shown
 from ..metrics import fiojson
 from ..pool import check_property_name, check_property_value
 from ..targets.base import Target
@@ -41,10 +41,10 @@ class MixedWorkload:
                                  "bs = \"4k\", size = \"256M\" }", **where(role))
             for k, v in job.items():
                 if k not in JOB_KEYS:
-                    raise InputError(f"unknown {role} field {k!r} (expected one of {', '.join(sorted(JOB_KEYS))})",
+                    raise InputError(f"unknown {role} field {shown(k)} (expected one of {', '.join(sorted(JOB_KEYS))})",
                                      **where(role))
                 if isinstance(v, list) or not isinstance(v, fio.FIO_FIELDS[k][0]):
-                    raise InputError(f"{role}.{k}: expected a single value, got {v!r}", **where(role))
+                    raise InputError(f"{role}.{k}: expected a single value, got {shown(v)}", **where(role))
             fio.validate_job(job, lambda _k, r=role: where(r))
         for key in ("reader_dataset", "writer_dataset"):
             for k, v in (test.get(key) or {}).items():

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import InputError
+from ..errors import InputError, shown
 from ..targets.base import Target
 from ..units import MIB, parse_duration, parse_size
 from ..metrics import crosscheck
@@ -76,7 +76,7 @@ class ReceiveWorkload:
                 raise InputError("corpus must be a table", **where("corpus"))
             unknown = set(spec) - {"kind", "size", "seed", "file"}
             if unknown:
-                raise InputError(f"unknown corpus field {sorted(unknown)[0]!r} (expected kind, size, seed "
+                raise InputError(f"unknown corpus field {shown(sorted(unknown)[0])} (expected kind, size, seed "
                                  "or file)", **where("corpus"))
             if "file" in spec:
                 if set(spec) - {"file"}:
@@ -89,7 +89,7 @@ class ReceiveWorkload:
                 continue
             if spec.get("kind") not in corpus_mod.KINDS:
                 raise InputError(f"corpus.kind must be one of {', '.join(corpus_mod.KINDS)}, got "
-                                 f"{spec.get('kind')!r}", **where("corpus"))
+                                 f"{shown(spec.get('kind'))}", **where("corpus"))
             from ..units import parse_size
             try:
                 size = parse_size(spec.get("size", "256M"))
