@@ -268,3 +268,29 @@ def test_a_recorded_window_decides_again_as_it_was_decided():
                                   "criteria": {"window": 10, "method": "changepoint", "scale": True,
                                                "window_used": 100}})
     assert steady.recorded_criteria(new).for_series(3000).window == 100
+
+
+def test_a_repeated_gate_reports_its_time_to_steady_with_an_interval(tmp_path):
+    """Gate mode repeated (iterations = 4): the time to steady is a mean with its 95 % interval over
+    the iterations that reached it, and an iteration that never did is counted, not averaged in."""
+    d = tmp_path / "gated"
+    d.mkdir()
+    (d / "run.json").write_text(json.dumps({"target": {"implementation": "zfs-fuse", "zfs_version": "0.7"},
+                                            "host": "h", "start": 1, "selection": {}}))
+    crit = {"mode": "gate", "interval": 1, "window": 4, "method": "changepoint"}
+    tts = [10.0, 12.0, 14.0, None]
+    (d / "results.jsonl").write_text("".join(json.dumps({
+        "test": "g", "case": "g", "params": {}, "iteration": i + 1, "workload": "receive", "status": "PASS",
+        "figures": {"throughput": {"value": 100.0 + i, "unit": "MiB/s"}},
+        "steady": {"mode": "gate", "steady": t is not None, "samples": 20, "method": "changepoint",
+                   "time_to_steady": t, "criteria": crit, "passed": [], "failed": []}}) + "\n"
+        for i, t in enumerate(tts)))
+    js = json.loads(zfsperf("report", str(d), "--format", "json").stdout)
+    (case,) = js[0]["cases"]
+    t = case["steady"]["time_to_steady"]
+    half = 4.302653 * 2.0 / 3 ** 0.5                      # t(0.975, 2) · sd / √n, by hand
+    assert t["mean_s"] == pytest.approx(12.0) and t["n"] == 3 and t["never"] == 1
+    assert t["ci_s"] == pytest.approx([12.0 - half, 12.0 + half], rel=1e-4)
+    text = zfsperf("report", str(d)).stdout
+    assert "time to steady 12.0 s [7.0 … 17.0 s] (mean and 95 % CI over 3 iterations; 1 never steady)" in text
+    assert "runfile not recorded" in text and "None" not in text          # a repr once stood here

@@ -12,6 +12,7 @@ from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, SUMMARY_FIGURES, figure_direction, headline
 from .model import CaseData, RunData
 from ..metrics.quantize import quantize
+from ..results.stats import summarise
 
 FIO_CLASS_ORDER = ("Write", "Delete", "Read", "Flush")
 
@@ -123,8 +124,19 @@ def steady_summary(case: CaseData, stored: dict[str, Any] | None = None) -> dict
     scales = sorted({f"{x.timescale.get('cycle')}" for x in vs if x.timescale})
     return {"mode": vs[0].mode, "steady": len(steady), "of": len(judged), "too_short": len(short),
             "window": vs[0].window, "mean_time_to_steady_s": sum(tts) / len(tts) if tts else None,
+            "time_to_steady": _time_to_steady(tts, len(judged)),
             "failed_metrics": failed, "notes": sorted({v.note for v in judged if v.note}),
             "verdict": verdict, "timescales": scales}
+
+
+def _time_to_steady(tts: list[float], judged: int) -> dict[str, Any] | None:
+    """Time to steady over the iterations that reached it (a gated test repeated): mean, 95 % t
+    interval of the mean (from 2 iterations on), n, and how many judged iterations never reached it."""
+    if not tts:
+        return None
+    s = summarise(tts)
+    ci = [s.ci_low, s.ci_high] if s.n >= 2 else None
+    return {"mean_s": s.mean, "ci_s": ci, "n": s.n, "never": judged - s.n}
 
 
 def cross_check_summary(case: CaseData) -> list[dict[str, Any]]:

@@ -54,7 +54,12 @@ def steady_line(st: dict[str, Any] | None) -> str | None:
     if st.get("timescales"):
         text += f", judged on samples spanning {', '.join(st['timescales'])}"
     text += ": " + ", ".join(parts)
-    if st["mean_time_to_steady_s"] is not None:
+    tts = st.get("time_to_steady")
+    if tts and tts.get("ci_s"):
+        lo, hi = tts["ci_s"]
+        text += (f", time to steady {tts['mean_s']:.1f} s [{max(lo, 0.0):.1f} … {hi:.1f} s] (mean and 95 % CI over "
+                 f"{tts['n']} iterations" + (f"; {tts['never']} never steady" if tts["never"] else "") + ")")
+    elif st["mean_time_to_steady_s"] is not None:
         text += f", mean time to steady {st['mean_time_to_steady_s']:.1f} s"
     if st["failed_metrics"]:
         text += "; metrics not steady: " + ", ".join(f"{k} ({v})" for k, v in sorted(st["failed_metrics"].items()))
@@ -86,7 +91,7 @@ def header_line(rep: dict[str, Any], *, full_path: bool = True) -> str:
     t = rep["target"]
     accel = f" under TCG {EMULATED}" if t.get("accelerator") == "tcg" else ""
     where = rep["path"] if full_path else Path(rep["path"]).name
-    return f"{where}: {zfs_text(t)}{accel}, runfile {rep['runfile']}"
+    return f"{where}: {zfs_text(t)}{accel}, runfile {rep['runfile'] or 'not recorded'}"
 
 
 def csv_text(header: list[str], rows: list[list[Any]]) -> str:
