@@ -172,3 +172,37 @@ def test_a_refused_value_is_shown_as_the_runfile_spells_it(line, shown, tmp_path
     with pytest.raises(InputError) as e:
         load(str(rf))
     assert shown in str(e.value) and "True" not in str(e.value) and "'" not in str(e.value), str(e.value)
+
+
+def test_the_guides_key_tables_are_the_loaders():
+    """The guide's reference tables and `zfsperf list --keys` come from one declaration, and what it
+    says (each default, each least value) is what the loader does."""
+    import re
+    from pathlib import Path
+    from zfsperf.pool import PoolSpec
+    from zfsperf.runfile import POOL_KEYS_TABLE, TEST_KEYS, keys_text
+    from zfsperf.units import format_size
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text()
+    rows = re.findall(r"^\| `([a-z_]+)` \| (.+?) \| (.+?) \| (.+?) \|$", guide, re.M)
+    shown = {name: (tp, default) for name, tp, default, _help in rows}
+    for k in (*TEST_KEYS, *POOL_KEYS_TABLE):
+        assert shown.get(k.name) == (k.type_text(), k.default), k.name
+        assert k.name in keys_text()
+    rf = loads('[[test]]\nname = "t"\nworkload = "receive"\ncorpus = { kind = "random", size = "1M" }\n')
+    (t,) = rf.tests
+    default = {k.name: k.default for k in TEST_KEYS}
+    assert str(t.iterations) == default["iterations"] and str(t.warmup) == default["warmup"]
+    assert t.timeout == 20 * 60 and t.budget == 30 * 60 and default["timeout"] == "20m"
+    assert default["max_iterations"].startswith(str(t.max_iterations))
+    spec = PoolSpec()
+    assert default["pool"] == f"{spec.layout} of {spec.vdevs} × {format_size(spec.vdev_size)}"
+    pool_default = {k.name: k.default for k in POOL_KEYS_TABLE}
+    assert pool_default["vdev_size"] == format_size(spec.vdev_size) and pool_default["vdevs"] == str(spec.vdevs)
+    assert pool_default["cache_size"] == format_size(spec.cache_size)
+    for k in (*TEST_KEYS, *POOL_KEYS_TABLE):                  # every least value is enforced
+        if k.minimum is None:
+            continue
+        body = (f"pool = {{ {k.name} = {k.minimum - 1} }}" if k in POOL_KEYS_TABLE else f"{k.name} = {k.minimum - 1}")
+        with pytest.raises(InputError, match=f"expected a whole number >= {k.minimum}|>= iterations"):
+            loads('[[test]]\nname = "t"\nworkload = "receive"\ncorpus = { kind = "random", size = "1M" }\n'
+                  + body + "\n")

@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="set a runfile [params] value, as for run")
     p.add_argument("-T", "--tags", help="only tests with one of these comma-separated tags")
     p.add_argument("-t", "--test", help="only this test")
+    p.add_argument("--keys", action="store_true",
+                   help="the fields a runfile's tests, [defaults] and pool take (type, default, help), and each "
+                        "workload's own fields (type, sweepable)")
 
     p = sub.add_parser("check", help="what would make numbers noisy or unrepresentative on this machine, measured now",
                        description="Measures the machine over a short window (zfsperf idle): CPU busy from other "
@@ -334,6 +337,10 @@ def _defines(items: list[str]) -> dict[str, str]:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from .runfile import load
+    if args.keys:
+        from .runfile import keys_text
+        print(keys_text())
+        return 0
     rf = load(args.runfile, _defines(args.define))
     for t in rf.select(tags=_tags(args.tags), test=args.test):
         from .runfile import expand

@@ -40,17 +40,85 @@ from .workloads import WORKLOADS
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 TUNABLE_RE = re.compile(r"^[a-z][a-z0-9_]{1,80}$")
 EXPECT_RE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*(\S.*)?$")
-PRECISION_KEYS = {"precision", "max_iterations", "budget"}
-COMMON_TEST_KEYS = {"name", "tags", "workload", "description", "iterations", "warmup", "timeout", "pool",
-                    "dataset", "tunables", "expect", "steady", "duet", "ab"} | PRECISION_KEYS
-DEFAULT_KEYS = {"iterations", "warmup", "timeout", "pool", "dataset", "tunables", "steady"} | PRECISION_KEYS
 DEFAULT_MAX_ITERATIONS = 30
 DEFAULT_BUDGET = 1800.0                    # seconds one case may spend reaching its precision
-POOL_KEYS = {"layout": str, "vdevs": int, "vdev_size": (str, int), "log_vdevs": int, "cache_vdevs": int,
-             "cache_size": (str, int), "ashift": int,
-             "prefill": bool, "properties": dict}
 DEFAULT_ITERATIONS = 3
 DEFAULT_TIMEOUT = 20 * 60.0
+
+
+@dataclass(frozen=True)
+class Key:
+    """One field of a runfile table, declared once: the loader checks its type and bounds from here,
+    `zfsperf list --keys` prints it, and the guide's reference table is tested against it."""
+    name: str
+    type: Any                               # a type or a tuple of types (TOML's)
+    default: str                            # as the guide shows it ("-": none)
+    help: str
+    in_defaults: bool = False               # may be set in [defaults] too
+    minimum: int | None = None              # whole numbers: the least allowed
+    kind: str = ""                          # what the value is, where its type alone does not say
+
+    def type_text(self) -> str:
+        return self.kind or _type_name(self.type)
+
+
+DURATION = (str, int, float)
+DURATION_TEXT = 'a duration ("90s", "20m") or seconds'
+SIZE_TEXT = 'a size ("512M", "2G") or bytes'
+TEST_KEYS: tuple[Key, ...] = (
+    Key("name", str, "-", "the test's name: letters, digits, _ . - (cases are named after it)"),
+    Key("workload", str, "-", "receive, fio or mixed (each adds its own fields)"),
+    Key("tags", list, "[]", "labels that `run -t` selects by"),
+    Key("description", str, '""', "free text"),
+    Key("iterations", int, str(DEFAULT_ITERATIONS), "counted iterations per case", True, 1),
+    Key("warmup", int, "0", "iterations run first and never counted", True, 0),
+    Key("timeout", DURATION, "20m", "one iteration's time limit", True, kind=DURATION_TEXT),
+    Key("pool", dict, "stripe of 2 × 2G", "the pool each case gets (the pool keys below)", True),
+    Key("dataset", dict, "{}", "dataset properties of the received or written dataset; a list sweeps", True),
+    Key("tunables", dict, "{}", "module tunables set around each case and restored; a list sweeps", True),
+    Key("steady", dict, '{ mode = "record" }', "steady-state detection: mode, method, interval, window, ...",
+        True),
+    Key("expect", dict, "{}", 'limits a case must meet to PASS, e.g. { throughput = ">= 100 MiB/s" }'),
+    Key("precision", (str, int, float), "-", "run on until the 95 % CI half-width is within this share", True,
+        kind='a share like "2%"'),
+    Key("max_iterations", int, f"{DEFAULT_MAX_ITERATIONS} (at least iterations)", "precision's iteration limit",
+        True, 1),
+    Key("budget", DURATION, "30m", "precision's time limit per case", True, kind=DURATION_TEXT),
+    Key("duet", (bool, str), "false", "the two sides of a sweep in one iteration: at once, or taking turns",
+        kind='true, false or "turns"'),
+    Key("ab", bool, "false", "the sweep as an A/B in randomized blocks, compared as pairs"),
+)
+POOL_KEYS_TABLE: tuple[Key, ...] = (
+    Key("layout", str, "stripe", "stripe, mirror, raidz1, raidz2 or raidz3"),
+    Key("vdevs", int, "2", "data vdevs (sparse files, or DISKS)", minimum=1),
+    Key("vdev_size", (str, int), "2G", "each vdev file's size", kind=SIZE_TEXT),
+    Key("log_vdevs", int, "0", "separate intent-log vdevs", minimum=0),
+    Key("cache_vdevs", int, "0", "L2ARC cache devices (loop devices over files)", minimum=0),
+    Key("cache_size", (str, int), "256M", "each cache device's size", kind=SIZE_TEXT),
+    Key("ashift", int, "-", "zpool create -o ashift"),
+    Key("prefill", bool, "false", "write the vdev files full first (steadier numbers on zfs-fuse)"),
+    Key("properties", dict, "{}", "pool properties (zpool create -o)"),
+)
+TEST_KEY = {k.name: k for k in TEST_KEYS}
+COMMON_TEST_KEYS = set(TEST_KEY)
+DEFAULT_KEYS = {k.name for k in TEST_KEYS if k.in_defaults}
+POOL_KEY = {k.name: k for k in POOL_KEYS_TABLE}
+POOL_KEYS = {k.name: k.type for k in POOL_KEYS_TABLE}
+
+
+def keys_text() -> str:
+    """The key tables as `zfsperf list --keys` prints them (and the guide's reference shows them)."""
+    def rows(keys: tuple[Key, ...]) -> list[str]:
+        return [f"  {k.name:<19} {k.type_text():<36} {k.default:<24} {k.help}"
+                + (" [also in [defaults]]" if k.in_defaults else "") for k in keys]
+    head = f"  {'key':<19} {'type':<36} {'default':<24} meaning"
+    out = ["[[test]] keys:", head, *rows(TEST_KEYS), "", "pool keys ([defaults.pool] or a test's pool = { ... }):",
+           head, *rows(POOL_KEYS_TABLE)]
+    for name, wl in sorted(WORKLOADS.items()):
+        out += ["", f"workload {name} adds:"]
+        out += [f"  {k:<19} {_type_name(tp):<36} {'a list sweeps' if sweep else 'one value'}"
+                for k, (tp, sweep) in wl.fields.items()]
+    return "\n".join(out)
 
 
 def builtin_names() -> list[str]:
@@ -387,6 +455,19 @@ def _is(value: Any, tp: Any) -> bool:
     return isinstance(value, tps)
 
 
+def _whole(raw: dict, defaults: dict, name: str, default: int, where, dwhere, least: int | None = None) -> int:
+    """A whole-number key of TEST_KEYS: the test's value, else [defaults]', else default; at least
+    the key's declared minimum (or least, when that depends on another key)."""
+    key = TEST_KEY[name]
+    value = raw.get(name, defaults.get(name, default))
+    low = least if least is not None else key.minimum if key.minimum is not None else 0
+    if not _is(value, int) or value < low:
+        bound = f"iterations ({low})" if least is not None else str(low)
+        raise InputError(f"expected a whole number >= {bound}, got {shown(value)}",
+                         **(where(name) if name in raw else dwhere(name)))
+    return value
+
+
 def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     if not isinstance(raw, dict):
         raise InputError("each [[test]] must be a table", **where(""))
@@ -407,14 +488,8 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     if not isinstance(tags, list) or not all(isinstance(x, str) and x for x in tags):
         raise InputError("tags must be a list of strings", **where("tags"))
 
-    iterations = raw.get("iterations", defaults.get("iterations", DEFAULT_ITERATIONS))
-    iw = where("iterations") if "iterations" in raw else dwhere("iterations")
-    if not _is(iterations, int) or iterations < 1:
-        raise InputError(f"expected a whole number >= 1, got {shown(iterations)}", **iw)
-    warmup = raw.get("warmup", defaults.get("warmup", 0))
-    ww = where("warmup") if "warmup" in raw else dwhere("warmup")
-    if not _is(warmup, int) or warmup < 0:
-        raise InputError(f"expected a whole number >= 0, got {shown(warmup)}", **ww)
+    iterations = _whole(raw, defaults, "iterations", DEFAULT_ITERATIONS, where, dwhere)
+    warmup = _whole(raw, defaults, "warmup", 0, where, dwhere)
     timeout_raw = raw.get("timeout", defaults.get("timeout", DEFAULT_TIMEOUT))
     tw = where("timeout") if "timeout" in raw else dwhere("timeout")
     try:
@@ -471,9 +546,8 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         return raw.get(k, defaults.get(k, default)), (where(k) if k in raw else dwhere(k))
     precision_raw, pw = pick("precision", None)
     precision = None if precision_raw is None else parse_precision(precision_raw, pw)
-    max_it, mw = pick("max_iterations", max(DEFAULT_MAX_ITERATIONS, iterations))
-    if not _is(max_it, int) or max_it < iterations:
-        raise InputError(f"expected a whole number >= iterations ({iterations}), got {shown(max_it)}", **mw)
+    max_it = _whole(raw, defaults, "max_iterations", max(DEFAULT_MAX_ITERATIONS, iterations), where, dwhere,
+                    least=iterations)
     budget_raw, bw = pick("budget", DEFAULT_BUDGET)
     try:
         budget = parse_duration(budget_raw)
@@ -570,6 +644,9 @@ def _load_pool(d: dict, w) -> PoolSpec:
             raise InputError(f"unknown pool field {shown(k)} (expected one of {', '.join(POOL_KEYS)})", **w(k))
         if not _is(v, POOL_KEYS[k]):
             raise InputError(f"expected {_type_name(POOL_KEYS[k])}, got {shown(v)}", **w(k))
+        low = POOL_KEY[k].minimum
+        if low is not None and v < low:
+            raise InputError(f"expected a whole number >= {low}, got {shown(v)}", **w(k))
     spec = PoolSpec()
     if "layout" in d:
         if d["layout"] not in LAYOUTS:
