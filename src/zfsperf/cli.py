@@ -11,7 +11,7 @@ from pathlib import Path
 from . import __version__
 from .errors import InputError, ZfsperfError, shown
 from .redact import redact, redact_argv
-from .units import EMULATED, parse_size
+from .units import EMULATED, ChangeVerdict, parse_size
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -755,11 +755,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for f in cmp.failures:          # a case that stopped passing fails the gate, whatever its figures
             print(f"regression: {f.case} {compare.StatusChange.text(f.old)} -> {compare.StatusChange.text(f.new)}"
                   + (f": {f.error}" if f.error else ""), file=sys.stderr)
-        unjudged = sorted({c.case for c in gate.judged if c.verdict == "too few iterations"})
+        unjudged = sorted({c.case for c in gate.judged if c.verdict == ChangeVerdict.TOO_FEW})
         if unjudged:
             print(f"warning: too few iterations to judge {', '.join(unjudged)}: the gate cannot see a "
                   "regression there", file=sys.stderr)
-        drift = sorted({c.case for c in gate.judged if c.verdict == "within unknown drift"
+        drift = sorted({c.case for c in gate.judged if c.verdict == ChangeVerdict.UNKNOWN_DRIFT
                         and abs(c.change_pct) >= args.fail_on_regression})
         if drift:
             print(f"warning: {', '.join(drift)}: a change that cannot be judged between separate runs does not "

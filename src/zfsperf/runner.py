@@ -17,6 +17,7 @@ from typing import Any
 
 from . import proc
 from .errors import InputError, ZfsperfError
+from .units import ChangeVerdict
 from .redact import redact
 from .disks import check_disks
 from .pool import PoolManager, finish_pools, fit_problem, room_problem
@@ -449,7 +450,7 @@ class Runner:
         why, alpha = None, None
         if blocks >= MIN_BLOCKS and pairs:
             interim = sequential.level(blocks, MIN_BLOCKS, n_max, final=False)
-            if interim > 0 and all(ch is not None and ch.verdict in ("better", "worse", "same")
+            if interim > 0 and all(ch is not None and ch.verdict in (ChangeVerdict.BETTER, ChangeVerdict.WORSE, ChangeVerdict.SAME)
                                    for ch in headlines(interim).values()):
                 why, alpha = "decided", interim
         final = sequential.level(blocks, MIN_BLOCKS, n_max, final=True) if blocks >= MIN_BLOCKS else ALPHA

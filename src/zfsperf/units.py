@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from enum import StrEnum
 
 from .errors import shown
 
@@ -117,13 +118,31 @@ def unit_direction(unit: str) -> int:
     return 1 if unit in HIGHER_BETTER_UNITS else -1 if unit in LOWER_BETTER_UNITS else 0
 
 
-def better_or_worse(change: float, way: int) -> str | None:
+class ChangeVerdict(StrEnum):
+    """A comparison's verdict on one figure: the words compare, the gate, history, guest ab and its
+    bisect share (its value is what JSON carries). Better and WORSE come from better_or_worse."""
+    BETTER = "better"
+    WORSE = "worse"
+    SAME = "same"                                   # within the equivalence margin, both ways
+    NOT_SIGNIFICANT = "not significant"
+    WITHIN_NOISE = "within noise"                   # significant, but smaller than the noise floor
+    UNKNOWN_DRIFT = "within unknown drift"          # separate runs: within the drift floor
+    TOO_FEW = "too few iterations"
+    NONE = "no verdict"                             # a figure that is not judged (context)
+
+    @property
+    def decided(self) -> bool:
+        """A direction was called."""
+        return self in (ChangeVerdict.BETTER, ChangeVerdict.WORSE)
+
+
+def better_or_worse(change: float, way: int) -> ChangeVerdict | None:
     """The one rule for which way a change goes, for compare, history and steady state alike:
-    "better" when it moves the way `way` calls better (+1 higher, -1 lower), "worse" the other way,
+    BETTER when it moves the way `way` calls better (+1 higher, -1 lower), WORSE the other way,
     None when the figure is not judged (way 0) or did not move."""
     if way == 0 or change == 0:
         return None
-    return "better" if change * way > 0 else "worse"
+    return ChangeVerdict.BETTER if change * way > 0 else ChangeVerdict.WORSE
 
 
 def metric_direction(name: str) -> int:

@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator
 
 from .. import proc
 from ..errors import InputError, TargetError
+from ..units import ChangeVerdict
 from .build import VERSIONS, Builder, find_build
 from .source import ModuleBuild, SourceBuilder, identify, parse_meta, read_meta, source_spec
 from .switch import BuildRef
@@ -317,7 +318,7 @@ def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, f
 
     try:
         last = measure(commits[-1])
-        if last.verdict not in ("better", "worse"):
+        if not ChangeVerdict(last.verdict).decided:
             print(f"bisect: {bad} against {good}: {last.verdict} — no change beyond the noise floor to look for")
             _print_steps(steps, commits)
             return 1

@@ -21,7 +21,7 @@ import numpy as np
 from signal_processing_algorithms.energy_statistics import energy_statistics as es
 
 from ..report import abstats
-from ..units import better_or_worse
+from ..units import ChangeVerdict, better_or_worse
 from ..workloads import figure_direction
 from .store import RunRow, Store
 
@@ -253,6 +253,6 @@ def fail_on_change(series: list[Series], pct: float, recent: int) -> list[tuple[
     out = []
     for s in series:
         for c in s.change_points:
-            if c.verdict == "worse" and c.accepted is None and abs(c.change_pct) >= pct and c.index >= len(s.points) - recent:
+            if c.verdict == ChangeVerdict.WORSE and c.accepted is None and abs(c.change_pct) >= pct and c.index >= len(s.points) - recent:
                 out.append((s, c))
     return out

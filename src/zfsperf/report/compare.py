@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import InputError, shown
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, figure_direction, headline
-from ..units import better_or_worse, unit_direction
+from ..units import ChangeVerdict, better_or_worse, unit_direction
 from . import abstats
 from .model import CaseData, RunData
 from .setup import SetupChange, differences, same_run
@@ -58,14 +58,15 @@ class FigureChange:
     change_pct: float
     ci_pct: tuple[float, float] | None
     p: float | None
-    # "better" | "worse" | "same" | "not significant" | "within noise" | "within unknown drift"
-    # | "too few iterations" | "no verdict"
-    verdict: str
+    verdict: ChangeVerdict
     note: str = ""
     design: str = "iterations"            # a key of DESIGNS: what was compared with what
     test: str = "Mann-Whitney U"          # the test behind p
     detectable_pct: float | None = None   # the smallest change this data sees with 80 % power
     margin_pct: float | None = None       # "same": the equivalence margin δ its interval lies inside
+
+    def __post_init__(self) -> None:
+        self.verdict = ChangeVerdict(self.verdict)      # a verdict read back from JSON is its word
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in ("case", "figure", "unit", "old", "new", "old_median", "new_median",
@@ -80,9 +81,9 @@ class FigureChange:
         whose interval holds the question's variance, with its whole 95 % interval inside ±margin,
         is "same within ±margin"; otherwise it stays what it was (can't tell, with the change the
         data could have seen)."""
-        if (self.verdict in ("not significant", "within noise") and self.design in SAME_DESIGNS
+        if (self.verdict in (ChangeVerdict.NOT_SIGNIFICANT, ChangeVerdict.WITHIN_NOISE) and self.design in SAME_DESIGNS
                 and self.ci_pct is not None and -margin_pct <= self.ci_pct[0] and self.ci_pct[1] <= margin_pct):
-            self.verdict, self.margin_pct = "same", margin_pct
+            self.verdict, self.margin_pct = ChangeVerdict.SAME, margin_pct
 
 
 DESIGNS = {
@@ -151,7 +152,7 @@ class Comparison:
     setup: list[SetupChange] = field(default_factory=list)  # what differs between the sides' set-ups
 
     def regressions(self, pct: float) -> list[FigureChange]:
-        return [c for c in self.changes if c.verdict == "worse" and abs(c.change_pct) >= pct]
+        return [c for c in self.changes if c.verdict == ChangeVerdict.WORSE and abs(c.change_pct) >= pct]
 
     def workload_of(self, case: str) -> str:
         for run in (self.base, self.new):
@@ -173,7 +174,7 @@ class Comparison:
             if c.p is None or c.p > alpha / (m - k):
                 break
             held.add(id(c))
-        worse = [c for c in judged if id(c) in held and c.verdict == "worse" and abs(c.change_pct) >= pct]
+        worse = [c for c in judged if id(c) in held and c.verdict == ChangeVerdict.WORSE and abs(c.change_pct) >= pct]
         # iterations compared by the exact rank test have a smallest p: above Holm's first step the
         # gate cannot fail there however large the change
         first = alpha / max(m, 1)
@@ -288,7 +289,7 @@ def compare_values(case: str, figure: str, unit: str, old: list[float], new: lis
     if min_p(len(a), len(b)) >= ALPHA:
         need = needed_per_side()
         return FigureChange(case=case, figure=figure, unit=unit, old=old, new=new, old_median=om, new_median=nm,
-                            change_pct=change, ci_pct=ci, p=None, verdict="too few iterations",
+                            change_pct=change, ci_pct=ci, p=None, verdict=ChangeVerdict.TOO_FEW,
                             note=f"{len(a)} vs {len(b)} iterations: no test can reach p < {ALPHA} and no 95 % "
                                  f"interval exists (need ≥ {need} per side)", detectable_pct=detectable)
     if np.all(a == a[0]) and np.all(b == b[0]) and a[0] == b[0]:
@@ -300,16 +301,17 @@ def compare_values(case: str, figure: str, unit: str, old: list[float], new: lis
                         detectable_pct=detectable)
 
 
-def _verdict(change_pct: float, p: float | None, way: int, noise_pct: float, alpha: float = ALPHA) -> str:
+def _verdict(change_pct: float, p: float | None, way: int, noise_pct: float,
+             alpha: float = ALPHA) -> ChangeVerdict:
     if way == 0:
-        return "no verdict"
+        return ChangeVerdict.NONE
     if p is None:
-        return "too few iterations"
+        return ChangeVerdict.TOO_FEW
     if p >= alpha:
-        return "not significant"
+        return ChangeVerdict.NOT_SIGNIFICANT
     if abs(change_pct) < noise_pct:
-        return "within noise"
-    return better_or_worse(change_pct, way) or "within noise"
+        return ChangeVerdict.WITHIN_NOISE
+    return better_or_worse(change_pct, way) or ChangeVerdict.WITHIN_NOISE
 
 
 def from_estimate(case: str, figure: str, unit: str, old: list[float], new: list[float],
@@ -400,7 +402,7 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
     ch = compare_values(bc.case, name, unit, old, newv, noise_pct, way)
     earlier = history(new_run, bc.case, name) if history is not None else []
     sd = abstats.between_run_sd(earlier)
-    if sd is not None and ch.verdict != "too few iterations":
+    if sd is not None and ch.verdict != ChangeVerdict.TOO_FEW:
         est = abstats.known_noise([float(np.median(old))], [float(np.median(newv))], sd, len(earlier))
         if est is not None:
             return from_estimate(bc.case, name, unit, old, newv, est, way, noise_pct, "history",
@@ -415,16 +417,16 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
     # wandered by 66 % is not; gzip-9's −84 % beside a 20 % wander is)
     span = max((_span(c.values(name)) for c in unsteady), default=1.0)
     wide = ((1 + floor / 100) * span - 1) * 100
-    if ch.verdict in ("better", "worse") and unsteady and not beyond_floor(ch.change_pct, wide):
-        ch.verdict = "within unknown drift"
+    if ch.verdict.decided and unsteady and not beyond_floor(ch.change_pct, wide):
+        ch.verdict = ChangeVerdict.UNKNOWN_DRIFT
         ch.note = (f"one run a side, and a side was not in a steady state (its iterations span {(span - 1) * 100:.0f} %): "
                    f"a change within a factor of {1 + wide / 100:.3g} (the drift floor times that span) cannot be "
                    f"told from a transient in one run; {judge}")
-    elif ch.verdict in ("better", "worse") and unsteady:
+    elif ch.verdict.decided and unsteady:
         ch.note = (f"a side was not in a steady state (its iterations span {(span - 1) * 100:.0f} %); the change is "
                    f"beyond the drift floor times that span (a factor of {1 + wide / 100:.3g})")
-    elif ch.verdict in ("better", "worse") and not beyond_floor(ch.change_pct, floor):
-        ch.verdict = "within unknown drift"
+    elif ch.verdict.decided and not beyond_floor(ch.change_pct, floor):
+        ch.verdict = ChangeVerdict.UNKNOWN_DRIFT
         ch.note = (f"one run a side and no history of these settings: a change within a factor of {1 + floor / 100:g} "
                    f"(−{down:.1f} … +{floor:g} %) cannot be judged between separate runs ({DRIFT_FLOOR_SOURCE}"
                    f"{'' if floor == DRIFT_FLOOR_PCT else f'; set by --drift-floor {floor:g}'}); {judge}")
@@ -470,7 +472,7 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
                                   else "a look of --detect"))
                 if len(blocks) < abstats.MIN_BLOCKS:
                     ch.note = f"{len(blocks)} blocks: p < {ALPHA} needs ≥ {abstats.MIN_BLOCKS}"
-                    ch.verdict = "too few iterations" if ch.verdict != "no verdict" else ch.verdict
+                    ch.verdict = ChangeVerdict.TOO_FEW if ch.verdict != ChangeVerdict.NONE else ch.verdict
             else:
                 old, newv = list(by_a.values()), list(by_b.values())
                 if not old or not newv:
@@ -524,20 +526,21 @@ def ab_pairs(run: RunData, names: list[str] | None = None) -> list[tuple[CaseDat
     return [(group[0], c) for group in by_test.values() for c in group[1:]]
 
 
-SYMBOL = {"better": "better", "worse": "WORSE", "same": "= same", "not significant": "~ (not significant)",
-          "within noise": "~ (within noise)", "within unknown drift": "~ (cannot be judged between separate runs)",
-          "too few iterations": "? too few iterations", "no verdict": "(not judged)"}
+SYMBOL = {ChangeVerdict.BETTER: "better", ChangeVerdict.WORSE: "WORSE", ChangeVerdict.SAME: "= same",
+          ChangeVerdict.NOT_SIGNIFICANT: "~ (not significant)", ChangeVerdict.WITHIN_NOISE: "~ (within noise)",
+          ChangeVerdict.UNKNOWN_DRIFT: "~ (cannot be judged between separate runs)", ChangeVerdict.TOO_FEW: "? too few iterations",
+          ChangeVerdict.NONE: "(not judged)"}
 
 
 def verdict_text(ch: FigureChange) -> str:
     """The verdict as people read it: a significant change with its interval, anything else with
     the change this data could have seen."""
     text = SYMBOL[ch.verdict]
-    if ch.verdict in ("better", "worse") and ch.ci_pct is not None:
+    if ch.verdict.decided and ch.ci_pct is not None:
         return f"{text} ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %)"
-    if ch.verdict == "same" and ch.ci_pct is not None and ch.margin_pct is not None:
+    if ch.verdict == ChangeVerdict.SAME and ch.ci_pct is not None and ch.margin_pct is not None:
         return f"{text} within ±{ch.margin_pct:g} % ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %)"
-    if ch.detectable_pct is not None and ch.verdict not in ("no verdict",):
+    if ch.detectable_pct is not None and ch.verdict not in (ChangeVerdict.NONE,):
         return f"{text} (could see ≥ {ch.detectable_pct:.1f} %)"
     return text
 

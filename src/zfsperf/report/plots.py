@@ -17,7 +17,7 @@ from ..results.record import SteadyRecord  # noqa: E402
 from ..results.stats import summarise  # noqa: E402
 from ..steady import Criteria, decide, read_series, redecide, timescale  # noqa: E402
 from ..steady.series import decision_samples, is_marker  # noqa: E402
-from ..units import METRIC_UNITS  # noqa: E402
+from ..units import METRIC_UNITS, ChangeVerdict  # noqa: E402
 from .model import CaseData, RunData  # noqa: E402
 
 DPI = 100
@@ -196,11 +196,11 @@ def histograms(named: list[tuple[str, dict[str, dict[str, Any]]]]) -> bytes | No
 
 def ab_bars(changes: list[Any]) -> bytes | None:
     """A/B: change % per case and figure with its 95 % CI; colour by verdict."""
-    rows = [c for c in changes if (c.ci_pct is not None or c.p is not None) and c.verdict != "no verdict"]
+    rows = [c for c in changes if (c.ci_pct is not None or c.p is not None) and c.verdict != ChangeVerdict.NONE]
     if not rows:
         return None
     rows = rows[:40]
-    colour = {"better": "tab:green", "worse": "tab:red"}
+    colour = {ChangeVerdict.BETTER: "tab:green", ChangeVerdict.WORSE: "tab:red"}
     fig, ax = plt.subplots(figsize=(10, 0.35 * len(rows) + 1.2))
     ys = range(len(rows))
     ax.barh(list(ys), [c.change_pct for c in rows], color=[colour.get(c.verdict, "tab:grey") for c in rows])
@@ -257,7 +257,7 @@ def trend_chart(series: Any) -> bytes | None:
     for i in getattr(series, "outliers", []):
         ax.plot([i + 1], [y[i]], "x", color="#7f7f7f", ms=9, mew=2)
     for c in series.change_points:
-        ax.axvline(c.index + 0.5, color="#7f7f7f" if c.accepted else "#d62728" if c.verdict == "worse" else "#2ca02c",
+        ax.axvline(c.index + 0.5, color="#7f7f7f" if c.accepted else "#d62728" if c.verdict == ChangeVerdict.WORSE else "#2ca02c",
                    ls="--", lw=1)
         note = f"{c.change_pct:+.0f} % (p {c.p:.3f})"
         if c.what_changed:

@@ -32,7 +32,7 @@ import ruptures
 from ruptures.base import BaseCost
 from scipy import ndimage, stats
 
-from ..units import better_or_worse, metric_direction
+from ..units import ChangeVerdict, better_or_worse, metric_direction
 from .cache import cache_ok
 from .series import matrix
 from .verdict import Criteria, MetricCheck, Verdict
@@ -201,7 +201,7 @@ def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
     kind = "flat"
     if s > 0:
         before = float(np.median(yc[max(0, s - c.window):s]))
-        kind = "warm-up" if better_or_worse(level - before, metric_direction(name)) == "better" else "slowdown"
+        kind = "warm-up" if better_or_worse(level - before, metric_direction(name)) == ChangeVerdict.BETTER else "slowdown"
     return MetricCheck(name, readable=True, mean=level, range=float(np.ptp(y[s:])), excursion=exc, kind=kind,
                        onset=int(idx[s]) + 1, changepoints=cps)
 
