@@ -301,3 +301,37 @@ def test_one_rule_for_better_or_worse():
     for name, kind in (("pool_lat_ms", "warm-up"), ("workload_mibs", "slowdown")):
         m = changepoint.classify(name, falling, Criteria(window=10))
         assert m.kind == kind, (name, m)
+
+
+def test_the_daemon_interface_is_declared_and_zfs_fuse_has_all_of_it():
+    """`Target.daemon()` returned Any, and the core called whatever it liked on it; now it returns a
+    declared `Daemon` (every method the core calls), zfs-fuse's lab has each with the same signature,
+    and owning the daemon is a declared capability."""
+    import ast
+    import inspect
+    from pathlib import Path
+    from zfsperf.targets.base import Capabilities, Daemon, Target
+    from zfsperf.zfsfuse.daemon import Lab
+    declared = {n for n, v in vars(Daemon).items() if callable(v) and not n.startswith("_")}
+    assert declared == {"daemon_alive", "recover", "note_vdev_dir", "syslog_since"}
+    for name in declared:
+        assert inspect.signature(getattr(Lab, name)).parameters.keys() == \
+            inspect.signature(getattr(Daemon, name)).parameters.keys(), name
+    assert "Daemon" in str(inspect.signature(Target.daemon).return_annotation)
+    assert "owns_daemon" in Capabilities.__dataclass_fields__
+    # every call on what daemon() returned, outside zfs-fuse's own package, is a declared method
+    src = Path(__file__).resolve().parent.parent / "src" / "zfsperf"
+    called = set()
+    for f in src.rglob("*.py"):
+        if "zfsfuse" in f.parts:
+            continue
+        tree = ast.parse(f.read_text())
+        names = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                 and isinstance(node.value, (ast.Call, ast.IfExp)) and "daemon()" in ast.unparse(node.value)
+                 for t in node.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                base = ast.unparse(node.value)
+                if base.endswith("daemon()") or base in names:
+                    called.add(node.attr)
+    assert called and called <= declared, called - declared

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 def daemon_gone(target: Target) -> bool:
     """zfs-fuse's daemon died (a kernel OpenZFS has none to die)."""
-    return target.capabilities().daemon_recovery and not target.daemon().daemon_alive()
+    daemon = target.daemon() if target.capabilities().daemon_recovery else None
+    return daemon is not None and not daemon.daemon_alive()
 
 
 def judge_steady(samples: list[dict[str, Any]], spec: steady.SteadySpec, wl: Any, ctx: CaseContext,
@@ -165,9 +166,10 @@ class Lifecycle:
                 self.session.restore()
             except ZfsperfError as e:
                 errors.append(str(e))
-        if daemon_gone(self.target):
+        daemon = self.target.daemon()
+        if daemon is not None and daemon_gone(self.target):
             try:
-                self.target.daemon().recover()
+                daemon.recover()
                 log.write("# zfs-fuse daemon restarted after it died")
             except ZfsperfError as e:
                 errors.append(f"could not restart zfs-fuse: {e}")

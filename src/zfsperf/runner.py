@@ -243,8 +243,9 @@ class Runner:
             leftovers.on_the_target(target, Path(opts.vdev_dir), self.ui.say, cleanup=opts.cleanup,
                                     resume_owner=rd.path.name if opts.resume else None)
             vdev_dir = Path(opts.vdev_dir) / f"run-{os.getpid()}"
-            if target.owns_daemon:
-                target.daemon().note_vdev_dir(vdev_dir)     # so a teardown without us removes them too
+            daemon = target.daemon() if target.capabilities().owns_daemon else None
+            if daemon is not None:
+                daemon.note_vdev_dir(vdev_dir)              # so a teardown without us removes them too
             pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.disks)
             if opts.builds:
                 switch = ModuleSwitch(target, opts.builds)

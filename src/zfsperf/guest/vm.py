@@ -215,7 +215,7 @@ def open_guest_target(log: proc.CommandLog = proc.NULL_LOG):
     if st is None:
         raise TargetError("no OpenZFS guest is running: start one with `zfsperf guest up`")
     t = open_ssh(st.url(), log, options=lab.ssh_options())
-    t.accelerator = st.accel          # type: ignore[attr-defined]
+    t.accelerator = st.accel          # the guest's state knows how QEMU runs it (a declared capability)
     return t
 
 

@@ -11,13 +11,30 @@ import contextlib
 import subprocess
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Protocol, Sequence
 
 from .. import guard, proc
 from ..errors import Unavailable
 from ..fileops import LOCAL, FileOps
 from ..tunables import Journal, TunableBackend, TunableSession
 from .kstat import Txg
+
+
+class Daemon(Protocol):
+    """The embedded ZFS daemon a target runs on (zfs-fuse's lab), as the core uses it: all of it."""
+
+    def daemon_alive(self) -> bool:
+        """Its process is running and answers."""
+
+    def recover(self) -> bool:
+        """Restart it after it died (its pools are imported again); True when it came back."""
+
+    def note_vdev_dir(self, path: Path | str) -> None:
+        """A vdev directory of this run: a teardown without zfsperf removes it too."""
+
+    def syslog_since(self, offset: int) -> tuple[str, int]:
+        """Its log text written after byte offset, and the new offset."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +47,7 @@ class Capabilities:
     daemon_recovery: bool            # an embedded daemon that can die during a case and be restarted
     remote: bool                     # commands run on another machine, through a transport (ssh)
     accelerator: str | None          # "tcg" / "kvm" in a QEMU guest: under TCG timings are not speeds
+    owns_daemon: bool = False        # the target started its embedded daemon and stops it at close()
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"iostat_forms": list(self.iostat_forms)}
@@ -103,7 +121,7 @@ class Target(ABC):
         """The declarations below, in one value (subclasses declare; nothing here probes)."""
         return Capabilities(tunables=self.tunables is not None, txgs=self.has_txgs(),
                             iostat_forms=tuple(self.iostat_forms()), daemon_recovery=self.daemon() is not None,
-                            remote=self.remote, accelerator=self.accelerator)
+                            remote=self.remote, accelerator=self.accelerator, owns_daemon=self.owns_daemon)
 
     def info(self) -> dict[str, Any]:
         names = self.tunable_names()
@@ -132,7 +150,7 @@ class Target(ABC):
         data = self.kstat(name)
         return None if data is None else {k: data[k] for k in fields if k in data}
 
-    def daemon(self) -> Any:
+    def daemon(self) -> Daemon | None:
         """The embedded ZFS daemon this target runs on (zfs-fuse's lab: it can die and be
         restarted, it logs to its own syslog, it is torn down with its run), or None (kernel ZFS)."""
         return None
