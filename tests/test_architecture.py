@@ -335,3 +335,30 @@ def test_the_daemon_interface_is_declared_and_zfs_fuse_has_all_of_it():
                 if base.endswith("daemon()") or base in names:
                     called.add(node.attr)
     assert called and called <= declared, called - declared
+
+
+def test_verdict_design_and_stop_words_are_enums_not_strings():
+    """"verdict used four ways", and its words spelled as string literals in five modules: the
+    change verdict, the design and the stop reason are enums now. No comparison in the source
+    holds one of their words as a string literal, and the members are what JSON carries."""
+    import ast
+    import json
+    from pathlib import Path
+    from zfsperf.report.compare import Design
+    from zfsperf.results.record import StopReason
+    from zfsperf.units import ChangeVerdict
+    words = {m.value for e in (ChangeVerdict, Design, StopReason) for m in e}
+    src = Path(__file__).resolve().parent.parent / "src" / "zfsperf"
+    found = []
+    for f in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                text = ast.unparse(node)
+                consts = [s.value for s in sides if isinstance(s, ast.Constant) and isinstance(s.value, str)]
+                consts += [e.value for s in sides if isinstance(s, (ast.Tuple, ast.Set, ast.List))
+                           for e in s.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+                if any(c in words for c in consts) and any(k in text for k in ("verdict", "design", "stopped_by", "why")):
+                    found.append(f"{f.name}:{node.lineno}: {text}")
+    assert not found, found
+    assert json.dumps([ChangeVerdict.WORSE, Design.TURNS, StopReason.DECIDED]) == '["worse", "turns", "decided"]'

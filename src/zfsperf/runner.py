@@ -41,7 +41,7 @@ from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .workloads.corpus import Corpus
 from .steady.rounds import case_verdicts
-from .results.record import STATUSES, CaseRecord, PrecisionVerdict, Status
+from .results.record import STATUSES, CaseRecord, PrecisionVerdict, Status, StopReason
 from .report.abstats import ALPHA, MIN_BLOCKS
 
 HEADLINE = {name: wl.headline for name, wl in WORKLOADS.items()}     # the workloads say which figure
@@ -116,19 +116,19 @@ class Precision:
     def decided(self, n: int) -> PrecisionVerdict | None:
         """None while more iterations are wanted after n; else why they stop."""
         if self.target_pct is None:
-            return PrecisionVerdict(stopped_by="iterations") if n >= self.minimum else None
+            return PrecisionVerdict(stopped_by=StopReason.ITERATIONS) if n >= self.minimum else None
         if n < self.minimum and not self.failed:
             return None
         achieved = self.achieved_pct()
-        why = None
+        why: StopReason | None = None
         if self.failed:
-            why = "an iteration did not PASS"
+            why = StopReason.FAILED
         elif achieved is not None and achieved <= self.target_pct:
-            why = "precision reached"
+            why = StopReason.PRECISION
         elif n >= self.maximum:
-            why = "max_iterations"
+            why = StopReason.MAX_ITERATIONS
         elif time.monotonic() - self.t0 >= self.budget:
-            why = "time budget"
+            why = StopReason.BUDGET
         if why is None:
             return None
         return PrecisionVerdict(target_pct=self.target_pct, achieved_pct=None if achieved is None else round(achieved, 3),
@@ -448,24 +448,25 @@ class Runner:
             changes = {(c.case, c.figure): c for c in compare_within(run, pairs, alpha=alpha).changes}
             return {f"{a.case} → {b.case} {HEADLINE.get(a.workload, '')}":
                     changes.get((f"{a.case} → {b.case}", HEADLINE.get(a.workload, ""))) for a, b in pairs}
-        why, alpha = None, None
+        why: StopReason | None = None
+        alpha: float | None = None
         if blocks >= MIN_BLOCKS and pairs:
             interim = sequential.level(blocks, MIN_BLOCKS, n_max, final=False)
             if interim > 0 and all(ch is not None and ch.verdict in (ChangeVerdict.BETTER, ChangeVerdict.WORSE, ChangeVerdict.SAME)
                                    for ch in headlines(interim).values()):
-                why, alpha = "decided", interim
+                why, alpha = StopReason.DECIDED, interim
         final = sequential.level(blocks, MIN_BLOCKS, n_max, final=True) if blocks >= MIN_BLOCKS else ALPHA
         achieved = {k: None if ch is None else ch.detectable_pct for k, ch in headlines(final or ALPHA).items()}
         worst = max((v for v in achieved.values() if v is not None), default=None)
         if why is None:                   # a stop that does not depend on the change: the last look
             if blocks >= MIN_BLOCKS and achieved and all(v is not None and v <= target for v in achieved.values()):
-                why = "detectable change reached"
+                why = StopReason.DETECTABLE
             elif all(st.it >= st.case.test.max_iterations for st in states):
-                why = "max_iterations"
+                why = StopReason.MAX_ITERATIONS
             elif elapsed >= min(st.case.test.budget for st in states):
-                why = "time budget"
+                why = StopReason.BUDGET
             elif not achieved and blocks >= MIN_BLOCKS:
-                why = "no A/B pair in this run"
+                why = StopReason.NO_PAIR
             alpha = final if why is not None else None
         self.detected = {"target_pct": target, "blocks": blocks, "stopped_by": why,
                          "worst_pct": None if worst is None else round(worst, 3),

@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 
 import math
-from functools import lru_cache
 from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
@@ -43,7 +44,18 @@ NOISE_PCT = 1.0          # significant changes smaller than this are "within noi
 MARGIN_PCT = 5.0
 # designs whose interval holds every variance the question has: only they can say "same" (one run a
 # side without history cannot: the drift between runs is unknown; unpaired cases carry drift)
-SAME_DESIGNS = frozenset({"paired", "duet", "turns", "runs", "history"})
+class Design(StrEnum):
+    """What was compared with what (its value is what JSON carries; DESIGNS says it in words)."""
+    ITERATIONS = "iterations"           # one run a side, iterations compared
+    HISTORY = "history"                 # one run a side, against the history store's run-to-run noise
+    RUNS = "runs"                       # several runs a side, the run as the unit
+    PAIRED = "paired"                   # one run, interleaved blocks
+    DUET = "duet"                       # one run, both sides at once on one pool
+    TURNS = "turns"                     # one run, both sides on one pool taking turns (ABBA)
+    UNPAIRED = "unpaired"               # one run, not interleaved
+
+
+SAME_DESIGNS = frozenset({Design.PAIRED, Design.DUET, Design.TURNS, Design.RUNS, Design.HISTORY})
 
 
 @dataclass
@@ -60,13 +72,14 @@ class FigureChange:
     p: float | None
     verdict: ChangeVerdict
     note: str = ""
-    design: str = "iterations"            # a key of DESIGNS: what was compared with what
+    design: Design = Design.ITERATIONS    # what was compared with what (DESIGNS says it in words)
     test: str = "Mann-Whitney U"          # the test behind p
     detectable_pct: float | None = None   # the smallest change this data sees with 80 % power
     margin_pct: float | None = None       # "same": the equivalence margin δ its interval lies inside
 
     def __post_init__(self) -> None:
         self.verdict = ChangeVerdict(self.verdict)      # a verdict read back from JSON is its word
+        self.design = Design(self.design)
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in ("case", "figure", "unit", "old", "new", "old_median", "new_median",
@@ -87,16 +100,16 @@ class FigureChange:
 
 
 DESIGNS = {
-    "iterations": "one run a side, iterations compared; run-to-run drift unknown (changes below the drift "
+    Design.ITERATIONS: "one run a side, iterations compared; run-to-run drift unknown (changes below the drift "
                   "floor are not called)",
-    "history": "one run a side, judged against the run-to-run noise of identical settings in the history store",
-    "runs": "several runs a side, the run as the unit (between-run variance)",
-    "paired": "one run, interleaved blocks: within-block ratios (drift cancels)",
-    "duet": "one run, both sides at once on one pool (duet): within-iteration ratios (noise hits both alike)",
-    "turns": "one run, both sides on one pool taking turns round by round (ABBA): within-iteration ratios "
+    Design.HISTORY: "one run a side, judged against the run-to-run noise of identical settings in the history store",
+    Design.RUNS: "several runs a side, the run as the unit (between-run variance)",
+    Design.PAIRED: "one run, interleaved blocks: within-block ratios (drift cancels)",
+    Design.DUET: "one run, both sides at once on one pool (duet): within-iteration ratios (noise hits both alike)",
+    Design.TURNS: "one run, both sides on one pool taking turns round by round (ABBA): within-iteration ratios "
              "(what drifts over seconds hits both alike; each turn pays its own costs, a receive round "
              "its own txg sync)",
-    "unpaired": "one run, not interleaved: iterations compared (consecutive cases carry drift)",
+    Design.UNPAIRED: "one run, not interleaved: iterations compared (consecutive cases carry drift)",
 }
 # One run a side and no history: a change is judged only beyond the run-to-run drift seen between
 # separate runs of identical settings. Measured on zfs-fuse on a 2-core machine (docs/benchmarks.md):
@@ -178,7 +191,7 @@ class Comparison:
         # iterations compared by the exact rank test have a smallest p: above Holm's first step the
         # gate cannot fail there however large the change
         first = alpha / max(m, 1)
-        blind = [c for c in judged if c.design == "iterations" and min_p(len(c.old), len(c.new)) > first]
+        blind = [c for c in judged if c.design == Design.ITERATIONS and min_p(len(c.old), len(c.new)) > first]
         return Gate(judged=judged, regressions=worse, tested=len(tested), alpha=alpha, figure=figure, blind=blind,
                     needed=needed_per_side(first))
 
@@ -315,7 +328,7 @@ def _verdict(change_pct: float, p: float | None, way: int, noise_pct: float,
 
 
 def from_estimate(case: str, figure: str, unit: str, old: list[float], new: list[float],
-                  est: abstats.Estimate, way: int, noise_pct: float, design: str, test: str,
+                  est: abstats.Estimate, way: int, noise_pct: float, design: Design, test: str,
                   alpha: float = ALPHA) -> FigureChange:
     """A FigureChange whose change, p and interval come from a design's estimate (abstats)."""
     change = (est.ratio - 1) * 100
@@ -392,7 +405,7 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
                 [float(np.median(c.values(name))) for c in ncs if c.values(name)])
         est = abstats.runs(*meds)
         if est is not None:
-            ch = from_estimate(bc.case, name, unit, old, newv, est, way, noise_pct, "runs",
+            ch = from_estimate(bc.case, name, unit, old, newv, est, way, noise_pct, Design.RUNS,
                                "Welch's t on log run medians")
             # the old and new columns show what the change is computed from: the geometric mean
             # of each side's run medians (not the median of every iteration pooled)
@@ -405,7 +418,7 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
     if sd is not None and ch.verdict != ChangeVerdict.TOO_FEW:
         est = abstats.known_noise([float(np.median(old))], [float(np.median(newv))], sd, len(earlier))
         if est is not None:
-            return from_estimate(bc.case, name, unit, old, newv, est, way, noise_pct, "history",
+            return from_estimate(bc.case, name, unit, old, newv, est, way, noise_pct, Design.HISTORY,
                                  "Student's t on log medians, between-run sd from history")
     down = (1 - 1 / (1 + floor / 100)) * 100
     judge = ("to judge it, run both sides in one run (duet = \"turns\", or --interleave / ab = true), give "
@@ -464,7 +477,7 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
                 if est is None:
                     continue
                 ch = from_estimate(f"{a.case} → {b.case}", name, a.unit(name), old, newv, est, way, noise_pct,
-                                   ("turns" if a.test in turns else "duet") if duet else "paired",
+                                   (Design.TURNS if a.test in turns else Design.DUET) if duet else Design.PAIRED,
                                    "sign-flip permutation on log ratios (exact)", alpha)
                 if alpha != ALPHA:
                     ch.note = (f"judged at α = {alpha:.4f}, interval {(1 - alpha) * 100:.1f} %: "
@@ -478,7 +491,7 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
                 if not old or not newv:
                     continue
                 ch = compare_values(f"{a.case} → {b.case}", name, a.unit(name), old, newv, noise_pct, way)
-                ch.design = "unpaired"
+                ch.design = Design.UNPAIRED
             ch.judge_same(margin_pct)
             cmp.changes.append(ch)
     return cmp

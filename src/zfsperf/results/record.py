@@ -15,6 +15,7 @@ every older one."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from enum import Enum
 from typing import Any, Mapping
 
@@ -131,11 +132,23 @@ class Figure:
         return cls(value=float(d["value"]), unit=str(d.get("unit", "")))
 
 
+class StopReason(StrEnum):
+    """Why a case (adaptive precision) or a run of blocks (--detect) stopped where it did; the value
+    is what results.jsonl and run.json carry."""
+    ITERATIONS = "iterations"                       # no target: the iterations asked for
+    PRECISION = "precision reached"
+    FAILED = "an iteration did not PASS"
+    MAX_ITERATIONS = "max_iterations"
+    BUDGET = "time budget"
+    DECIDED = "decided"                             # --detect: a verdict at the spent level
+    DETECTABLE = "detectable change reached"        # --detect: the change asked for is visible
+    NO_PAIR = "no A/B pair in this run"
+
+
 @dataclass(frozen=True, kw_only=True)
 class PrecisionVerdict:
     """Why a case's last iteration was its last, under adaptive precision (`--precision PCT`)."""
-    stopped_by: str                  # "precision reached", "max_iterations", "time budget",
-                                     # "an iteration did not PASS", or "iterations" (no target)
+    stopped_by: StopReason | str     # str: a reason another zfsperf wrote
     target_pct: float | None = None  # the 95 % CI half-width wanted, % of the mean
     achieved_pct: float | None = None
     iterations: int | None = None
@@ -149,7 +162,10 @@ class PrecisionVerdict:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "PrecisionVerdict":
-        return cls(**{k: d.get(k) for k in ("stopped_by", "target_pct", "achieved_pct", "iterations", "figure")})
+        known = {k: d.get(k) for k in ("target_pct", "achieved_pct", "iterations", "figure")}
+        why = d.get("stopped_by")
+        # a reason this zfsperf does not name (an older or newer writer's) is kept in its own words
+        return cls(stopped_by=StopReason(why) if why in StopReason._value2member_map_ else why, **known)
 
 
 @dataclass(kw_only=True)
