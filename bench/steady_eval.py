@@ -31,8 +31,14 @@ onset error ≤ W/2.
 Real series: `--series FILE…`, or recorded here by zfsperf itself on zfs-fuse (a receive case
 and a fio case, gated with a window they cannot meet so the whole series is kept); shown per
 detector (no ground truth), and drawn with `--chart DIR` (a steady-state chart per real series).
+Long series (--long-set): 300-3,000 samples, synthetic (flat, a warm-up with short stalls every
+150 samples, a late step, an ARC fill, a slow drift and a slow wander that never settle) and real
+ones recorded by zfsperf on zfs-fuse and labelled by hand (bench/long/labels.toml: where each
+settles and why); onset error, never-steady series called steady and settling missed, beside SNIA,
+fio's slope rule and "always steady", and the default method's CPU time on 3,000 samples.
 Usage: bench/steady_eval.py [--seeds 40] [--n 120] [--window 10] [--noise 0.02,0.05,...]
                             [--series FILE ...] [--no-real] [--real-seconds 90] [--chart DIR]
+       bench/steady_eval.py --long-set [--seeds 40] [--long-n 300,1000,3000] [--long-noise 0.05]
 """
 
 from __future__ import annotations
@@ -103,8 +109,14 @@ def make(kind: str, n: int, noise: float, rng: np.random.Generator) -> tuple[lis
         for k in LOAD:
             shape[k] = 1 + 0.5 * t / n
         truth = None
+    return _noisy(names, shape, n, noise, rng, spikes=kind == "spikes"), truth
+
+
+def _noisy(names: dict[str, float], shape: dict[str, np.ndarray], n: int, noise: float, rng: np.random.Generator,
+           spikes: bool = False) -> list[dict]:
+    """Samples of the shapes with the noise model above (and, for spikes, 3 % heavy-tailed samples)."""
     samples = []
-    spike = rng.random(n) < 0.03 if kind == "spikes" else np.zeros(n, bool)
+    spike = rng.random(n) < 0.03 if spikes else np.zeros(n, bool)
     factor = np.where(rng.random(n) < 0.5, 3.0, 0.3)
     for i in range(n):
         m = {}
@@ -115,7 +127,7 @@ def make(kind: str, n: int, noise: float, rng: np.random.Generator) -> tuple[lis
                 x *= factor[i]
             m[k] = float(max(x, 0.0))
         samples.append({"t": float(i), "metrics": m, "info": {}})
-    return samples, truth
+    return samples
 
 
 def fio_iops_slope(samples: list[dict], window: int, metric: str = "workload_mibs") -> int | None:
@@ -233,6 +245,173 @@ steady = {gate}
     return sorted({p.resolve() for p in (tmp / "out").glob("*/series/*.jsonl")})
 
 
+# ---------------------------------------------------------------------------------------------
+# Long series (issue 43): 300-3,000 samples, where a fixed 10-sample window restarts its steady
+# stretch after every short excursion. Labelled real series live in bench/long/ (labels.toml says
+# where each settles, read from its chart by hand, and why); synthetic ones are made here.
+
+LONG_DIR = Path(__file__).resolve().parent / "long"
+LONG_SYNTH = ("flat", "warmup-bursts", "late-step", "arc-fill", "slow-drift", "wander")
+LONG_NEVER = ("slow-drift", "wander")
+
+
+def make_long(kind: str, n: int, noise: float, rng: np.random.Generator) -> tuple[list[dict], int | None]:
+    """A long synthetic series and its truth (1-based onset, None: never steady):
+      flat           steady from sample 1
+      warmup-bursts  ×0.6 for the first 20 %, then its level with a 4-sample stall (×0.5) every 150
+                     samples (at 70-73 of each 150), which comes back: steady from the warm-up's end
+      late-step      ×1.3 from 85 % of the run on: steady from the step
+      arc-fill       the ARC fill of the short set (τ = n/8): once within 5 % of the end
+      slow-drift     load grows 30 % over the run: never steady
+      wander         load swings ±15 % with a period of a third of the run: never steady"""
+    if kind == "arc-fill":
+        return make("arc-fill", n, noise, rng)
+    t = np.arange(n, dtype=float)
+    shape = {k: np.ones(n) for k in BASE}
+    truth: int | None = 1
+    if kind == "warmup-bursts":
+        at = int(0.2 * n)
+        stall = (t >= at) & (t % 150 >= 70) & (t % 150 < 74)      # the run never ends in one
+        for k in LOAD:
+            shape[k] = np.where(t < at, 0.6, np.where(stall, 0.5, 1.0))
+        truth = at + 1
+    elif kind == "late-step":
+        at = int(0.85 * n)
+        for k in LOAD:
+            shape[k] = np.where(t < at, 1.0, 1.3)
+        truth = at + 1
+    elif kind == "slow-drift":
+        for k in LOAD:
+            shape[k] = 1 + 0.3 * t / n
+        truth = None
+    elif kind == "wander":
+        for k in LOAD:
+            shape[k] = 1 + 0.15 * np.sin(2 * np.pi * t / (n / 3))
+        truth = None
+    return _noisy(dict(BASE), shape, n, noise, rng), truth
+
+
+def long_detectors() -> dict[str, Callable[[list[dict], str], "int | None"]]:
+    """The detectors on a long series (headline given): the changepoint method with its window
+    scaled to the series (the default), fixed at 10 (before), and with a 15 % tolerance (what a
+    rater accepts as one level on zfs-fuse's wandering series), SNIA's vote at 10 and 50, fio's
+    slope rule at 50, and "always steady" (the onset is sample 1)."""
+    scaled, fixed, loose = Criteria(), Criteria(window=10, scale=False), Criteria(tolerance=0.15)
+    snia10, snia50 = Criteria(window=10, method="snia"), Criteria(window=50, method="snia")
+    return {
+        "changepoint, W scales": lambda s, h: decide(s, scaled, headline=h).onset,
+        "changepoint, W = 10": lambda s, h: decide(s, fixed, headline=h).onset,
+        "changepoint, tol 15 %": lambda s, h: decide(s, loose, headline=h).onset,
+        "SNIA, W = 10": lambda s, h: decide(s, snia10).onset,
+        "SNIA, W = 50": lambda s, h: decide(s, snia50).onset,
+        "fio slope, W = 50": lambda s, h: fio_iops_slope(s, 50, h),
+        "always steady": lambda s, h: 1,
+    }
+
+
+def labelled_real() -> list[tuple[str, list[dict], str, int | None, str]]:
+    """bench/long/labels.toml: (name, samples, headline, onset or None, why) per real series."""
+    import gzip
+    import json
+    import tomllib
+    from zfsperf.steady.series import decision_samples
+    path = LONG_DIR / "labels.toml"
+    if not path.exists():
+        return []
+    out = []
+    for e in tomllib.loads(path.read_text())["series"]:
+        with gzip.open(LONG_DIR / e["file"], "rt") as f:
+            samples = decision_samples([json.loads(line) for line in f if line.strip()])
+        onset = None if e["onset"] == "never" else int(e["onset"])
+        out.append((e["file"].split(".")[0], samples, e["headline"], onset, e["why"]))
+    return out
+
+
+def as_runner_judges(det: Callable[[list[dict], str], "int | None"]) -> Callable[[list[dict], str], "int | None"]:
+    """A detector applied as the runner applies it (steady/timescale.py): to the samples while the
+    workload ran (its headline moving), in bins of whole source updates (at least 1 s); the onset it
+    finds is mapped back to the series' own 1-based sample number, the first sample of its bin."""
+    from zfsperf.steady import timescale
+
+    def judged(samples: list[dict], headline: str) -> "int | None":
+        run = timescale.running(samples, headline)
+        start = next(i for i, x in enumerate(samples) if x is run[0])
+        dts = np.diff([x["t"] for x in run])
+        width = timescale.span(float(np.median(dts)) if len(dts) else 1.0, None)
+        bins = timescale.bin_means(run, width)
+        onset = det(bins, headline)
+        if onset is None:
+            return None
+        if onset == 1:
+            return start + 1
+        before = bins[onset - 2]["t"]                  # the previous bin ends at this sample's time
+        return start + next(i for i, x in enumerate(run) if x["t"] > before) + 1
+    return judged
+
+
+def long_eval(seeds: int, noise: float, lengths: list[int]) -> None:
+    import time
+    dets = long_detectors()
+    series: list[tuple[str, list[dict], str, int | None]] = []
+    for n in lengths:
+        for kind in LONG_SYNTH:
+            for seed in range(seeds):
+                smp, truth = make_long(kind, n, noise, np.random.default_rng(7919 * seed + n))
+                series.append((f"{kind} n={n}", smp, "workload_mibs", truth))
+    real = labelled_real()
+    series += [(name, smp, h, onset) for name, smp, h, onset, _why in real]
+    print(f"\nlong series: {len(series) - len(real)} synthetic ({', '.join(LONG_SYNTH)}; n = "
+          f"{', '.join(map(str, lengths))}; {seeds} seeds; noise {noise:.0%}) and {len(real)} real, labelled by hand")
+    for name, smp, h, onset, why in real:
+        print(f"  {name:<10} {len(smp):>5} samples, {h}: {'never steady' if onset is None else f'steady from {onset}'} "
+              f"-- {' '.join(why.split())}")
+    got = {d: [(det if d == "always steady" else as_runner_judges(det))(smp, h) for _name, smp, h, _t in series]
+           for d, det in dets.items()}
+    groups = {"synthetic": [i for i, x in enumerate(series) if "n=" in x[0]],
+              "real": [i for i, x in enumerate(series) if "n=" not in x[0]]}
+    print(f"\n{'detector':<24} {'set':<10} {'onset error, median':>20} {'never-steady called steady':>27} "
+          f"{'settling missed':>16}")
+    for d in dets:
+        for gname, idx in groups.items():
+            if not idx:
+                continue
+            errs = [abs(got[d][i] - series[i][3]) for i in idx if got[d][i] is not None and series[i][3] is not None]
+            never = [i for i in idx if series[i][3] is None]
+            false = sum(got[d][i] is not None for i in never)
+            settles = [i for i in idx if series[i][3] is not None]
+            missed = sum(got[d][i] is None for i in settles)
+            med = f"{statistics.median(errs):.0f} samples" if errs else "-"
+            print(f"{d:<24} {gname:<10} {med:>20} {f'{false} of {len(never)}':>27} {f'{missed} of {len(settles)}':>16}")
+    print("\nsynthetic, per class (all lengths): median onset error in samples / never-steady called steady")
+    print(f"{'class':<14} " + " ".join(f"{d:>22}" for d in dets))
+    for kind in LONG_SYNTH:
+        idx = [i for i, x in enumerate(series) if x[0].startswith(kind + " ")]
+        cells = []
+        for d in dets:
+            if series[idx[0]][3] is None:
+                cells.append(f"{sum(got[d][i] is not None for i in idx)} of {len(idx)} steady")
+            else:
+                errs = [abs(got[d][i] - series[i][3]) for i in idx if got[d][i] is not None]
+                miss = sum(got[d][i] is None for i in idx)
+                cells.append((f"{statistics.median(errs):.0f}" if errs else "-") + (f" ({miss} missed)" if miss else ""))
+        print(f"{kind:<14} " + " ".join(f"{c:>22}" for c in cells))
+    print("\nper real series: labelled onset, then each detector's (never: not steady)")
+    for i, (name, smp, _h, onset) in enumerate(series):
+        if "n=" in name:
+            continue
+        cells = "  ".join(f"{d}: {got[d][i] or 'never'}" for d in dets if d != "always steady")
+        print(f"  {name:<10} label {onset or 'never'}:  {cells}")
+    # CPU time of the default method on a 3,000-sample series (each call timed; the median)
+    smp, _t = make_long("warmup-bursts", 3000, noise, np.random.default_rng(1))
+    times = []
+    for _ in range(5):
+        t0 = time.process_time()
+        decide(smp, Criteria(), headline="workload_mibs")
+        times.append(time.process_time() - t0)
+    print(f"\nCPU time of the default method on one 3,000-sample series of {len(BASE)} metrics: "
+          f"{statistics.median(times) * 1000:.0f} ms (median of 5)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=40)
@@ -245,7 +424,14 @@ def main() -> None:
     ap.add_argument("--no-real", action="store_true")
     ap.add_argument("--real-seconds", type=int, default=90)
     ap.add_argument("--chart", help="write a steady-state chart per real series into this folder")
+    ap.add_argument("--long-set", action="store_true",
+                    help="only the long series: synthetic at --long-n and the labelled real ones in bench/long/")
+    ap.add_argument("--long-n", default="300,1000,3000")
+    ap.add_argument("--long-noise", type=float, default=0.05)
     args = ap.parse_args()
+    if args.long_set:
+        long_eval(max(1, args.seeds // 4), args.long_noise, [int(x) for x in args.long_n.split(",")])
+        return
     dets = detectors(args.window)
     noises = [float(x) for x in args.noise.split(",")]
     print(f"window W = {args.window} samples, {args.n} samples per series, {args.seeds} seeds per class and noise")
