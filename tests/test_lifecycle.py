@@ -565,3 +565,22 @@ def test_a_create_the_transport_repeated_is_the_runs_own_pool(tmp_path):
     t2.run = racing
     with pytest.raises(TargetError, match="zpool create zfsperf_x failed"):
         pm2.create(PoolSpec(vdevs=1, vdev_size=64 << 20), name="zfsperf_x")
+
+
+def test_a_resumed_run_plans_from_run_json_and_leaves_the_options_alone(h, tmp_path):
+    """The plan is decided once: a resume reads it from run.json (iterations, seed, selection) and
+    what it has already measured; the options it was given are never overwritten (they were, field
+    by field), and run.json stores the plan as one unit."""
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nlevel = [1, 2]\n', iterations=3)
+    code, d, _recs = h.run(rf, iterations=2, interleave=True, seed=7)
+    assert code == 0
+    sel = json.loads((d / "run.json").read_text())["selection"]
+    assert sel["iterations"] == 2 and sel["seed"] == 7 and sel["interleave"] is True
+    o = runner_mod.RunOptions(runfile=str(rf), outdir=str(tmp_path / "out"), vdev_dir=str(tmp_path / "vdev"),
+                              check="off", store=None, quiet=True, argv=["run", "--resume", str(d)], resume=str(d))
+    r = runner_mod.Runner(o)
+    r.lock = RunLock(tmp_path / "run.lock")
+    assert r.run() == 0
+    assert (r.plan.iterations, r.plan.seed, r.plan.interleave) == (2, 7, True)
+    assert len(r.plan.done) == 2 * max(2, runner_mod.MIN_BLOCKS)       # blocks: at least MIN_BLOCKS each
+    assert (o.iterations, o.seed, o.interleave, o.tags, o.test) == (None, None, False, None, None)

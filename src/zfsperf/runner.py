@@ -30,7 +30,8 @@ from .results.stats import summarise
 from .results.directory import RUN_JSON, SUMMARY, ResultsDir, log_path
 from .metrics.quantize import render_histograms
 from .report.tables import case_table
-from .runfile import Case, Runfile, load, loads, refuse_duet_with_builds
+from .runfile import Case, Runfile
+from .plan import Plan
 from .opentarget import check_spec, open_target
 from .targets.base import Target
 from .tunables import Journal, replay
@@ -150,6 +151,7 @@ class Runner:
         self.ui = console or Console(quiet=opts.quiet, verbose=opts.verbose)
         self.control = Control()                     # signals: recorded, acted on at safe points
         self.cases: CaseRunner | None = None
+        self.plan: Plan                              # what the run measures: decided once in run()
         self.switch: ModuleSwitch | None = None     # a build A/B: which build the guest has loaded
         self.results_dir: Path | None = None        # once created (or reopened to resume)
         self.detected: dict[str, Any] | None = None  # --detect: what the blocks reached, and what stopped them
@@ -167,31 +169,14 @@ class Runner:
     def _run(self) -> int:
         opts = self.opts
         # 1. Everything about the input is checked before anything on disk is touched.
-        done: set[tuple[str, int]] = set()
         if opts.resume:
-            rd = ResultsDir.open(Path(opts.resume))
-            info = rd.run_record()
-            sel = info.selection
-            rf = loads(info.runfile["text"], info.runfile["source"], sel.get("defines") or {})
-            opts.tags, opts.test = sel.get("tags"), sel.get("test")
-            opts.iterations = sel.get("iterations", opts.iterations)
-            opts.precision = sel.get("precision", opts.precision)
-            opts.interleave = sel.get("interleave", opts.interleave)
-            opts.seed = sel.get("seed", opts.seed)
-            opts.detect = sel.get("detect", opts.detect)
-            opts.builds = {k: BuildRef.from_json(v) for k, v in (info.builds or {}).items()} or opts.builds
-            done = {(r.case, r.iteration) for r in rd.results()}
+            self.plan = Plan.resumed(ResultsDir.open(Path(opts.resume)), opts.builds)
         else:
-            rf = load(opts.runfile, opts.defines)
-        if opts.builds:
-            selected = rf.select(tags=opts.tags, test=opts.test)
-            refuse_duet_with_builds(rf, selected)
-            for t in selected:
-                t.builds = list(opts.builds)
-        cases = rf.cases(tags=opts.tags, test=opts.test)
-        if not cases:
-            raise InputError(f"no test matches the selection (tags {opts.tags}, test {opts.test})",
-                             file=rf.source)
+            self.plan = Plan.new(opts.runfile, defines=opts.defines, tags=opts.tags, test=opts.test,
+                                 iterations=opts.iterations, precision=opts.precision, interleave=opts.interleave,
+                                 seed=opts.seed, detect=opts.detect, builds=opts.builds)
+        rf = self.plan.runfile
+        cases = self.plan.cases()
         for c in cases:
             if opts.vdev_size is not None:
                 c.test.pool.vdev_size = opts.vdev_size
@@ -223,8 +208,7 @@ class Runner:
         for line in replay(journal):
             self.ui.say(f"journal: {line}")
 
-        if (opts.interleave or any(c.test.ab for c in cases)) and opts.seed is None:
-            opts.seed = random.SystemRandom().randrange(2 ** 31)
+        self.plan = plan = self.plan.seeded(self.plan.interleave or any(c.test.ab for c in cases))
         rd = ResultsDir.open(Path(opts.resume)) if opts.resume else ResultsDir.create(Path(opts.outdir))
         self.results_dir = rd.path
         target_log = proc.CommandLog(log_path(rd.path, "target.log"))
@@ -247,8 +231,8 @@ class Runner:
             if daemon is not None:
                 daemon.note_vdev_dir(vdev_dir)              # so a teardown without us removes them too
             pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.disks)
-            if opts.builds:
-                switch = ModuleSwitch(target, opts.builds)
+            if plan.builds:
+                switch = ModuleSwitch(target, plan.builds)
                 switch.check()
                 self.switch = switch
             self.cases = CaseRunner(target, pools, journal, rd, self.ui, self.control,
@@ -257,19 +241,17 @@ class Runner:
             tun_names = sorted(set(target.tunable_names()) | {n for c in cases for n in c.tunables})
             run_info = runinfo.run_info(
                 rf, target, cases, t_start, tun_names, argv=opts.argv, vdev_dir=opts.vdev_dir,
-                selection={"tags": opts.tags, "test": opts.test, "iterations": opts.iterations,
-                           "precision": opts.precision, "interleave": opts.interleave, "seed": opts.seed,
-                           "detect": opts.detect, "defines": opts.defines})
+                selection=plan.selection())
             run_info.history_store = store_url
             run_info.machine = {"before": self.before.as_dict() if self.before else None, "after": None}
             run_info.duets = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides
             run_info.turns = sorted({c.test.name for c in cases if c.test.turns})   # ... and names the design
             run_info.ab = sorted({c.test.name for c in cases if c.test.ab})         # compare pairs by block
-            run_info.builds = {k: b.to_json() for k, b in opts.builds.items()}
+            run_info.builds = {k: b.to_json() for k, b in plan.builds.items()}
             if not opts.resume:
                 rd.write_run(run_info)
             try:
-                interrupted = self._run_cases(rf, cases, done, rd, target, pools, journal)
+                interrupted = self._run_cases(rf, cases, set(plan.done), rd, target, pools, journal)
             except Interrupted:
                 interrupted = True
             finally:
@@ -338,7 +320,7 @@ class Runner:
             if partner is not None and cases.index(partner) < cases.index(case):
                 continue                     # the duet's other side: run with its first case
             # --detect: the blocks go on until _detected() says so (or max_iterations)
-            least = case.test.max_iterations if self.opts.detect is not None else self._iterations(case)
+            least = case.test.max_iterations if self.plan.detect is not None else self._iterations(case)
             adaptive = Precision(self._precision(case), least, case.test.max_iterations,
                                  case.test.budget, HEADLINE.get(case.test.workload, ""))
             if done:                         # --resume: what the interrupted run measured counts
@@ -347,12 +329,12 @@ class Runner:
                         adaptive.add(r)
             states.append(_CaseState(case, adaptive, partner=partner))
         # --interleave: every case in blocks; else an `ab` test's cases in blocks, the rest one after another
-        blocked = [st for st in states if self.opts.interleave or st.case.test.ab]
+        blocked = [st for st in states if self.plan.interleave or st.case.test.ab]
         try:
             if blocked:
                 # blocks: one iteration of every case each, in an order drawn from the recorded seed
                 # (no case always first, so no fixed order effect; the same seed, the same order)
-                rng = random.Random(self.opts.seed)
+                rng = random.Random(self.plan.seed)
                 t0, blocks = time.monotonic(), 0
                 while any(not st.finished for st in blocked):
                     order = list(blocked)
@@ -361,7 +343,7 @@ class Runner:
                         if not st.finished:
                             self._step(st, done, rd, target, pools, journal)
                     blocks += 1
-                    if self.opts.detect is not None and self._detected(rd, blocked, blocks, time.monotonic() - t0):
+                    if self.plan.detect is not None and self._detected(rd, blocked, blocks, time.monotonic() - t0):
                         for st in blocked:
                             st.finished = True
             for st in states:
@@ -439,7 +421,7 @@ class Runner:
         from .report import sequential
         from .report.compare import ab_pairs, compare_within
         from .report.model import load_run
-        target = self.opts.detect
+        target = self.plan.detect
         run = load_run(rd.path)
         pairs = ab_pairs(run)
         n_max = max(st.case.test.max_iterations for st in states)
@@ -490,12 +472,12 @@ class Runner:
             return {}
 
     def _iterations(self, case: Case) -> int:
-        n = self.opts.iterations or case.test.iterations
+        n = self.plan.iterations or case.test.iterations
         # an interleaved run (or an ab test) is an A/B: its paired test cannot reach p < 0.05 with fewer blocks
-        return max(n, MIN_BLOCKS) if self.opts.interleave or case.test.ab else n
+        return max(n, MIN_BLOCKS) if self.plan.interleave or case.test.ab else n
 
     def _precision(self, case: Case) -> float | None:
-        return self.opts.precision if self.opts.precision is not None else case.test.precision
+        return self.plan.precision if self.plan.precision is not None else case.test.precision
 
     def _machine_check(self, *, strict: bool) -> "machine.Check | None":
         """The machine before the run: findings printed; with strict, a busy machine is refused

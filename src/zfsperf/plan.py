@@ -1,0 +1,73 @@
+"""A run's plan: what it measures, decided once -- from the command line, or from run.json when a
+run is resumed -- and stored in run.json as one unit (`selection`, plus `builds`). The runner reads
+the plan; it never writes what it decided back into the command line's options (a resume used to
+overwrite them field by field)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .errors import InputError
+from .guest.switch import BuildRef
+from .results.directory import ResultsDir
+from .runfile import Case, Runfile, load, loads, refuse_duet_with_builds
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    runfile: Runfile
+    tags: list[str] | None = None
+    test: str | None = None
+    iterations: int | None = None          # -i: every test's iterations (None: each test's own)
+    precision: float | None = None         # --precision PCT for every test (None: each test's own)
+    interleave: bool = False               # --interleave: blocks of one iteration of every case
+    seed: int | None = None                # the order of the cases inside each block
+    detect: float | None = None            # --detect PCT: blocks until every A/B pair could see PCT %
+    defines: dict[str, str] = field(default_factory=dict)
+    builds: dict[str, BuildRef] = field(default_factory=dict)   # a build A/B in the guest
+    done: frozenset[tuple[str, int]] = frozenset()              # (case, iteration) a resumed run has
+
+    @classmethod
+    def new(cls, runfile: str, *, defines: dict[str, str] | None = None, **chosen: Any) -> "Plan":
+        """From the command line: the runfile (a path or a built-in) and what was chosen."""
+        return cls(runfile=load(runfile, defines or {}), defines=dict(defines or {}), **chosen)
+
+    @classmethod
+    def resumed(cls, rd: ResultsDir, builds: dict[str, BuildRef] | None = None) -> "Plan":
+        """From the results directory of a run that did not finish: its runfile text and selection
+        as run.json holds them, and the (case, iteration) pairs it already has."""
+        info = rd.run_record()
+        sel = info.selection
+        defines = sel.get("defines") or {}
+        return cls(runfile=loads(info.runfile["text"], info.runfile["source"], defines), defines=defines,
+                   tags=sel.get("tags"), test=sel.get("test"), iterations=sel.get("iterations"),
+                   precision=sel.get("precision"), interleave=bool(sel.get("interleave")), seed=sel.get("seed"),
+                   detect=sel.get("detect"),
+                   builds={k: BuildRef.from_json(v) for k, v in (info.builds or {}).items()} or dict(builds or {}),
+                   done=frozenset((r.case, r.iteration) for r in rd.results()))
+
+    def cases(self) -> list[Case]:
+        """The selected cases, each test given the builds it runs on; none selected is bad input."""
+        if self.builds:
+            selected = self.runfile.select(tags=self.tags, test=self.test)
+            refuse_duet_with_builds(self.runfile, selected)
+            for t in selected:
+                t.builds = list(self.builds)
+        cases = self.runfile.cases(tags=self.tags, test=self.test)
+        if not cases:
+            raise InputError(f"no test matches the selection (tags {self.tags}, test {self.test})",
+                             file=self.runfile.source)
+        return cases
+
+    def seeded(self, blocks: bool) -> "Plan":
+        """With a seed for the order inside blocks, drawn now when blocks need one and none was given."""
+        if blocks and self.seed is None:
+            return replace(self, seed=random.SystemRandom().randrange(2 ** 31))
+        return self
+
+    def selection(self) -> dict[str, Any]:
+        """What run.json stores of the plan (a resume reads it back)."""
+        return {"tags": self.tags, "test": self.test, "iterations": self.iterations, "precision": self.precision,
+                "interleave": self.interleave, "seed": self.seed, "detect": self.detect, "defines": self.defines}
