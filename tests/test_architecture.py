@@ -248,8 +248,8 @@ def test_a_run_starts_without_scipy_ruptures_or_matplotlib():
     scipy, ruptures or matplotlib. They are imported when a steady-state verdict, an interval or a
     page is first computed: scipy.stats came in with the HTML exporter and compare, and cost every
     run ~0.8 s on a host and ~23 s inside the OpenZFS guest under emulation."""
-    probe = subprocess.run([sys.executable, "-c", "import sys, zfsperf.cli, zfsperf.runner, zfsperf.guest.ab, "
-                            "zfsperf.guest.inside; print(' '.join(sorted({m.split('.')[0] for m in sys.modules} "
+    probe = subprocess.run([sys.executable, "-c", "import sys, zfsperf.cli, zfsperf.runner, zfsperf.buildab, "
+                            "zfsperf.inguest; print(' '.join(sorted({m.split('.')[0] for m in sys.modules} "
                             "& {'scipy', 'ruptures', 'matplotlib'})))"],
                            capture_output=True, text=True, check=True)
     assert probe.stdout.strip() == "", probe.stdout

@@ -1,4 +1,4 @@
-"""Bisect's rules (guest/ab.py), without a guest or a build: which side a measured step falls on
+"""Bisect's rules (buildab.py), without a guest or a build: which side a measured step falls on
 (Step.changed, on the figures a step records) and the halving search over the commits
 (first_changed: what the real bisect test, on a range of two commits, halves only once)."""
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from zfsperf.guest.ab import Step, first_changed
+from zfsperf.buildab import Step, first_changed
 
 
 

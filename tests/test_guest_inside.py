@@ -8,7 +8,7 @@ import pytest
 
 from helpers import zfsperf
 from zfsperf.errors import InputError
-from zfsperf.guest.inside import shadowed, split_outdir
+from zfsperf.inguest import shadowed, split_outdir
 
 
 def test_the_results_directory_is_taken_out_of_run_only(tmp_path, monkeypatch):

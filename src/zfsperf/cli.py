@@ -407,7 +407,7 @@ def cmd_guest(args: argparse.Namespace) -> int:
     series = check_version(args.zfs)
     lab = Guest()
     if args.guest_action == "run":
-        from .guest.inside import guest_run
+        from .inguest import guest_run
         return guest_run(list(args.inside or []), series)
     if getattr(args, "inside", None):
         raise InputError(f"guest {args.guest_action} takes no further arguments: {' '.join(args.inside)}",
@@ -433,7 +433,7 @@ def cmd_guest(args: argparse.Namespace) -> int:
 
 
 def _guest_ab_or_bisect(args: argparse.Namespace) -> int:
-    from .guest import ab
+    from . import buildab as ab
     need = {"ab": ("a", "b", "runfile"), "bisect": ("zfs_src", "good", "bad", "runfile", "case", "figure")}
     for k in need[args.guest_action]:
         if not getattr(args, k):

@@ -8,7 +8,7 @@
 - Storage: one sparse disk image formatted ext4 by the host, mounted at /var/tmp in the guest
   (where zfsperf puts vdev files).
 - Shares (9p): the host's root read-only (tag "hostroot"; the guest lays a tmpfs over it, so the
-  host's own Python and zfsperf run inside: guest/inside.py) and one writable host directory,
+  host's own Python and zfsperf run inside: inguest.py) and one writable host directory,
   <guest dir>/exchange, at the same path in the guest, through which results come out. Nothing
   else of the host is writable from the guest.
 - Every process is stopped by pid (QEMU's pid is in the state file).

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .. import proc
-from ..errors import InputError, TargetError
-from ..units import ChangeVerdict
-from .build import VERSIONS, Builder, find_build
-from .source import ModuleBuild, SourceBuilder, identify, parse_meta, read_meta, source_spec
-from .switch import BuildRef
+from . import proc
+from .errors import InputError, TargetError
+from .units import ChangeVerdict
+from .guest.build import VERSIONS, Builder, find_build
+from .guest.source import ModuleBuild, SourceBuilder, identify, parse_meta, read_meta, source_spec
+from .guest.switch import BuildRef
 
 DEFAULT_BLOCKS = 6            # the exact paired test needs 6 blocks to reach p < 0.05 at all
 TCG_NOTE = ("under TCG (software emulation) only relative, CPU-bound differences between the builds "
@@ -83,7 +83,7 @@ def series_of(spec: str, field: str) -> str:
 
 def check_runfile(runfile: str, test: str | None, field: str = "--test") -> Any:
     """A build A/B's runfile, refused before anything is built or booted (an unknown test, a duet)."""
-    from ..runfile import load, refuse_duet_with_builds
+    from .runfile import load, refuse_duet_with_builds
     rf = load(runfile)
     tests = rf.select(test=test)
     if not tests:
@@ -106,7 +106,7 @@ class AbResult:
 
 def ensure_guest(series: str, say: Callable[[str], None]) -> tuple[Any, bool]:
     """The running guest of this series, booted if none runs. (guest, booted here)."""
-    from .vm import Guest
+    from .guest.vm import Guest
     lab = Guest()
     st = lab.state()
     if st is not None:
@@ -124,9 +124,9 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
            tags: list[str] | None, test: str | None, argv: list[str], say: Callable[[str], None],
            defines: dict[str, str] | None = None) -> AbResult:
     """One interleaved run of the runfile's selected tests on each build, and its paired comparison."""
-    from ..report import compare
-    from ..report.model import load_run
-    from ..runner import RunOptions, Runner
+    from .report import compare
+    from .report.model import load_run
+    from .runner import RunOptions, Runner
     if blocks < 2:
         raise InputError("--blocks takes a whole number >= 2", field="--blocks")
     seed = seed if seed is not None else random.SystemRandom().randrange(2 ** 31)
@@ -145,7 +145,7 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
 
 def markdown(cmp: Any, sides: dict[str, BuildRef]) -> str:
     """The A/B for a pull request: what each side was, then compare's paired verdicts."""
-    from ..report import compare
+    from .report import compare
     out = ["builds:"] + [f"- **{b.name}**: {b.label}" + (f" (modules {b.modules})" if b.modules else "")
                          for b in sides.values()]
     if compare.emulated(cmp):
@@ -154,8 +154,8 @@ def markdown(cmp: Any, sides: dict[str, BuildRef]) -> str:
 
 
 def print_ab(res: AbResult, sides: dict[str, BuildRef]) -> None:
-    from ..report import compare
-    from ..ui import Console
+    from .report import compare
+    from .ui import Console
     for b in sides.values():
         print(f"build {b.name}: {b.label}")
     if res.comparison is None:

@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..errors import InputError, TargetError
-from .vm import Guest, GuestState
+from .errors import InputError, TargetError
+from .guest.vm import Guest, GuestState
 
 ROOT = "/hostroot"                                  # the host's root, as the guest mounts it
 IN_GUEST = "/opt/zfsperf-openzfs/bin/zfsperf-in-guest"
@@ -149,7 +149,7 @@ class InsideRun:
 
     def _draw(self, runs: list[Path]) -> None:
         """report.html of each results directory the guest wrote, drawn on the host."""
-        from ..report.export import write_results_dir
+        from .report.export import write_results_dir
         for d in runs:
             if not (d / "run.json").is_file():
                 continue
