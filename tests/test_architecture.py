@@ -337,7 +337,7 @@ def test_the_daemon_interface_is_declared_and_zfs_fuse_has_all_of_it():
     assert called and called <= declared, called - declared
 
 
-def test_verdict_design_and_stop_words_are_enums_not_strings():
+def test_verdict_design_stop_and_steady_mode_words_are_enums_not_strings():
     """"verdict used four ways", and its words spelled as string literals in five modules: the
     change verdict, the design and the stop reason are enums now. No comparison in the source
     holds one of their words as a string literal, and the members are what JSON carries."""
@@ -345,9 +345,10 @@ def test_verdict_design_and_stop_words_are_enums_not_strings():
     import json
     from pathlib import Path
     from zfsperf.report.compare import Design
-    from zfsperf.results.record import StopReason
+    from zfsperf.results.record import SteadyMode, StopReason
     from zfsperf.units import ChangeVerdict
     words = {m.value for e in (ChangeVerdict, Design, StopReason) for m in e}
+    modes = {m.value for m in SteadyMode}
     src = Path(__file__).resolve().parent.parent / "src" / "zfsperf"
     found = []
     for f in src.rglob("*.py"):
@@ -358,7 +359,9 @@ def test_verdict_design_and_stop_words_are_enums_not_strings():
                 consts = [s.value for s in sides if isinstance(s, ast.Constant) and isinstance(s.value, str)]
                 consts += [e.value for s in sides if isinstance(s, (ast.Tuple, ast.Set, ast.List))
                            for e in s.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-                if any(c in words for c in consts) and any(k in text for k in ("verdict", "design", "stopped_by", "why")):
+                if (any(c in words for c in consts) and any(k in text for k in ("verdict", "design", "stopped_by", "why"))
+                        or any(c in modes for c in consts) and "steady" in text):
                     found.append(f"{f.name}:{node.lineno}: {text}")
     assert not found, found
-    assert json.dumps([ChangeVerdict.WORSE, Design.TURNS, StopReason.DECIDED]) == '["worse", "turns", "decided"]'
+    assert json.dumps([ChangeVerdict.WORSE, Design.TURNS, StopReason.DECIDED, SteadyMode.GATE]) == \
+        '["worse", "turns", "decided", "gate"]'

@@ -20,7 +20,7 @@ from .metrics import crosscheck
 from .metrics.sampler import Sampler
 from .tunables import Journal, TunableSession
 from .pool import Pool, PoolManager
-from .results.record import CaseOutcome, CaseRecord, Status, SteadyRecord, as_figures
+from .results.record import CaseOutcome, CaseRecord, Status, SteadyMode, SteadyRecord, as_figures
 from .results.directory import ResultsDir, series_path
 from .runfile import Case, TestSpec
 from .targets.base import Target
@@ -130,7 +130,7 @@ class Lifecycle:
     def sample(self, slug: str, progress: Any) -> Sampler | None:
         """The sampler over the pool (None when the test does not sample: steady = off)."""
         t = self.test
-        if t.steady.mode == "off" or self.pool is None:
+        if t.steady.mode == SteadyMode.OFF or self.pool is None:
             return None
         self.sampler = Sampler(self.target, self.pool.name, series_path(self.runner.rd.path, slug, self.it),
                                interval=t.steady.interval, progress=progress, l2_capacity=self.pool.l2_capacity)
@@ -238,7 +238,7 @@ class CaseRunner:
             if sampler is not None:
                 record.series = str(sampler.path.relative_to(rd.path))
             self.control.check()
-            if sampler is not None and t.steady.mode == "gate":
+            if sampler is not None and t.steady.mode == SteadyMode.GATE:
                 record.steady = self._precondition(ctx, wl, sampler, t.steady,
                                                    wl.active_bytes(case.fields, prepared))
             arc0, t_measure = self._arcstats(), sampler.elapsed() if sampler is not None else 0.0
@@ -265,7 +265,7 @@ class CaseRunner:
             if sampler is not None:
                 sampler.mark("workload end")
                 sampler.stop()
-                if t.steady.mode == "record":
+                if t.steady.mode == SteadyMode.RECORD:
                     record.steady = judge_steady(sampler.snapshot(), t.steady, wl, ctx, figures)
                 record.sampler = sampler.overhead()
                 dead = sampler.unreadable()
@@ -363,7 +363,7 @@ class CaseRunner:
                 sampler.mark("workload end")
                 sampler.stop()
                 verdict = None
-                if t.steady.mode == "record":
+                if t.steady.mode == SteadyMode.RECORD:
                     figs = {k: v for c in (a, b) if isinstance(results.get(c.id), dict)
                             for k, v in results[c.id].items()}
                     verdict = judge_steady(sampler.snapshot(), t.steady, wl, ctxs[a.id], figs)

@@ -30,6 +30,7 @@ from typing import Any
 
 from .errors import InputError, shown
 from .pool import LAYOUTS, PoolSpec, check_property_name, unknown_property_value
+from .results.record import SteadyMode
 from .steady import SteadySpec
 from .tunables import normalise_value
 from .tunables.registry import known_names, nearest
@@ -621,7 +622,7 @@ def _check_duet(workload: str, dataset: dict[str, Any], tunables: dict[str, Any]
         able = [name for name, w in WORKLOADS.items() if mode in w.duet_modes]
         what = 'duet = "turns"' if mode == "turns" else "duet"
         raise InputError(f"a {workload} test cannot {what} (only {' and '.join(able)})", **where("duet"))
-    if steady.mode == "gate":
+    if steady.mode == SteadyMode.GATE:
         raise InputError("a duet is measured as it runs: steady mode \"gate\" cannot precondition two "
                          "sides at once (use \"record\")", **where("duet"))
 

@@ -168,11 +168,18 @@ class PrecisionVerdict:
         return cls(stopped_by=StopReason(why) if why in StopReason._value2member_map_ else why, **known)
 
 
+class SteadyMode(StrEnum):
+    """How a test uses steady state (`steady = { mode = ... }`); the value is what JSON carries."""
+    RECORD = "record"               # sample, and record the verdict on what was measured
+    GATE = "gate"                   # precondition in rounds until steady (or the timeout), then measure
+    OFF = "off"                     # no sampler, no verdict
+
+
 @dataclass(kw_only=True)
 class SteadyRecord:
     """The steady-state verdict on one iteration's sampled series, as steady.summary() decides it.
     Sample numbers (first_steady_index, onset) count from 1; times are seconds."""
-    mode: str                                   # "record" (judged after) or "gate" (preconditioned until)
+    mode: SteadyMode | str                      # record (judged after) or gate (preconditioned until); str: unknown
     steady: bool
     method: str                                 # "changepoint" or "snia"
     samples: int                                # samples judged (at the workload's time scale)
@@ -223,7 +230,8 @@ class SteadyRecord:
     def from_json(cls, d: dict[str, Any]) -> "SteadyRecord":
         names = {f for f in cls.__dataclass_fields__ if f != "other"}
         known = {k: d[k] for k in names if d.get(k) is not None}
-        known.setdefault("mode", "record")
+        mode = known.get("mode", SteadyMode.RECORD)
+        known["mode"] = SteadyMode(mode) if mode in SteadyMode._value2member_map_ else mode
         known.setdefault("steady", False)
         known.setdefault("method", (d.get("criteria") or {}).get("method") or "changepoint")
         known.setdefault("samples", 0)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError, shown
-from ..results.record import SteadyRecord
+from ..results.record import SteadyMode, SteadyRecord
 from . import rounds, snia, timescale
 from .cache import CACHE_FULL, CACHE_SHARE, cache_ok
 from .series import decision_samples, matrix, read_series, resample
@@ -42,13 +42,13 @@ def decide(samples: list[dict[str, Any]], c: Criteria | None = None, *, active_b
     return changepoint.decide(samples, c, active_bytes=active_bytes, headline=headline)
 
 
-MODES = ("record", "gate", "off")
+MODES = tuple(m.value for m in SteadyMode)
 
 
 @dataclass
 class SteadySpec:
     """A test's `steady = { … }`: how to sample, how to decide, and whether to gate the measurement."""
-    mode: str = "record"            # record: sample and record the verdict; gate: precondition until steady
+    mode: SteadyMode = SteadyMode.RECORD    # record the verdict, or gate: precondition until steady
     interval: float = 1.0           # seconds between samples (the SDC 2020 talk used 15 s)
     criteria: Criteria = field(default_factory=Criteria)
     timeout: float = 300.0          # gate: give up preconditioning after this long (recorded, never hidden)
@@ -64,7 +64,7 @@ class SteadySpec:
             if k == "mode":
                 if v not in MODES:
                     raise InputError(f"expected {' | '.join(MODES)}, got {shown(v)}", **where(k))
-                spec.mode = v
+                spec.mode = SteadyMode(v)
             elif k == "cache_gate":
                 if not isinstance(v, bool):
                     raise InputError(f"expected true or false, got {shown(v)}", **where(k))

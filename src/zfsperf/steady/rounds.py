@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from ..results.record import CaseRecord, SteadyRecord
+from ..results.record import CaseRecord, SteadyMode, SteadyRecord
 
 ROUNDS_WINDOW = 5            # SNIA PTS: the last 5 rounds
 ROUNDS_RANGE = 0.20          # max - min <= 20 % of the mean
@@ -144,7 +144,7 @@ def within(steady: SteadyRecord) -> str | None:
         return steady.why or steady.note or "not steady"
     head, onset_t, span = steady.headline, steady.onset_time, steady.span_s
     kind = steady.classes.get(head) if head else None
-    if kind in ("warm-up", "slowdown") and steady.mode == "record" \
+    if kind in ("warm-up", "slowdown") and steady.mode == SteadyMode.RECORD \
             and onset_t is not None and span and onset_t > 0.1 * span:
         return f"{kind} until {onset_t:.1f} s of {span:.0f} s measured"
     return None
