@@ -42,7 +42,7 @@ from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .workloads.corpus import Corpus
 from .steady.rounds import case_verdicts
-from .results.record import STATUSES, CaseRecord, PrecisionVerdict, Status, StopReason
+from .results.record import STATUSES, CaseRecord, PrecisionVerdict, RunRecord, Status, StopReason
 from .report.abstats import ALPHA, MIN_BLOCKS
 
 HEADLINE = {name: wl.headline for name, wl in WORKLOADS.items()}     # the workloads say which figure
@@ -166,16 +166,18 @@ class Runner:
         finally:
             self.lock.release()
 
-    def _run(self) -> int:
+    def _checked_input(self) -> tuple[list[Case], str | None]:
+        """The plan (from the command line, or from run.json on --resume), its cases with the
+        command line's pool overrides, and every check that needs nothing started: each case's pool
+        fits its filesystem and its data, DISKS, the target spec, the history store. Returns the
+        cases and the store's URL."""
         opts = self.opts
-        # 1. Everything about the input is checked before anything on disk is touched.
         if opts.resume:
             self.plan = Plan.resumed(ResultsDir.open(Path(opts.resume)), opts.builds)
         else:
             self.plan = Plan.new(opts.runfile, defines=opts.defines, tags=opts.tags, test=opts.test,
                                  iterations=opts.iterations, precision=opts.precision, interleave=opts.interleave,
                                  seed=opts.seed, detect=opts.detect, builds=opts.builds)
-        rf = self.plan.runfile
         cases = self.plan.cases()
         for c in cases:
             if opts.vdev_size is not None:
@@ -187,10 +189,30 @@ class Runner:
                    or fit_problem(c.test.pool, WORKLOADS[c.test.workload].active_bytes(c.fields, None),
                                   str(c.dataset.get("compression")) if "compression" in c.dataset else None))
             if why:
-                raise InputError(f"{c.id}: {why}", file=rf.source, line=c.test.line, field="pool")
+                raise InputError(f"{c.id}: {why}", file=self.plan.runfile.source, line=c.test.line, field="pool")
         check_disks(opts.disks, opts.force)
         check_spec(opts.target, opts.tunables_dir)
-        store_url = self._check_store()
+        return cases, self._check_store()
+
+    def _run_record(self, target: Target, cases: list[Case], t_start: float, tun_names: list[str],
+                    store_url: str | None) -> RunRecord:
+        """run.json as the run starts: how its results are obtained, and the plan as one unit."""
+        plan = self.plan
+        info = runinfo.run_info(plan.runfile, target, cases, t_start, tun_names, argv=self.opts.argv,
+                                vdev_dir=self.opts.vdev_dir, selection=plan.selection())
+        info.history_store = store_url
+        info.machine = {"before": self.before.as_dict() if self.before else None, "after": None}
+        info.duets = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides
+        info.turns = sorted({c.test.name for c in cases if c.test.turns})   # ... and names the design
+        info.ab = sorted({c.test.name for c in cases if c.test.ab})         # compare pairs by block
+        info.builds = {k: b.to_json() for k, b in plan.builds.items()}
+        return info
+
+    def _run(self) -> int:
+        opts = self.opts
+        # 1. Everything about the input is checked before anything on disk is touched.
+        cases, store_url = self._checked_input()
+        rf = self.plan.runfile
         if opts.dry_run:
             tests = sorted({c.test.name for c in cases})
             self.ui.say(f"dry run: {rf.source}: {len(cases)} case(s) of {len(tests)} test(s) checked (runfile, "
@@ -239,15 +261,7 @@ class Runner:
                                     keep_failed=opts.keep_failed, verbose=opts.verbose, switch=self.switch)
             # every tunable the target exposes, before and after (the ones the runfile sets included)
             tun_names = sorted(set(target.tunable_names()) | {n for c in cases for n in c.tunables})
-            run_info = runinfo.run_info(
-                rf, target, cases, t_start, tun_names, argv=opts.argv, vdev_dir=opts.vdev_dir,
-                selection=plan.selection())
-            run_info.history_store = store_url
-            run_info.machine = {"before": self.before.as_dict() if self.before else None, "after": None}
-            run_info.duets = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides
-            run_info.turns = sorted({c.test.name for c in cases if c.test.turns})   # ... and names the design
-            run_info.ab = sorted({c.test.name for c in cases if c.test.ab})         # compare pairs by block
-            run_info.builds = {k: b.to_json() for k, b in plan.builds.items()}
+            run_info = self._run_record(target, cases, t_start, tun_names, store_url)
             if not opts.resume:
                 rd.write_run(run_info)
             try:
