@@ -206,3 +206,10 @@ def test_the_guides_key_tables_are_the_loaders():
         with pytest.raises(InputError, match=f"expected a whole number >= {k.minimum}|>= iterations"):
             loads('[[test]]\nname = "t"\nworkload = "receive"\ncorpus = { kind = "random", size = "1M" }\n'
                   + body + "\n")
+
+
+def test_an_empty_selection_names_it_in_words(tmp_path):
+    """`run -T nosuch` said `(tags ['nosuch'], test None)`: Python's spelling of a list and of nothing."""
+    res = zfsperf("run", "-T", "nosuch", "--dry-run", "-o", str(tmp_path / "o"))
+    assert res.returncode == 2 and "(tags: nosuch; test: any)" in res.stderr, res.stderr
+    assert "None" not in res.stderr and "[" not in res.stderr

@@ -57,7 +57,8 @@ class Plan:
                 t.builds = list(self.builds)
         cases = self.runfile.cases(tags=self.tags, test=self.test)
         if not cases:
-            raise InputError(f"no test matches the selection (tags {self.tags}, test {self.test})",
+            tags = ", ".join(self.tags) if self.tags else "any"
+            raise InputError(f"no test matches the selection (tags: {tags}; test: {self.test or 'any'})",
                              file=self.runfile.source)
         return cases
 
