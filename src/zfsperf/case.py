@@ -23,7 +23,7 @@ from .pool import Pool, PoolManager
 from .results.record import CaseOutcome, CaseRecord, Status, SteadyMode, SteadyRecord, as_figures
 from .results.directory import ResultsDir, series_path
 from .runfile import Case, TestSpec
-from .targets.base import Target
+from .targets.base import Daemon, Target
 from .ui import Console
 from .units import parse_duration
 from .workloads import WORKLOADS
@@ -33,10 +33,10 @@ if TYPE_CHECKING:
     from .guest.switch import ModuleSwitch
 
 
-def daemon_gone(target: Target) -> bool:
-    """zfs-fuse's daemon died (a kernel OpenZFS has none to die)."""
+def dead_daemon(target: Target) -> Daemon | None:
+    """zfs-fuse's daemon, when it died (None: alive, or a kernel OpenZFS, which has none to die)."""
     daemon = target.daemon() if target.capabilities().daemon_recovery else None
-    return daemon is not None and not daemon.daemon_alive()
+    return daemon if daemon is not None and not daemon.daemon_alive() else None
 
 
 def judge_steady(samples: list[dict[str, Any]], spec: steady.SteadySpec, wl: Any, ctx: CaseContext,
@@ -149,7 +149,7 @@ class Lifecycle:
             self._teardown(failed=True)
             control.active = None
             control.check()
-        died = daemon_gone(self.target)     # before the teardown restarts it
+        died = dead_daemon(self.target) is not None     # before the teardown restarts it
         for o in outcomes:
             o.daemon_died = died
         failed = any(o.decide_status()[0] is not Status.PASS for o in outcomes)
@@ -166,8 +166,8 @@ class Lifecycle:
                 self.session.restore()
             except ZfsperfError as e:
                 errors.append(str(e))
-        daemon = self.target.daemon()
-        if daemon is not None and daemon_gone(self.target):
+        daemon = dead_daemon(self.target)
+        if daemon is not None:
             try:
                 daemon.recover()
                 log.write("# zfs-fuse daemon restarted after it died")

@@ -69,7 +69,7 @@ SIZE_TEXT = 'a size ("512M", "2G") or bytes'
 TEST_KEYS: tuple[Key, ...] = (
     Key("name", str, "-", "the test's name: letters, digits, _ . - (cases are named after it)"),
     Key("workload", str, "-", "receive, fio or mixed (each adds its own fields)"),
-    Key("tags", list, "[]", "labels that `run -t` selects by"),
+    Key("tags", list, "[]", "labels that `run -T` selects by"),
     Key("description", str, '""', "free text"),
     Key("iterations", int, str(DEFAULT_ITERATIONS), "counted iterations per case", True, 1),
     Key("warmup", int, "0", "iterations run first and never counted", True, 0),
@@ -104,7 +104,6 @@ TEST_KEY = {k.name: k for k in TEST_KEYS}
 COMMON_TEST_KEYS = set(TEST_KEY)
 DEFAULT_KEYS = {k.name for k in TEST_KEYS if k.in_defaults}
 POOL_KEY = {k.name: k for k in POOL_KEYS_TABLE}
-POOL_KEYS = {k.name: k.type for k in POOL_KEYS_TABLE}
 
 
 def keys_text() -> str:
@@ -641,11 +640,12 @@ def parse_precision(value: Any, where: dict) -> float:
 
 def _load_pool(d: dict, w) -> PoolSpec:
     for k, v in d.items():
-        if k not in POOL_KEYS:
-            raise InputError(f"unknown pool field {shown(k)} (expected one of {', '.join(POOL_KEYS)})", **w(k))
-        if not _is(v, POOL_KEYS[k]):
-            raise InputError(f"expected {_type_name(POOL_KEYS[k])}, got {shown(v)}", **w(k))
-        low = POOL_KEY[k].minimum
+        key = POOL_KEY.get(k)
+        if key is None:
+            raise InputError(f"unknown pool field {shown(k)} (expected one of {', '.join(POOL_KEY)})", **w(k))
+        if not _is(v, key.type):
+            raise InputError(f"expected {_type_name(key.type)}, got {shown(v)}", **w(k))
+        low = key.minimum
         if low is not None and v < low:
             raise InputError(f"expected a whole number >= {low}, got {shown(v)}", **w(k))
     spec = PoolSpec()

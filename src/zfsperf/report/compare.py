@@ -541,8 +541,8 @@ def ab_pairs(run: RunData, names: list[str] | None = None) -> list[tuple[CaseDat
 
 SYMBOL = {ChangeVerdict.BETTER: "better", ChangeVerdict.WORSE: "WORSE", ChangeVerdict.SAME: "= same",
           ChangeVerdict.NOT_SIGNIFICANT: "~ (not significant)", ChangeVerdict.WITHIN_NOISE: "~ (within noise)",
-          ChangeVerdict.UNKNOWN_DRIFT: "~ (cannot be judged between separate runs)", ChangeVerdict.TOO_FEW: "? too few iterations",
-          ChangeVerdict.NONE: "(not judged)"}
+          ChangeVerdict.UNKNOWN_DRIFT: "~ (cannot be judged between separate runs)",
+          ChangeVerdict.TOO_FEW: "? too few iterations", ChangeVerdict.NONE: "(not judged)"}
 
 
 def verdict_text(ch: FigureChange) -> str:
@@ -553,7 +553,7 @@ def verdict_text(ch: FigureChange) -> str:
         return f"{text} ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %)"
     if ch.verdict == ChangeVerdict.SAME and ch.ci_pct is not None and ch.margin_pct is not None:
         return f"{text} within ±{ch.margin_pct:g} % ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %)"
-    if ch.detectable_pct is not None and ch.verdict not in (ChangeVerdict.NONE,):
+    if ch.detectable_pct is not None and ch.verdict != ChangeVerdict.NONE:
         return f"{text} (could see ≥ {ch.detectable_pct:.1f} %)"
     return text
 

@@ -120,11 +120,12 @@ def steady_summary(case: CaseData, stored: dict[str, Any] | None = None) -> dict
     for v in judged:
         for m in v.failed:
             failed[m] = failed.get(m, 0) + 1
+    tt = _time_to_steady(tts, len(judged))
     verdict = case_steady(case, stored)
     scales = sorted({f"{x.timescale.get('cycle')}" for x in vs if x.timescale})
     return {"mode": vs[0].mode, "steady": len(steady), "of": len(judged), "too_short": len(short),
-            "window": vs[0].window, "mean_time_to_steady_s": sum(tts) / len(tts) if tts else None,
-            "time_to_steady": _time_to_steady(tts, len(judged)),
+            "window": vs[0].window, "mean_time_to_steady_s": tt["mean_s"] if tt else None,
+            "time_to_steady": tt,
             "failed_metrics": failed, "notes": sorted({v.note for v in judged if v.note}),
             "verdict": verdict, "timescales": scales}
 
