@@ -97,7 +97,21 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"zfsperf {__version__}")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
     _add_run(sub)
+    _add_list(sub)
+    _add_check(sub)
+    _add_info(sub)
+    _add_lab(sub)
+    _add_guest(sub)
+    _add_corpus(sub)
+    _add_steady(sub)
+    _add_report(sub)
+    _add_history(sub)
+    _add_compare(sub)
+    return ap
 
+
+def _add_list(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf list`."""
     p = sub.add_parser("list", help="show a runfile's tests, tags and the cases its sweeps expand to")
     p.add_argument("-r", "--runfile", default="quick", help="a runfile path or a built-in name (default quick)")
     p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE",
@@ -108,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the fields a runfile's tests, [defaults] and pool take (type, default, help), and each "
                         "workload's own fields (type, sweepable)")
 
+
+def _add_check(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf check`."""
     p = sub.add_parser("check", help="what would make numbers noisy or unrepresentative on this machine, measured now",
                        description="Measures the machine over a short window (zfsperf idle): CPU busy from other "
                                    "processes, steal, load, swapping, disk I/O, other ZFS daemons, a zfsperf run in "
@@ -116,11 +133,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window", type=float, default=1.0, help="seconds to measure over (default 1)")
     p.add_argument("--json", action="store_true", help="the measurements and findings as JSON")
 
+
+def _add_info(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf info`."""
     p = sub.add_parser("info", help="what ZFS this machine has and what zfsperf can read from it")
     p.add_argument("--target", default="auto", help="auto (kernel OpenZFS, else the embedded zfs-fuse), zfs-fuse, "
                                                     "openzfs, guest or ssh://[user@]host")
     p.add_argument("--json", action="store_true", help="the same as JSON")
 
+
+def _add_lab(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf lab`."""
     p = sub.add_parser("lab", help="the embedded zfs-fuse daemon: start | stop | status",
                        description="zfsperf lab start|stop|status. status exits 0 when a lab is running and 1 when "
                                    "none is (so a script can ask).")
@@ -130,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zfs", default="2.3", help=argparse.SUPPRESS)
     p.add_argument("--arc-max", type=int, metavar="MB", help="start: zfs-fuse's ARC size (16-16384 MB)")
 
+
+def _add_guest(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf guest`."""
     p = sub.add_parser("guest", help="the real OpenZFS guest under QEMU: build | up | down | status | run -- ARGS "
                                      "| ab | bisect",
                        description="zfsperf guest build|up|down|status [--zfs 2.1|2.3] [--zfs-src DIR|DIR@REV]  |  "
@@ -159,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--outdir", help="ab, bisect: where results go")
     p.add_argument("inside", nargs="*", help="run: the zfsperf command line for inside the guest, after --")
 
+
+def _add_corpus(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf corpus`."""
     p = sub.add_parser("corpus", help="sendfile corpus")
     csub = p.add_subparsers(dest="corpus_cmd", metavar="ACTION", required=True)
     m = csub.add_parser("make", help="make a deterministic send stream")
@@ -170,6 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf", help="where its scratch pool's vdev files go")
     m.add_argument("--target", default="auto", help="the ZFS that makes it (as for run)")
 
+
+def _add_steady(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf steady`."""
     from .steady import METHODS, Criteria
     from .steady.verdict import WINDOW_PER
     dflt = Criteria()                    # one set of defaults: the runner's and this command's
@@ -196,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "recorded, else workload_mibs, workload_iops, pool_mibs, pool_kops)")
     p.add_argument("--json", action="store_true")
 
+
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf report`."""
     p = sub.add_parser("report", help="summarise results directories (nothing is re-run)")
     p.add_argument("dirs", nargs="+")
     p.add_argument("--format", choices=["terminal", "md", "csv", "json", "openmetrics", "results-csv", "junit", "html"],
@@ -203,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report with pictures")
     p.add_argument("--no-histograms", action="store_true", help="terminal: leave out the quantize histograms")
 
+
+def _add_history(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf history`."""
     p = sub.add_parser("history", help="every run in one store: import results, series over runs, change points",
                        description="zfsperf history import DIR...  |  zfsperf history [--case C] [--figure F] "
                                    "[--fail-on-change PCT]  |  zfsperf history runs  |  zfsperf history accept RUN "
@@ -229,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--html", metavar="FILE", help="also write trend charts with change points to FILE")
 
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf compare`."""
     p = sub.add_parser("compare", help="A/B with significance: two runs, several runs a side, or the points of "
                                           "one interleaved run",
                        description="zfsperf compare BASE NEW  |  compare BASE... --vs NEW...  |  compare RUN "
@@ -265,7 +306,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "(designs in one run, several runs a side, or history; default 5)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--html", metavar="OUT", help="also write an HTML report of the comparison")
-    return ap
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -298,7 +338,8 @@ def _tags(text: str | None) -> list[str] | None:
 
 
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
-    from .runner import RunOptions, Runner
+    from .plan import Choice
+    from .runner import Output, RunOptions, Runner, Storage
     if args.iterations is not None and args.iterations < 1:
         raise InputError("-I takes a whole number >= 1", field="-I")
     try:
@@ -312,16 +353,17 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     if args.arc_max is not None and not 16 <= args.arc_max <= 16384:
         raise InputError(f"--arc-max takes zfs-fuse's range, 16 to 16384 MB, not {args.arc_max}", field="--arc-max")
     disks = [] if args.files else disks_from_env()
-    opts = RunOptions(runfile=args.runfile, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
-                      defines=_defines(args.define),
-                      vdev_dir=args.vdev_dir, vdev_size=vdev_size, prefill=args.prefill, outdir=args.outdir,
-                      keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet, target=args.target,
-                      tunables_dir=args.tunables_dir, resume=args.resume, cleanup=args.cleanup,
-                      disks=disks, force=args.force, arc_max_mb=args.arc_max, argv=redact_argv(["zfsperf", *argv]),
-                      precision=precision, interleave=args.interleave or detect is not None, seed=args.seed,
-                      detect=detect, keep_signal_handlers=True,
-                      store=None if args.no_history else (args.store or ""), check=args.check,
-                      html=not args.no_html, dry_run=args.dry_run)
+    opts = RunOptions(
+        choice=Choice(runfile=args.runfile, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
+                      defines=_defines(args.define), precision=precision,
+                      interleave=args.interleave or detect is not None, seed=args.seed, detect=detect),
+        storage=Storage(target=args.target, tunables_dir=args.tunables_dir, vdev_dir=args.vdev_dir,
+                        vdev_size=vdev_size, prefill=args.prefill, disks=disks, force=args.force,
+                        arc_max_mb=args.arc_max),
+        output=Output(outdir=args.outdir, keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet,
+                      html=not args.no_html, store=None if args.no_history else (args.store or "")),
+        resume=args.resume, cleanup=args.cleanup, dry_run=args.dry_run, check=args.check,
+        argv=redact_argv(["zfsperf", *argv]), keep_signal_handlers=True)
     return Runner(opts).run()
 
 
