@@ -40,7 +40,7 @@ class Harness:
         monkeypatch.setattr(runner_mod.leftovers, "before_a_run", lambda cleanup, say: None)
 
     def run(self, rf: Path, **opts) -> tuple[int, Path, list]:
-        o = runner_mod.RunOptions(runfile=str(rf), outdir=str(self.tmp / "out"), vdev_dir=str(self.tmp / "vdev"),
+        o = runner_mod.RunOptions.of(runfile=str(rf), outdir=str(self.tmp / "out"), vdev_dir=str(self.tmp / "vdev"),
                                   check="off", store=None, quiet=True, argv=["run", "-r", str(rf)], **opts)
         r = runner_mod.Runner(o)
         r.lock = RunLock(self.tmp / "run.lock")
@@ -576,11 +576,12 @@ def test_a_resumed_run_plans_from_run_json_and_leaves_the_options_alone(h, tmp_p
     assert code == 0
     sel = json.loads((d / "run.json").read_text())["selection"]
     assert sel["iterations"] == 2 and sel["seed"] == 7 and sel["interleave"] is True
-    o = runner_mod.RunOptions(runfile=str(rf), outdir=str(tmp_path / "out"), vdev_dir=str(tmp_path / "vdev"),
+    o = runner_mod.RunOptions.of(runfile=str(rf), outdir=str(tmp_path / "out"), vdev_dir=str(tmp_path / "vdev"),
                               check="off", store=None, quiet=True, argv=["run", "--resume", str(d)], resume=str(d))
     r = runner_mod.Runner(o)
     r.lock = RunLock(tmp_path / "run.lock")
     assert r.run() == 0
     assert (r.plan.iterations, r.plan.seed, r.plan.interleave) == (2, 7, True)
     assert len(r.plan.done) == 2 * max(2, runner_mod.MIN_BLOCKS)       # blocks: at least MIN_BLOCKS each
-    assert (o.iterations, o.seed, o.interleave, o.tags, o.test) == (None, None, False, None, None)
+    c = o.choice
+    assert (c.iterations, c.seed, c.interleave, c.tags, c.test) == (None, None, False, None, None)

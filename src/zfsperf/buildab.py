@@ -130,9 +130,9 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     if blocks < 2:
         raise InputError("--blocks takes a whole number >= 2", field="--blocks")
     seed = seed if seed is not None else random.SystemRandom().randrange(2 ** 31)
-    opts = RunOptions(runfile=runfile, tags=tags, test=test, iterations=blocks, outdir=outdir, target="guest",
-                      interleave=True, seed=seed, builds=sides, argv=argv, defines=defines or {},
-                      keep_signal_handlers=False, store=None, check="warn")
+    opts = RunOptions.of(runfile=runfile, tags=tags, test=test, iterations=blocks, outdir=outdir, target="guest",
+                         interleave=True, seed=seed, builds=sides, argv=argv, defines=defines or {},
+                         keep_signal_handlers=False, store=None, check="warn")
     runner = Runner(opts)
     rc = runner.run()
     if runner.results_dir is None:

@@ -15,6 +15,23 @@ from .results.directory import ResultsDir
 from .runfile import Case, Runfile, load, loads, refuse_duet_with_builds
 
 
+@dataclass(kw_only=True)
+class Choice:
+    """What the command line chose to measure; `Plan.new` turns it into the run's plan (a resumed
+    run takes its plan from run.json instead)."""
+    runfile: str = "quick"                 # a path or a built-in name
+    tags: list[str] | None = None
+    test: str | None = None
+    iterations: int | None = None
+    defines: dict[str, str] = field(default_factory=dict)
+    precision: float | None = None
+    interleave: bool = False
+    seed: int | None = None
+    detect: float | None = None
+    builds: dict[str, BuildRef] = field(default_factory=dict)   # a build A/B in the guest (guest ab, bisect):
+                                           # every selected test runs once per build, swapped in per case
+
+
 @dataclass(frozen=True, kw_only=True)
 class Plan:
     runfile: Runfile
@@ -30,9 +47,11 @@ class Plan:
     done: frozenset[tuple[str, int]] = frozenset()              # (case, iteration) a resumed run has
 
     @classmethod
-    def new(cls, runfile: str, *, defines: dict[str, str] | None = None, **chosen: Any) -> "Plan":
-        """From the command line: the runfile (a path or a built-in) and what was chosen."""
-        return cls(runfile=load(runfile, defines or {}), defines=dict(defines or {}), **chosen)
+    def new(cls, choice: Choice) -> "Plan":
+        """From the command line's choice: the runfile (a path or a built-in) loaded with its defines."""
+        return cls(runfile=load(choice.runfile, choice.defines), defines=dict(choice.defines), tags=choice.tags,
+                   test=choice.test, iterations=choice.iterations, precision=choice.precision,
+                   interleave=choice.interleave, seed=choice.seed, detect=choice.detect, builds=dict(choice.builds))
 
     @classmethod
     def resumed(cls, rd: ResultsDir, builds: dict[str, BuildRef] | None = None) -> "Plan":

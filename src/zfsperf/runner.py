@@ -31,7 +31,7 @@ from .results.directory import RUN_JSON, SUMMARY, ResultsDir, log_path
 from .metrics.quantize import render_histograms
 from .report.tables import case_table
 from .runfile import Case, Runfile
-from .plan import Plan
+from .plan import Choice, Plan
 from .opentarget import check_spec, open_target
 from .targets.base import Target
 from .tunables import Journal, replay
@@ -48,42 +48,57 @@ from .report.abstats import ALPHA, MIN_BLOCKS
 HEADLINE = {name: wl.headline for name, wl in WORKLOADS.items()}     # the workloads say which figure
 
 
-@dataclass
-class RunOptions:
-    runfile: str = "quick"
-    tags: list[str] | None = None
-    test: str | None = None
-    iterations: int | None = None
-    vdev_dir: str = "/var/tmp/zfsperf"
-    vdev_size: int | None = None
-    prefill: bool = False
+@dataclass(kw_only=True)
+class Storage:
+    """Where ZFS and the test pools live."""
+    target: str = "auto"                 # a TARGET spec (opentarget.py)
+    tunables_dir: str | None = None      # a directory laid out like /sys/module/zfs/parameters
+    vdev_dir: str = "/var/tmp/zfsperf"   # where file vdevs go
+    vdev_size: int | None = None         # -s: every test's vdev size
+    prefill: bool = False                # --prefill: every test's vdev files written through first
+    disks: list[str] = field(default_factory=list)   # DISKS: block devices instead of files
+    force: bool = False                  # --force: a disk with stale data may be taken (never one in use)
+    arc_max_mb: int | None = None        # the embedded zfs-fuse's ARC size
+
+
+@dataclass(kw_only=True)
+class Output:
+    """What the run writes and says."""
     outdir: str = "zfsperf-results"
-    keep_failed: bool = False
+    keep_failed: bool = False            # keep a failed case's pool for a post-mortem
     verbose: bool = False
     quiet: bool = False
-    target: str = "auto"
-    tunables_dir: str | None = None
-    resume: str | None = None
-    cleanup: bool = False
-    disks: list[str] = field(default_factory=list)
-    force: bool = False
-    arc_max_mb: int | None = None
-    defines: dict[str, str] = field(default_factory=dict)
+    html: bool = True                    # draw report.html at the end (--no-html: junit.xml and results.csv only)
+    store: str | None = None             # the history store the run is added to ("": the default; None: none)
+
+
+@dataclass(kw_only=True)
+class RunOptions:
+    """A `zfsperf run` as the command line gave it: what to measure, where, what to write, and how
+    the run itself behaves. `RunOptions.of(**flat)` builds it from the fields' names."""
+    choice: Choice = field(default_factory=Choice)
+    storage: Storage = field(default_factory=Storage)
+    output: Output = field(default_factory=Output)
+    resume: str | None = None            # the results directory of a run to finish
+    cleanup: bool = False                # -x: remove what earlier zfsperf processes left behind
+    dry_run: bool = False                # every check a run makes before it touches anything, then stop
+    check: str = "warn"                  # the machine check before and after: warn | strict (refuse if busy) | off
     argv: list[str] = field(default_factory=list)
-    precision: float | None = None       # --precision PCT: adaptive iterations for every test
-    interleave: bool = False             # --interleave: blocks of one iteration of every case
-    seed: int | None = None              # the order of the cases inside each block (drawn when None)
-    detect: float | None = None          # --detect PCT: blocks until every A/B pair could see PCT %
     # the CLI's process ends right after run(): keep recording signals to the end, so that one that
     # lands after the summary is moot instead of killing a run that had finished
     keep_signal_handlers: bool = False
-    dry_run: bool = False                 # every check a run makes before it touches anything, then stop
-    store: str | None = None             # the history store the run is added to ("": the default; None: none)
-    check: str = "warn"                  # the machine check before and after: warn | strict (refuse if busy) | off
-    html: bool = True                    # draw report.html at the end (--no-html: junit.xml and results.csv only)
-    # a build A/B in the guest (guest ab / guest bisect): every selected test runs once per build,
-    # the build's modules swapped in before each case's pool
-    builds: dict[str, BuildRef] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, **flat: Any) -> "RunOptions":
+        """From flat keywords, each given to the group that has a field of its name."""
+        groups: dict[str, dict[str, Any]] = {"choice": {}, "storage": {}, "output": {}}
+        own: dict[str, Any] = {}
+        for k, v in flat.items():
+            group = next((g for g, tp in (("choice", Choice), ("storage", Storage), ("output", Output))
+                          if k in tp.__dataclass_fields__), None)
+            (groups[group] if group else own)[k] = v
+        return cls(choice=Choice(**groups["choice"]), storage=Storage(**groups["storage"]),
+                   output=Output(**groups["output"]), **own)
 
 
 class Precision:
@@ -148,7 +163,7 @@ class _CaseState:
 class Runner:
     def __init__(self, opts: RunOptions, console: Console | None = None) -> None:
         self.opts = opts
-        self.ui = console or Console(quiet=opts.quiet, verbose=opts.verbose)
+        self.ui = console or Console(quiet=opts.output.quiet, verbose=opts.output.verbose)
         self.control = Control()                     # signals: recorded, acted on at safe points
         self.cases: CaseRunner | None = None
         self.plan: Plan                              # what the run measures: decided once in run()
@@ -173,25 +188,23 @@ class Runner:
         cases and the store's URL."""
         opts = self.opts
         if opts.resume:
-            self.plan = Plan.resumed(ResultsDir.open(Path(opts.resume)), opts.builds)
+            self.plan = Plan.resumed(ResultsDir.open(Path(opts.resume)), opts.choice.builds)
         else:
-            self.plan = Plan.new(opts.runfile, defines=opts.defines, tags=opts.tags, test=opts.test,
-                                 iterations=opts.iterations, precision=opts.precision, interleave=opts.interleave,
-                                 seed=opts.seed, detect=opts.detect, builds=opts.builds)
+            self.plan = Plan.new(opts.choice)
         cases = self.plan.cases()
         for c in cases:
-            if opts.vdev_size is not None:
-                c.test.pool.vdev_size = opts.vdev_size
-            if opts.prefill:
+            if opts.storage.vdev_size is not None:
+                c.test.pool.vdev_size = opts.storage.vdev_size
+            if opts.storage.prefill:
                 c.test.pool.prefill = True
             c.test.pool.validate()
-            why = ((None if opts.disks else room_problem(c.test.pool, opts.vdev_dir))
+            why = ((None if opts.storage.disks else room_problem(c.test.pool, opts.storage.vdev_dir))
                    or fit_problem(c.test.pool, WORKLOADS[c.test.workload].active_bytes(c.fields, None),
                                   str(c.dataset.get("compression")) if "compression" in c.dataset else None))
             if why:
                 raise InputError(f"{c.id}: {why}", file=self.plan.runfile.source, line=c.test.line, field="pool")
-        check_disks(opts.disks, opts.force)
-        check_spec(opts.target, opts.tunables_dir)
+        check_disks(opts.storage.disks, opts.storage.force)
+        check_spec(opts.storage.target, opts.storage.tunables_dir)
         return cases, self._check_store()
 
     def _run_record(self, target: Target, cases: list[Case], t_start: float, tun_names: list[str],
@@ -199,7 +212,7 @@ class Runner:
         """run.json as the run starts: how its results are obtained, and the plan as one unit."""
         plan = self.plan
         info = runinfo.run_info(plan.runfile, target, cases, t_start, tun_names, argv=self.opts.argv,
-                                vdev_dir=self.opts.vdev_dir, selection=plan.selection())
+                                vdev_dir=self.opts.storage.vdev_dir, selection=plan.selection())
         info.history_store = store_url
         info.machine = {"before": self.before.as_dict() if self.before else None, "after": None}
         info.duets = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides
@@ -217,7 +230,7 @@ class Runner:
             tests = sorted({c.test.name for c in cases})
             self.ui.say(f"dry run: {rf.source}: {len(cases)} case(s) of {len(tests)} test(s) checked (runfile, "
                         f"tunable and property names and values, vdev room, data against pool size"
-                        + (", DISKS" if opts.disks else "") + (f", the store {store_url}" if store_url else "")
+                        + (", DISKS" if opts.storage.disks else "") + (f", the store {store_url}" if store_url else "")
                         + "); nothing was started or written")
             return 0
         # one run at a time on a machine, and the machine looked at before anything is touched
@@ -231,7 +244,7 @@ class Runner:
             self.ui.say(f"journal: {line}")
 
         self.plan = plan = self.plan.seeded(self.plan.interleave or any(c.test.ab for c in cases))
-        rd = ResultsDir.open(Path(opts.resume)) if opts.resume else ResultsDir.create(Path(opts.outdir))
+        rd = ResultsDir.open(Path(opts.resume)) if opts.resume else ResultsDir.create(Path(opts.output.outdir))
         self.results_dir = rd.path
         target_log = proc.CommandLog(log_path(rd.path, "target.log"))
         old_handlers = self.control.install()
@@ -239,26 +252,26 @@ class Runner:
         target: Target | None = None
         interrupted = False
         try:
-            self.ui.say(f"Starting ZFS target ({opts.target}) ...")
-            target = open_target(opts.target, log=target_log, arc_max_mb=opts.arc_max_mb,
-                                 tunables_dir=opts.tunables_dir)
+            self.ui.say(f"Starting ZFS target ({opts.storage.target}) ...")
+            target = open_target(opts.storage.target, log=target_log, arc_max_mb=opts.storage.arc_max_mb,
+                                 tunables_dir=opts.storage.tunables_dir)
             if target.accelerator == "tcg":
                 self.ui.say("warning: the target is a QEMU guest under TCG (software emulation): its formats, "
                             "behaviour and tunables are real, its timings are not speeds")
             self.control.check()
-            leftovers.on_the_target(target, Path(opts.vdev_dir), self.ui.say, cleanup=opts.cleanup,
+            leftovers.on_the_target(target, Path(opts.storage.vdev_dir), self.ui.say, cleanup=opts.cleanup,
                                     resume_owner=rd.path.name if opts.resume else None)
-            vdev_dir = Path(opts.vdev_dir) / f"run-{os.getpid()}"
+            vdev_dir = Path(opts.storage.vdev_dir) / f"run-{os.getpid()}"
             daemon = target.daemon() if target.capabilities().owns_daemon else None
             if daemon is not None:
                 daemon.note_vdev_dir(vdev_dir)              # so a teardown without us removes them too
-            pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.disks)
+            pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.storage.disks)
             if plan.builds:
                 switch = ModuleSwitch(target, plan.builds)
                 switch.check()
                 self.switch = switch
             self.cases = CaseRunner(target, pools, journal, rd, self.ui, self.control,
-                                    keep_failed=opts.keep_failed, verbose=opts.verbose, switch=self.switch)
+                                    keep_failed=opts.output.keep_failed, verbose=opts.output.verbose, switch=self.switch)
             # every tunable the target exposes, before and after (the ones the runfile sets included)
             tun_names = sorted(set(target.tunable_names()) | {n for c in cases for n in c.tunables})
             run_info = self._run_record(target, cases, t_start, tun_names, store_url)
@@ -269,7 +282,7 @@ class Runner:
             except Interrupted:
                 interrupted = True
             finally:
-                finish_pools(pools, keep_failed=opts.keep_failed, say=self.ui.say)
+                finish_pools(pools, keep_failed=opts.output.keep_failed, say=self.ui.say)
                 self._restore_build()
             if self.switch is not None:
                 for k, src in self.switch.srcversions.items():
@@ -406,7 +419,7 @@ class Runner:
         for rec in (record, other) if other is not None else (record,):
             rd.append_result(rec)
             self.ui.case_done(rec, HEADLINE.get(t.workload))
-        if self.opts.verbose and record.histograms:
+        if self.opts.output.verbose and record.histograms:
             self.ui.say(render_histograms(record.histograms))
 
     def _warmup(self, st: "_CaseState", rd: ResultsDir, target: Target, pools: PoolManager, journal: Journal,
@@ -419,7 +432,7 @@ class Runner:
         for w in range(1, case.test.warmup + 1):
             rec = (self.cases.run_duet(case, st.partner, -w, prepared, None)[0] if st.partner is not None
                    else self.cases.run(case, -w, prepared, None))
-            if self.opts.verbose:
+            if self.opts.output.verbose:
                 self.ui.say(f"Warmup: {case.id} {w}/{case.test.warmup} [{rec.status.value}]"
                             + (f" {rec.error}" if rec.error else ""))
             if not rec.passed:
@@ -476,11 +489,11 @@ class Runner:
     def _past_seconds(self, case_ids: list[str]) -> dict[str, float]:
         """Seconds per iteration of these cases in the history store's runs on this host (the ETA);
         none when there is no store or it cannot be read -- the ETA then learns from this run."""
-        if self.opts.store is None:
+        if self.opts.output.store is None:
             return {}
         try:
             from .history.store import Store
-            with Store.open(self.opts.store or None, create=False) as st:
+            with Store.open(self.opts.output.store or None, create=False) as st:
                 return st.seconds_per_iteration(case_ids, platform.node())
         except Exception:              # noqa: BLE001 -- an estimate never stops a run (the store was checked)
             return {}
@@ -599,11 +612,11 @@ class Runner:
         """The history store the run will be added to, opened, its schema checked or created and a
         write tried before anything else is touched: a store that cannot take the run is bad input
         (exit 2), not a warning after an hour of measuring. Returns its URL without secrets."""
-        if self.opts.store is None:
+        if self.opts.output.store is None:
             return None
         from .history.store import Store
         try:
-            with Store.open(self.opts.store or None) as store:
+            with Store.open(self.opts.output.store or None) as store:
                 store.check_writable()
                 return store.url
         except Exception as e:  # noqa: BLE001 - whatever the driver says, said without secrets
@@ -613,13 +626,13 @@ class Runner:
     def _add_to_history(self, rd: ResultsDir) -> tuple[str, str | None] | None:
         """Every run goes into the history store as it ends: (the store, None) or (the store, why
         not) -- the summary says it and the exit status is 4."""
-        if self.opts.store is None:
+        if self.opts.output.store is None:
             return None
         from .history.store import Store, default_url
         from .report.model import load_run
-        url = redact(self.opts.store or default_url())
+        url = redact(self.opts.output.store or default_url())
         try:
-            with Store.open(self.opts.store or None) as store:
+            with Store.open(self.opts.output.store or None) as store:
                 store.add(load_run(rd.path))
             return store.url, None
         except Exception as e:  # noqa: BLE001 - the results directory is what counts
@@ -629,7 +642,7 @@ class Runner:
         """junit.xml, results.csv and report.html (report/export/); a failure here never
         fails the run, and the first two are written from the records even then."""
         try:
-            return export.write_results_dir(rd.path, html=self.opts.html).get("html")
+            return export.write_results_dir(rd.path, html=self.opts.output.html).get("html")
         except Exception as e:  # noqa: BLE001
             self.ui.say(f"warning: could not write the derived files: {type(e).__name__}: {e}")
             records = rd.results()
