@@ -490,14 +490,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
 
     iterations = _whole(raw, defaults, "iterations", DEFAULT_ITERATIONS, where, dwhere)
     warmup = _whole(raw, defaults, "warmup", 0, where, dwhere)
-    timeout_raw = raw.get("timeout", defaults.get("timeout", DEFAULT_TIMEOUT))
-    tw = where("timeout") if "timeout" in raw else dwhere("timeout")
-    try:
-        timeout = parse_duration(timeout_raw)
-    except ValueError as e:
-        raise InputError(str(e), **tw) from None
-    if timeout <= 0:
-        raise InputError("timeout must be positive", **tw)
+    timeout = _seconds(raw, defaults, "timeout", DEFAULT_TIMEOUT, where, dwhere, positive=True)
 
     def merged(table: str) -> tuple[dict, Any]:
         d, t = defaults.get(table, {}), raw.get(table, {})
@@ -511,6 +504,50 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     dataset = _load_props(*merged("dataset"))
     tunables = _load_tunables(*merged("tunables"))
 
+    fields = _load_fields(raw, wl, where)
+    expect = _load_expect(raw, where)
+    steady_d, steady_w = merged("steady")
+    steady = SteadySpec.from_dict(steady_d, steady_w)
+
+    precision_raw = raw.get("precision", defaults.get("precision"))
+    precision = None if precision_raw is None else \
+        parse_precision(precision_raw, where("precision") if "precision" in raw else dwhere("precision"))
+    max_it = _whole(raw, defaults, "max_iterations", max(DEFAULT_MAX_ITERATIONS, iterations), where, dwhere,
+                    least=iterations)
+    budget = _seconds(raw, defaults, "budget", DEFAULT_BUDGET, where, dwhere)
+    duet, turns = _load_duet(raw, workload, dataset, tunables, fields, steady, where)
+    ab = raw.get("ab", False)
+    if not isinstance(ab, bool):
+        raise InputError(f"expected true or false, got {shown(ab)}", **where("ab"))
+    if ab and duet:
+        raise InputError("a duet already pairs its two sides in every iteration: ab and duet do not go together",
+                         **where("ab"))
+    swept = [k for table in (dataset, tunables, fields) for k, v in table.items()
+             if isinstance(v, list) and len(v) >= 2 and (table is not fields or wl.fields[k][1])]
+    if ab and not swept:
+        raise InputError("ab needs a sweep to compare (a dataset property, tunable or field with two or more "
+                         "values)", **where("ab"))
+    return TestSpec(name=name, workload=workload, tags=list(tags), iterations=iterations, timeout=timeout,
+                    pool=pool, dataset=dataset, tunables=tunables, fields=fields, expect=expect, steady=steady,
+                    description=str(raw.get("description", "")), warmup=warmup, precision=precision,
+                    max_iterations=max_it, budget=budget, duet=duet, turns=turns, ab=ab)
+
+
+def _seconds(raw: dict, defaults: dict, key: str, default: Any, where, dwhere, positive: bool = False) -> float:
+    """A duration key of a test (else of [defaults], else its default) in seconds; errors at its line."""
+    w = where(key) if key in raw else dwhere(key)
+    try:
+        value = parse_duration(raw.get(key, defaults.get(key, default)))
+    except ValueError as e:
+        raise InputError(str(e), **w) from None
+    if positive and value <= 0:
+        raise InputError(f"{key} must be positive", **w)
+    return value
+
+
+def _load_fields(raw: dict, wl: Any, where) -> dict[str, Any]:
+    """The workload's own fields, checked against its declared types (a list: a sweep, where the
+    field may be swept), then by the workload itself."""
     fields: dict[str, Any] = {}
     for k, (tp, sweepable) in wl.fields.items():
         if k not in raw:
@@ -528,7 +565,10 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
                                  + f", got {shown(x)}", **where(k))
         fields[k] = v
     wl.validate(fields, where)
+    return fields
 
+
+def _load_expect(raw: dict, where) -> list[Expectation]:
     expect = []
     ex = raw.get("expect", {})
     if not isinstance(ex, dict):
@@ -539,20 +579,13 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
             raise InputError(f"expected e.g. \">= 100 MiB/s\", got {shown(text)}", **where("expect"))
         expect.append(Expectation(fig, m.group(1), float(m.group(2)), (m.group(3) or "").strip() or None,
                                   text.strip()))
-    steady_d, steady_w = merged("steady")
-    steady = SteadySpec.from_dict(steady_d, steady_w)
+    return expect
 
-    def pick(k: str, default: Any) -> tuple[Any, dict]:
-        return raw.get(k, defaults.get(k, default)), (where(k) if k in raw else dwhere(k))
-    precision_raw, pw = pick("precision", None)
-    precision = None if precision_raw is None else parse_precision(precision_raw, pw)
-    max_it = _whole(raw, defaults, "max_iterations", max(DEFAULT_MAX_ITERATIONS, iterations), where, dwhere,
-                    least=iterations)
-    budget_raw, bw = pick("budget", DEFAULT_BUDGET)
-    try:
-        budget = parse_duration(budget_raw)
-    except ValueError as e:
-        raise InputError(str(e), **bw) from None
+
+def _load_duet(raw: dict, workload: str, dataset: dict[str, Any], tunables: dict[str, Any],
+               fields: dict[str, Any], steady: SteadySpec, where) -> tuple[bool, bool]:
+    """duet (true, false or "turns") -> (duet, turns), with what a duet and turns need checked."""
+    wl = WORKLOADS[workload]
     duet_raw = raw.get("duet", False)
     if isinstance(duet_raw, bool):
         duet, turns = duet_raw, False
@@ -560,8 +593,9 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         duet, turns = True, True
     else:
         raise InputError(f'expected true, false or "turns", got {shown(duet_raw)}', **where("duet"))
-    if "slice" in fields and not turns:
-        raise InputError('slice is the length of a turn: it needs duet = "turns"', **where("slice"))
+    for k, what in (("slice", "the length of a turn"), ("settle", "left out after each switch of a turn")):
+        if k in fields and not turns:
+            raise InputError(f'{k} is {what}: it needs duet = "turns"', **where(k))
     if turns and fields.get("clients"):
         raise InputError('fio load hosts cannot take turns: its slices run on the target (drop clients, or '
                          'use duet = true)', **where("clients"))
@@ -569,21 +603,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         _check_duet(workload, dataset, tunables, {k: v for k, v in fields.items()
                                                   if isinstance(v, list) and wl.fields[k][1]}, steady, where,
                     "turns" if turns else "together")
-    ab = raw.get("ab", False)
-    if not isinstance(ab, bool):
-        raise InputError(f"expected true or false, got {shown(ab)}", **where("ab"))
-    if ab and duet:
-        raise InputError("a duet already pairs its two sides in every iteration: ab and duet do not go together",
-                         **where("ab"))
-    swept = [k for table in (dataset, tunables, fields) for k, v in table.items()
-             if isinstance(v, list) and len(v) >= 2 and (table is not fields or wl.fields[k][1])]
-    if ab and not swept:
-        raise InputError("ab needs a sweep to compare (a dataset property, tunable or field with two or more "
-                         "values)", **where("ab"))
-    return TestSpec(name=name, workload=workload, tags=list(tags), iterations=iterations, timeout=timeout,
-                    pool=pool, dataset=dataset, tunables=tunables, fields=fields, expect=expect, steady=steady,
-                    description=str(raw.get("description", "")), warmup=warmup, precision=precision,
-                    max_iterations=max_it, budget=budget, duet=duet, turns=turns, ab=ab)
+    return duet, turns
 
 
 def refuse_duet_with_builds(rf: "Runfile", tests: list[TestSpec]) -> None:
