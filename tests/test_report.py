@@ -130,10 +130,10 @@ def test_outlier_warnings_only_when_substantial_and_never_on_context_figures(tmp
     from zfsperf.report.model import load_run
     run = load_run(d)
     rep = summary.build(run)
-    (case,) = rep["cases"]
-    flagged = {r["figure"]: r["outliers"] for r in case["figures"]}
+    (case,) = rep.cases
+    flagged = {r.figure: r.outliers for r in case.figures}
     assert flagged["throughput"] == [5] and flagged["bytes"] == [5]      # the rule flags both
-    assert not [w for w in rep["warnings"] if "outlier" in w], rep["warnings"]
+    assert not [w for w in rep.warnings if "outlier" in w], rep.warnings
 
 
 def test_outliers_in_plain_words_and_too_few_iterations(tmp_path):

@@ -1,9 +1,12 @@
 """`zfsperf report`: per case and figure over iterations — n, mean, median, stddev, CV %, min, max,
 95 % CI and outliers in plain words — plus the fio class tables and histograms and the steady-state
-verdicts. One JSON-able structure that every output format renders."""
+verdicts. One typed structure (`RunReport` of `CaseReport`s of `FigureRow`s) that every output
+format renders; `to_json()` is the `--format json` form."""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 from ..metrics import crosscheck
@@ -17,20 +20,73 @@ from ..results.stats import summarise
 FIO_CLASS_ORDER = ("Write", "Delete", "Read", "Flush")
 
 
+@dataclass(frozen=True)
+class FigureRow:
+    """One figure of a case over its passed iterations."""
+    figure: str
+    unit: str
+    n: int
+    mean: float | None
+    median: float | None
+    stddev: float | None
+    cv_pct: float | None
+    min: float | None
+    max: float | None
+    ci95: list[float | None]             # [low, high] of the mean's 95 % t interval
+    values: list[float]                  # per iteration, in order
+    iterations: list[int]                # the iteration each value is of
+    outliers: list[int]                  # iterations the median/MAD rule flags
+
+
+@dataclass(frozen=True)
+class CaseReport:
+    """One case: its statuses, figures and the fio class table, histograms, steady-state summary
+    and cross-checks (each of those a JSON-able dict of its own), and its errors."""
+    test: str
+    case: str
+    workload: str
+    sweep: dict[str, Any]
+    statuses: dict[str, int]
+    figures: list[FigureRow]
+    class_table: list[dict[str, Any]]
+    histograms: dict[str, dict[str, Any]]
+    steady: dict[str, Any] | None
+    cross_checks: list[dict[str, Any]]
+    errors: list[str]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """One results directory: how it was obtained (target, host, runfile, version, start), its cases
+    and the warnings said about them."""
+    path: str
+    target: dict[str, Any]
+    host: Any
+    runfile: str | None
+    zfsperf_version: str | None
+    start: Any
+    interrupted: Any
+    cases: list[CaseReport]
+    warnings: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 def _num(x: float) -> float | None:
     return None if x != x else float(x)
 
 
-def figure_rows(case: CaseData) -> list[dict[str, Any]]:
+def figure_rows(case: CaseData) -> list[FigureRow]:
     rows = []
     for name in case.figure_names():
         vals = case.values(name)
         s = case.summary(name)
         its = [r.iteration for r in case.passed if name in r.figures]
-        rows.append({"figure": name, "unit": case.unit(name), "n": s.n, "mean": _num(s.mean),
-                     "median": _num(s.median), "stddev": _num(s.stddev), "cv_pct": _num(s.cv),
-                     "min": _num(s.min), "max": _num(s.max), "ci95": [_num(s.ci_low), _num(s.ci_high)],
-                     "values": vals, "iterations": its, "outliers": [its[i] for i in s.outliers]})
+        rows.append(FigureRow(figure=name, unit=case.unit(name), n=s.n, mean=_num(s.mean), median=_num(s.median),
+                              stddev=_num(s.stddev), cv_pct=_num(s.cv), min=_num(s.min), max=_num(s.max),
+                              ci95=[_num(s.ci_low), _num(s.ci_high)], values=vals, iterations=its,
+                              outliers=[its[i] for i in s.outliers]))
     return rows
 
 
@@ -40,7 +96,7 @@ def figure_rows(case: CaseData) -> list[dict[str, Any]]:
 OUTLIER_FLOOR_PCT = 10.0
 
 
-def outlier_warnings(case: CaseData, rows: list[dict[str, Any]]) -> list[str]:
+def outlier_warnings(case: CaseData, rows: list[FigureRow]) -> list[str]:
     """hyperfine-style warnings in plain words (median/MAD rule, modified z-score > 3.5), only for
     the figures a case is judged by (its workload's summary figures, no duration) and only when the
     iteration is at least OUTLIER_FLOOR_PCT % off the median; never on a context figure (direction 0:
@@ -48,15 +104,15 @@ def outlier_warnings(case: CaseData, rows: list[dict[str, Any]]) -> list[str]:
     judged = [f for f in SUMMARY_FIGURES.get(case.workload, []) if f not in DURATIONS]
     out = []
     for row in rows:
-        if (judged and row["figure"] not in judged) or figure_direction(case.workload, row["figure"], row["unit"]) == 0:
+        if (judged and row.figure not in judged) or figure_direction(case.workload, row.figure, row.unit) == 0:
             continue                        # a context figure (bytes, txgs ...): shown, never warned on
-        for it in row["outliers"]:
-            v = row["values"][row["iterations"].index(it)]
-            med = row["median"]
+        for it in row.outliers:
+            v = row.values[row.iterations.index(it)]
+            med = row.median
             if not med or abs(v - med) < OUTLIER_FLOOR_PCT / 100 * abs(med):
                 continue
-            out.append(f"{case.case}: iteration {it} {row['figure']} = {v:.4g} {row['unit']} is an outlier "
-                       f"(far from the median {row['median']:.4g}); a noisy neighbour, a cold cache or a txg "
+            out.append(f"{case.case}: iteration {it} {row.figure} = {v:.4g} {row.unit} is an outlier "
+                       f"(far from the median {med:.4g}); a noisy neighbour, a cold cache or a txg "
                        "burst can cause this — consider more iterations or a warm-up")
     return out
 
@@ -157,7 +213,7 @@ def cross_check_summary(case: CaseData) -> list[dict[str, Any]]:
     return out
 
 
-def build(run: RunData) -> dict[str, Any]:
+def build(run: RunData) -> RunReport:
     cases = []
     warnings = []
     for c in run.cases.values():
@@ -167,13 +223,13 @@ def build(run: RunData) -> dict[str, Any]:
                      for r in c.records for w in crosscheck.summary(r.cross_checks or [])]
         warnings += [f"{c.case}: iteration {r.iteration} was cut short: {r.detail['duration_note']}"
                      for r in c.records if r.detail.get("duration_note")]
-        cases.append({"test": c.test, "case": c.case, "workload": c.workload, "sweep": c.sweep,
-                      "statuses": c.statuses(), "figures": rows, "class_table": class_table(c),
-                      "histograms": merged_histograms(c), "steady": steady_summary(c, run.run.verdicts.get(c.case)),
-                      "cross_checks": cross_check_summary(c),
-                      "errors": sorted({r.error for r in c.records if r.error})})
+        cases.append(CaseReport(test=c.test, case=c.case, workload=c.workload, sweep=c.sweep, statuses=c.statuses(),
+                                figures=rows, class_table=class_table(c), histograms=merged_histograms(c),
+                                steady=steady_summary(c, run.run.verdicts.get(c.case)),
+                                cross_checks=cross_check_summary(c),
+                                errors=sorted({r.error for r in c.records if r.error})))
     r = run.run
     warnings += [str(c) for c in r.target.get("caveats") or []]    # how the figures were obtained, said
-    return {"path": str(run.path), "target": r.target, "host": r.host, "runfile": r.runfile.get("source"),
-            "zfsperf_version": r.zfsperf_version, "start": r.start,
-            "interrupted": r.interrupted, "cases": cases, "warnings": warnings}
+    return RunReport(path=str(run.path), target=r.target, host=r.host, runfile=r.runfile.get("source"),
+                     zfsperf_version=r.zfsperf_version, start=r.start, interrupted=r.interrupted, cases=cases,
+                     warnings=warnings)

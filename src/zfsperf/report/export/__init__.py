@@ -10,23 +10,26 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ...results.record import CaseRecord
 from ..model import RunData
 from . import csv, html, json, junit, markdown, openmetrics, results_csv
+
+if TYPE_CHECKING:
+    from ..summary import RunReport
 
 
 @dataclass
 class Exported:
     """What exporters read: the runs (results directories) and their built reports."""
     runs: list[RunData]
-    reports: list[dict[str, Any]]
+    reports: list["RunReport"]
     comparison: Any = None                           # report.compare.Comparison, for HTML A/B
     records: list[CaseRecord] = field(default_factory=list)   # every run's records, in order
 
     @classmethod
-    def of(cls, runs: list[RunData], reports: list[dict[str, Any]], comparison: Any = None) -> "Exported":
+    def of(cls, runs: list[RunData], reports: list["RunReport"], comparison: Any = None) -> "Exported":
         return cls(runs, reports, comparison, [r for run in runs for r in run.records])
 
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...units import EMULATED, format_figure
 from ..model import zfs_text
+
+if TYPE_CHECKING:
+    from ..summary import CaseReport, FigureRow, RunReport
 
 STAT_COLUMNS = ("n", "mean", "median", "stddev", "CV %", "min", "max", "95% CI")
 
@@ -21,17 +24,17 @@ def stat(x: float | None, unit: str = "") -> str:
     return format_figure(x, unit) if unit else f"{x:.4g}"
 
 
-def stat_cells(row: dict[str, Any]) -> list[str]:
-    u = row["unit"]
-    lo, hi = row["ci95"]
-    ci = "-" if lo is None or row["n"] < 2 else f"{stat(lo, u)} … {stat(hi, u)}"
-    cv = "-" if row["cv_pct"] is None or row["n"] < 2 else f"{row['cv_pct']:.1f}"
-    return [str(row["n"]), stat(row["mean"], u), stat(row["median"], u), stat(row["stddev"], u) if row["n"] > 1 else "-",
-            cv, stat(row["min"], u), stat(row["max"], u), ci]
+def stat_cells(row: "FigureRow") -> list[str]:
+    u = row.unit
+    lo, hi = row.ci95
+    ci = "-" if lo is None or row.n < 2 else f"{stat(lo, u)} … {stat(hi, u)}"
+    cv = "-" if row.cv_pct is None or row.n < 2 else f"{row.cv_pct:.1f}"
+    return [str(row.n), stat(row.mean, u), stat(row.median, u), stat(row.stddev, u) if row.n > 1 else "-",
+            cv, stat(row.min, u), stat(row.max, u), ci]
 
 
-def status(case: dict[str, Any]) -> str:
-    return ", ".join(f"{n} {s}" for s, n in sorted(case["statuses"].items()))
+def status(case: "CaseReport") -> str:
+    return ", ".join(f"{n} {s}" for s, n in sorted(case.statuses.items()))
 
 
 def steady_line(st: dict[str, Any] | None) -> str | None:
@@ -68,10 +71,10 @@ def steady_line(st: dict[str, Any] | None) -> str | None:
     return text
 
 
-def cross_check_line(case: dict[str, Any]) -> str | None:
+def cross_check_line(case: "CaseReport") -> str | None:
     """The case's cross-checks in one line: each pair's largest deviation and how many agreed."""
     parts = []
-    for c in case.get("cross_checks") or []:
+    for c in case.cross_checks or []:
         d = c["max_deviation"]
         dev = "n/a" if d is None else (f"{d:+.2f} points" if c["unit"] == "%" else f"{d:+.2f} %")
         judged = (f"{c['agreed']} of {c['judged']} within {c['margin_pct']:g}{' points' if c['unit'] == '%' else ' %'}"
@@ -80,18 +83,18 @@ def cross_check_line(case: dict[str, Any]) -> str | None:
     return "cross-checks: " + "; ".join(parts) if parts else None
 
 
-def class_rows(case: dict[str, Any]) -> list[list[str]]:
+def class_rows(case: "CaseReport") -> list[list[str]]:
     return [[r["class"] + (" (total latency)" if r.get("latency") == "total" else ""), f"{r['avg_latency_us']:.0f}us", f"{r['stddev_us']:.0f}us", f"{r['iops']:.0f}/s",
-             f"{r['throughput_kib_s']:.0f}k/s"] for r in case["class_table"]]
+             f"{r['throughput_kib_s']:.0f}k/s"] for r in case.class_table]
 
 
-def header_line(rep: dict[str, Any], *, full_path: bool = True) -> str:
+def header_line(rep: "RunReport", *, full_path: bool = True) -> str:
     """The run a report is of. full_path=False (Markdown, CSV, HTML: text that leaves this machine):
     the results directory's name, not where it lives here."""
-    t = rep["target"]
+    t = rep.target
     accel = f" under TCG {EMULATED}" if t.get("accelerator") == "tcg" else ""
-    where = rep["path"] if full_path else Path(rep["path"]).name
-    return f"{where}: {zfs_text(t)}{accel}, runfile {rep['runfile'] or 'not recorded'}"
+    where = rep.path if full_path else Path(rep.path).name
+    return f"{where}: {zfs_text(t)}{accel}, runfile {rep.runfile or 'not recorded'}"
 
 
 def csv_text(header: list[str], rows: list[list[Any]]) -> str:

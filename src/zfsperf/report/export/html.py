@@ -51,37 +51,37 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><tr>{h}</tr>{body}</table>"
 
 
-def run_section(run: RunData, rep: dict[str, Any]) -> str:
+def run_section(run: RunData, rep: "RunReport") -> str:
     out = [f"<h2>{html.escape(header_line(rep, full_path=False))}</h2>"]
-    t = rep["target"]
+    t = rep.target
     if t.get("accelerator") == "tcg":
         out.append('<p class="warn">This target ran under QEMU TCG (software emulation): its timings are '
                    "emulation artefacts, not speeds.</p>")
     out.append(_img(_plots().thread_scaling(run), "thread scaling"))
-    for case in rep["cases"]:
-        out.append(f"<h3>{html.escape(case['case'])} <span class=note>({html.escape(status(case))})</span></h3>")
-        if case["figures"]:
-            out.append(_table(["figure", *STAT_COLUMNS], [[r["figure"], *stat_cells(r)] for r in case["figures"]]))
-        for e in case["errors"]:
+    for case in rep.cases:
+        out.append(f"<h3>{html.escape(case.case)} <span class=note>({html.escape(status(case))})</span></h3>")
+        if case.figures:
+            out.append(_table(["figure", *STAT_COLUMNS], [[r.figure, *stat_cells(r)] for r in case.figures]))
+        for e in case.errors:
             out.append(f'<p class="warn">{html.escape(e)}</p>')
-        if case["class_table"]:
+        if case.class_table:
             out.append(_table(["class", "avg latency", "stddev", "iops", "throughput"], class_rows(case)))
-        if case["histograms"]:
-            out.append(_img(_plots().histograms([(run.label, case["histograms"])]), f"latency histograms {case['case']}"))
+        if case.histograms:
+            out.append(_img(_plots().histograms([(run.label, case.histograms)]), f"latency histograms {case.case}"))
             out.append("<pre>" + html.escape("\n\n".join(render_histogram(h["buckets"], f"{h['title']} latency ({h['unit']})")
-                                                         for h in case["histograms"].values())) + "</pre>")
-        for line in (steady_line(case["steady"]), cross_check_line(case)):
+                                                         for h in case.histograms.values())) + "</pre>")
+        for line in (steady_line(case.steady), cross_check_line(case)):
             if line:
                 out.append(f"<p>{html.escape(line)}</p>")
     for c in run.cases.values():               # the verdict that counts, across iterations, as it was made
-        v = (rep_case := next((x for x in rep["cases"] if x["case"] == c.case), None)) and \
-            (rep_case.get("steady") or {}).get("verdict")
+        v = (rep_case := next((x for x in rep.cases if x.case == c.case), None)) and \
+            (rep_case.steady or {}).get("verdict")
         if v and v.get("values"):
             out.append(_img(_plots().rounds_chart(c.case, c.unit(v.get("figure") or ""), v),
                             f"steady across iterations {c.case}"))
     for path, verdict, title in _plots().series_for(run):
         out.append(_img(_plots().steady_chart(path, verdict, title), f"steady state {path.name}"))
-    for w in rep["warnings"]:
+    for w in rep.warnings:
         out.append(f'<p class="warn">Warning: {html.escape(w)}</p>')
     return "\n".join(x for x in out if x)
 

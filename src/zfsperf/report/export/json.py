@@ -12,4 +12,4 @@ NAME, FILENAME = "json", "report.json"
 
 
 def render(x: "Exported") -> str:
-    return json.dumps(x.reports, indent=1, default=str) + "\n"
+    return json.dumps([r.to_json() for r in x.reports], indent=1, default=str) + "\n"

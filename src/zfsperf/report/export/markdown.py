@@ -9,6 +9,7 @@ from . import cells
 
 if TYPE_CHECKING:
     from . import Exported
+    from ..summary import RunReport
 
 NAME, FILENAME = "md", "report.md"
 
@@ -19,25 +20,25 @@ def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-def render_reports(reports: list[dict[str, Any]]) -> str:
+def render_reports(reports: list["RunReport"]) -> str:
     out: list[str] = []
     for rep in reports:
         out += [f"# {cells.header_line(rep, full_path=False)}", ""]
-        for case in rep["cases"]:
-            out += [f"## {case['case']} ({cells.status(case)})", ""]
-            if case["figures"]:
-                out += _md_table(["figure", *cells.STAT_COLUMNS], [[r["figure"], *cells.stat_cells(r)] for r in case["figures"]])
+        for case in rep.cases:
+            out += [f"## {case.case} ({cells.status(case)})", ""]
+            if case.figures:
+                out += _md_table(["figure", *cells.STAT_COLUMNS], [[r.figure, *cells.stat_cells(r)] for r in case.figures])
                 out.append("")
-            if case["class_table"]:
+            if case.class_table:
                 out += _md_table(["class", "avg latency", "stddev", "iops", "throughput"], cells.class_rows(case)) + [""]
-            for h in case["histograms"].values():
+            for h in case.histograms.values():
                 out += ["```", render_histogram(h["buckets"], f"{h['title']} latency ({h['unit']})"), "```", ""]
-            for line in (cells.steady_line(case["steady"]), cells.cross_check_line(case)):
+            for line in (cells.steady_line(case.steady), cells.cross_check_line(case)):
                 if line:
                     out += [line, ""]
-            for e in case["errors"]:
+            for e in case.errors:
                 out += [f"> {e}", ""]
-        out += [f"- Warning: {w}" for w in rep["warnings"]]
+        out += [f"- Warning: {w}" for w in rep.warnings]
     return "\n".join(out).rstrip() + "\n"
 
 

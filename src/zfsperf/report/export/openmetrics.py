@@ -60,7 +60,7 @@ def _num(x: float) -> str:
     return repr(float(x)) if math.isfinite(x) else ("+Inf" if x > 0 else "-Inf" if x < 0 else "NaN")
 
 
-def render_reports(reports: list[dict[str, Any]]) -> str:
+def render_reports(reports: list["RunReport"]) -> str:
     families: dict[str, dict[str, Any]] = {}
 
     def add(name: str, kind: str, help_: str, labels: dict[str, Any], value: float) -> None:
@@ -68,32 +68,33 @@ def render_reports(reports: list[dict[str, Any]]) -> str:
         fam["samples"].append((labels, value))
 
     for rep in reports:
-        t = rep.get("target") or {}
-        run = {"run": str(rep.get("path", "")).rstrip("/").rsplit("/", 1)[-1], "host": rep.get("host") or "",
+        t = rep.target or {}
+        run = {"run": str(rep.path).rstrip("/").rsplit("/", 1)[-1], "host": rep.host or "",
                "implementation": t.get("implementation", ""), "zfs_version": t.get("zfs_version", ""),
                "accelerator": t.get("accelerator") or "none"}
-        if rep.get("start"):
+        if rep.start:
             add("zfsperf_run_start_timestamp_seconds", "gauge", "when the run started (Unix time)", run,
-                float(rep["start"]))
-        for case in rep["cases"]:
-            base = {**run, "test": case["test"], "case": case["case"]}
-            for status, n in sorted(case["statuses"].items()):
+                float(rep.start))
+        for case in rep.cases:
+            base = {**run, "test": case.test, "case": case.case}
+            for status, n in sorted(case.statuses.items()):
                 add("zfsperf_case_iterations", "gauge", "iterations of the case that ended with this status",
                     {**base, "status": status}, float(n))
-            verdict = (case.get("steady") or {}).get("verdict") or {}
+            verdict = (case.steady or {}).get("verdict") or {}
             if verdict.get("steady") is not None:
                 add("zfsperf_case_steady", "gauge", "1 if the case was in a steady state, 0 if not",
                     base, 1.0 if verdict["steady"] else 0.0)
-            for row in case["figures"]:
-                if not row.get("n"):
+            for row in case.figures:
+                if not row.n:
                     continue
-                name = metric_name(row["figure"], row["unit"])
-                help_ = f"{row['figure']} in {row['unit']} over the case's PASS iterations"
+                name = metric_name(row.figure, row.unit)
+                help_ = f"{row.figure} in {row.unit} over the case's PASS iterations"
                 for stat, key in STATS:
-                    if row.get(key) is not None and (key != "stddev" or row["n"] > 1):
-                        add(name, "gauge", help_, {**base, "stat": stat}, float(row[key]))
-                lo, hi = row.get("ci95") or (None, None)
-                if lo is not None and hi is not None and row["n"] > 1:
+                    value = getattr(row, key)
+                    if value is not None and (key != "stddev" or row.n > 1):
+                        add(name, "gauge", help_, {**base, "stat": stat}, float(value))
+                lo, hi = row.ci95 or (None, None)
+                if lo is not None and hi is not None and row.n > 1:
                     add(name, "gauge", help_, {**base, "stat": "ci95_low"}, float(lo))
                     add(name, "gauge", help_, {**base, "stat": "ci95_high"}, float(hi))
     out = []
