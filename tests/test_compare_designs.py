@@ -366,11 +366,19 @@ dataset = { "zfsperf:arm" = ["a", "b"] }
 """
 
 
-def test_turns_are_refused_where_there_are_no_rounds(tmp_path):
-    rf = write_runfile(tmp_path, MIXED_TURNS)
+def test_duets_and_turns_are_refused_where_they_cannot_run(tmp_path):
+    # the starvation mix takes turns, but its reader and writer already share the pool: never at once
+    rf = write_runfile(tmp_path, MIXED_TURNS.replace('duet = "turns"', "duet = true"))
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"))
     assert res.returncode == 2 and \
-        'test[1].duet: a mixed test cannot duet = "turns" (only receive and fio)' in res.stderr, res.stderr
+        'test[1].duet: a mixed test cannot duet (only receive and fio)' in res.stderr, res.stderr
+    rf = write_runfile(tmp_path, MIXED_TURNS.replace('duet = "turns"', "settle = 1"))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"))
+    assert res.returncode == 2 and 'test[1].settle: settle is left out after each switch of a turn: it needs ' \
+        'duet = "turns"' in res.stderr, res.stderr
+    rf = write_runfile(tmp_path, MIXED_TURNS.replace('duet = "turns"', 'duet = "turns"\nslice = 0'))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"))
+    assert res.returncode == 2 and 'test[1].slice: slice: must be at least 1 s' in res.stderr, res.stderr
     rf = write_runfile(tmp_path, DUET_FIO.format(prop='"zfsperf:arm" = ["a", "b"]').replace("runtime = 2",
                                                                                           'runtime = 2\nslice = 1'))
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"))

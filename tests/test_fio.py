@@ -79,6 +79,69 @@ def test_starvation_runfile(lab, tmp_path):
     assert all("no tunable zfs_vdev_async_write_max_active" in r["error"] for r in skipped)
 
 
+MIX_TURNS = """
+[defaults]
+iterations = 2
+[defaults.pool]
+vdevs = 1
+vdev_size = "512M"
+[[test]]
+name = "mix"
+workload = "mixed"
+runtime = 1
+slice = 1
+settle = 1
+reader = { rw = "randread", bs = "128k", size = "16M" }
+writer = { rw = "write", bs = "1M", size = "32M", compress_percentage = 66 }
+writer_dataset = { compression = "gzip-9" }
+duet = "turns"
+dataset = { "zfsperf:arm" = ["a", "b"] }
+"""
+
+
+def test_the_starvation_mix_takes_turns_each_turn_alone_then_loaded_after_a_settle_band(lab, tmp_path):
+    """The starvation mix taking turns: a turn is the reader alone for `slice` seconds, then the mix
+    with its first `settle` seconds left out (fio's ramp_time in the loaded job file), on that
+    side's own datasets, sides in ABBA order; a side's reader figures and histograms hold the I/Os
+    of its own turns' JSON, and its ratio is its loaded p99 over its alone p99."""
+    res = zfsperf("run", "-r", str(write_runfile(tmp_path, MIX_TURNS)), "-o", str(tmp_path / "o"), "--no-history")
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    recs = records(d)
+    assert len(recs) == 4 and {r["status"] for r in recs} == {"PASS"}
+    for rec in recs:
+        sl = rec["slices"]
+        assert rec["turns"] == "ABBA" and sl["count"] == 2 and sl["seconds"] == 1.0 and sl["settle_seconds"] == 1
+        slug = next(p.name.split(".i")[0] for p in (d / "fio").iterdir() if f"={rec['sweep']['zfsperf:arm']}" in p.name)
+        stem = f"{slug}.i{rec['iteration']}"
+
+        def reader(k: int, phase: str) -> dict:
+            raw = json.loads((d / "fio" / f"{stem}.s{k}.{phase}.json").read_text())
+            return next(j for j in raw["jobs"] if j["jobname"] == "reader")["read"]
+        for phase, key in (("alone", "read_alone"), ("loaded", "read_loaded")):
+            ios = sum(reader(k, phase)["total_ios"] for k in (1, 2))
+            assert rec["histograms"][key]["count"] == ios > 0, phase
+        f = rec["figures"]
+        assert f["read_p99_ratio"]["value"] == pytest.approx(f["reader_loaded_p99"]["value"] / f["reader_alone_p99"]["value"])
+        assert f["writer_bw"]["value"] > 0 and len(sl["read_p99_ratio"]) == 2
+        jobfiles = sorted((d / "logs").glob(f"{stem}.s*.loaded.fio"))
+        assert len(jobfiles) == 2 and all(j.read_text().count("ramp_time=1") == 2 for j in jobfiles)
+        assert not any("ramp_time" in j.read_text() for j in (d / "logs").glob(f"{stem}.s*.alone.fio"))
+    # the order: each turn is the reader alone, then the mix, on one side; ABBA, then BAAB
+    firsts = []
+    for it in (1, 2):
+        log = next((d / "logs").glob(f"*.iter{it}.log")).read_text()
+        runs = [ln for ln in log.splitlines() if ln.startswith("$ fio ")]
+        sides = ["a" if "arm=a" in ln else "b" for ln in runs]
+        phases = ["alone" if ".alone.fio" in ln else "loaded" for ln in runs]
+        assert phases == ["alone", "loaded"] * 4, runs
+        first = sides[0]
+        other = "b" if first == "a" else "a"
+        assert sides[::2] == [first, other, other, first] and sides[1::2] == sides[::2], sides
+        firsts.append(first)
+    assert firsts[0] != firsts[1]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -159,6 +222,7 @@ bs = "4k"
 size = "8M"
 runtime = 3
 slice = 1
+settle = 1
 duet = "turns"
 dataset = { "zfsperf:arm" = ["a", "b"] }
 """
@@ -176,6 +240,7 @@ def test_fio_takes_turns_in_slices_whose_histograms_merge_to_fio_s_own_counts(la
     assert len(recs) == 4 and {r["status"] for r in recs} == {"PASS"}
     for rec in recs:
         assert rec["turns"] == "ABBA" and rec["slices"]["count"] >= 2 and rec["slices"]["seconds"] == 1.0
+        assert rec["slices"]["settle_seconds"] == 1          # each slice opens with 1 s uncounted: fio's ramp_time
         slug = next(p.name.split(".i")[0] for p in (d / "fio").iterdir() if f"={rec['sweep']['zfsperf:arm']}" in p.name)
         jobs = [json.loads((d / "fio" / f"{slug}.i{rec['iteration']}.s{k}.json").read_text())["jobs"][0]
                 for k in range(1, rec["slices"]["count"] + 1)]
@@ -196,6 +261,7 @@ def test_fio_takes_turns_in_slices_whose_histograms_merge_to_fio_s_own_counts(la
                 p99 = ns / 1000
                 break
         assert rec["figures"]["read_lat_p99"]["value"] == pytest.approx(p99)
+    assert all("ramp_time=1" in j.read_text() for j in (d / "logs").glob("*.s*.fio"))
     # the order: fio runs on A's and B's files in ABBA groups, the first side swapping per iteration
     for it in (1, 2):
         log = next((d / "logs").glob(f"*.iter{it}.log")).read_text()

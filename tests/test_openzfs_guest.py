@@ -328,6 +328,11 @@ def test_receive_batch_and_starvation_sweep_inside_the_guest(guest, tmp_path):
     assert [r["status"] for r in recs] == ["PASS", "PASS"]
     assert {r["sweep"]["zfs_recv_write_batch_size"] for r in recs} == {"128K", "1M"}
     assert all(r["figures"]["blocks"]["unit"] == "blocks/s" and r["figures"]["txgs"]["unit"] == "TXGs/s" for r in recs)
+    # the per-txg table from the pool's real txgs kstat: the txgs the receive committed, each synced
+    for r in recs:
+        tab = r["txgs"]
+        assert tab["summary"]["count"] == len(tab["rows"]) > 0, tab
+        assert tab["summary"]["sync_ms"]["max"] > 0 and tab["summary"]["written_mib"]["max"] > 0, tab
     assert res.stdout.count("[TCG emulation: not a speed]") >= 2 or guest.state().accel == "kvm"
     res = in_guest("run", "-r", "starvation", "-t", "starvation-tuned", "-I", "1", "-s", "256M",
                   "-D", "runtime=3s", "-D", "reader_size=16M", "-D", "writer_size=32M", "-o", str(tmp_path / "st"))
@@ -336,4 +341,11 @@ def test_receive_batch_and_starvation_sweep_inside_the_guest(guest, tmp_path):
     assert [r["status"] for r in recs] == ["PASS", "PASS"]
     assert all("read_p99_ratio" in r["figures"] for r in recs)
     assert all(r["histograms"]["read_loaded"]["count"] > 0 for r in recs)           # fio's latency histograms
+    # the built-in tuned test takes turns: one pool, the tunable written and read back before each
+    # of a side's turns (the reader alone, then the mix after its settle band)
+    name = "zfs_vdev_async_write_max_active"
+    assert len({r["pool"]["name"] for r in recs}) == 1
+    for r in recs:
+        assert r["turns"] == "ABBA" and r["slices"]["count"] >= 2 and r["slices"]["settle_seconds"] == 1
+        assert r["turn_tunables"] == [{name: str(r["sweep"][name])}] * r["slices"]["count"], r["turn_tunables"]
     assert json.loads((last_dir(res.stdout) / "run.json").read_text())["target"]["implementation"] == "openzfs-linux"

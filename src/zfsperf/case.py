@@ -200,6 +200,11 @@ class CaseRunner:
                           workload=case.test.workload, start=time.time(),
                           accelerator=self.target.accelerator)     # "tcg": emulation
 
+    def _lacking(self, *cases: Case) -> str | None:
+        """Why the cases cannot run here (SKIP): a tunable they set that the target does not have."""
+        missing = sorted({n for c in cases for n in c.tunables if not self.target.has_tunable(n)})
+        return f"{self.target.impl} has no tunable {', '.join(missing)}" if missing else None
+
     def run(self, case: Case, it: int, prepared: Any, prep_error: str | None) -> CaseRecord:
         """One iteration (it < 0: a warm-up) of a case, from a fresh pool to its record."""
         rd, target = self.rd, self.target
@@ -217,9 +222,9 @@ class CaseRunner:
 
         if prep_error:
             return finish(CaseOutcome(failure=prep_error))
-        missing = [n for n in case.tunables if not target.has_tunable(n)]
-        if missing:
-            return finish(CaseOutcome(skipped=f"{target.impl} has no tunable {', '.join(missing)}"))
+        lacking = self._lacking(case)
+        if lacking:
+            return finish(CaseOutcome(skipped=lacking))
 
         life = Lifecycle(self, t, it, log, case.tunables, case.build)
         outcome = CaseOutcome()
@@ -309,6 +314,11 @@ class CaseRunner:
         if prep_error:
             for o in outcomes.values():
                 o.failure = prep_error
+            return finish()
+        lacking = self._lacking(a, b)
+        if lacking:                              # turns over a tunable this target does not have: SKIP
+            for o in outcomes.values():
+                o.skipped = lacking
             return finish()
         life = Lifecycle(self, t, it, log, a.tunables)
         ctxs: dict[str, CaseContext] = {}

@@ -41,7 +41,7 @@ FIO_FIELDS: dict[str, tuple[Any, bool]] = {
     "ramp_time": ((str, int, float), True), "randseed": (int, False), "compress_percentage": (int, True),
     "compress_chunk": ((str, int), True), "sync": (bool, True), "fsync": (int, True),
     "nrfiles": (int, True), "clients": (list, False), "random_distribution": (str, True),
-    "slice": ((str, int, float), False),
+    "slice": ((str, int, float), False), "settle": ((str, int, float), False),
 }
 SLICE = 1.0          # seconds of one side's turn in duet = "turns" (fio's runtime takes whole seconds)
 
@@ -62,7 +62,7 @@ def validate_job(test: dict[str, Any], where: Callable[[str], dict], prefix: str
                     raise ValueError("must be positive")
             except ValueError as e:
                 raise InputError(f"{k}: {e}", **where(prefix + k)) from None
-    for k in ("runtime", "ramp_time", "slice"):
+    for k in ("runtime", "ramp_time", "slice", "settle"):
         for v in each(k):
             try:
                 parse_duration(v)
@@ -356,7 +356,8 @@ class FioWorkload:
     def run_turns(self, ctxs: list[CaseContext]) -> list[Figures]:
         """Two sides (a dataset each on one pool) taking turns in slices: one fio run of `slice`
         seconds (default 1) on A's files, then on B's, in ABBA groups (turns.py) for `runtime`
-        seconds in all. Each side's files are laid out by its first slice, before fio's clock. A
+        seconds in all; with `settle` (default 0), each slice first runs that many seconds uncounted
+        (fio's ramp_time). Each side's files are laid out by its first slice, before fio's clock. A
         side's figures are over its own slices: I/Os and bytes over their timed seconds, latency
         percentiles from their merged json+ bins (fiojson.in_sequence), so p99 is the p99 of every
         I/O of that side, not an average of slices' p99s. Each slice's JSON is kept
@@ -364,12 +365,14 @@ class FioWorkload:
         p = ctxs[0].fields
         total = parse_duration(p.get("runtime", 10))
         slice_s = float(max(1, round(parse_duration(p.get("slice", SLICE)))))
+        settle_s = int(round(parse_duration(p.get("settle", 0))))
         texts = {}
         for c in ctxs:
             directory = f"{c.pool.mountpoint}/fio"
             c.target.run(["mkdir", "-p", directory])
+            job = {**c.fields, "ramp_time": settle_s} if settle_s else c.fields
             texts[id(c)] = "\n".join(["[global]", f"directory={directory}", "group_reporting=1",
-                                      *job_lines(c.fields, slice_s), "", "[zfsperf]", ""])
+                                      *job_lines(job, slice_s), "", "[zfsperf]", ""])
         count = {id(c): 0 for c in ctxs}
 
         def one(c: CaseContext) -> dict[str, fiojson.ClassStats]:
@@ -385,7 +388,7 @@ class FioWorkload:
             c.extra["histograms"] = histograms(merged)
             c.extra["class_table"] = class_table(merged)
             c.extra["latency_kind"] = {k: st.lat_kind for k, st in merged.items() if st.lat_kind}
-            c.extra["slices"] = {"count": len(runs), "seconds": slice_s,
+            c.extra["slices"] = {"count": len(runs), "seconds": slice_s, "settle_seconds": settle_s,
                                  "iops": [round(sum(st.iops for k, st in r.items() if k in ("read", "write", "trim")), 3)
                                           for r in runs]}
             out.append(stats_figures(merged))
