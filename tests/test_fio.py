@@ -11,7 +11,7 @@ import pytest
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf import proc
-from zfsperf.metrics import fiojson
+from zfsperf.metrics import fiojson, txgtable
 
 TWO_CASES = """
 [defaults]
@@ -60,6 +60,9 @@ def test_random_mix_and_sequential_write(lab, tmp_path):
     assert [r["class"] for r in rand["class_table"]] == ["Write", "Read"]
     # the pool side needs zpool iostat -w/-l, which zfs-fuse (pool v23) lacks: said, not faked
     assert "zfs-fuse has no `zpool iostat -w/-l`" in rand["pool_latency"]["unavailable"]
+    # nor a txgs kstat: the per-txg table is said to be unavailable, in the record and the report
+    assert rand["txgs"] == {"unavailable": txgtable.UNAVAILABLE}
+    assert f"txgs: {txgtable.UNAVAILABLE}" in zfsperf("report", str(d), "--format", "md").stdout
     assert not any(k.startswith("pool_") for k in rand["histograms"])
 
 

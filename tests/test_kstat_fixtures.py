@@ -1,5 +1,6 @@
 """Kernel-only formats, checked against output captured from real OpenZFS 2.1.11 and 2.3.2."""
 
+import numpy as np
 import pytest
 
 from helpers import VERSIONS, fixture
@@ -21,6 +22,37 @@ def test_arcstats_version_drift():
     new = parse_named(fixture("openzfs-2.3.2", "kstat_arcstats_final.txt"))
     assert "arc_meta_limit" in old and "arc_meta_limit" not in new
     assert "iohits" in new and "iohits" not in old
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_per_txg_table_of_a_case_from_the_real_kstat(version):
+    """The txgs a case committed (newer than the one when its workload started, state C), each
+    with its sync, open and wait times in ms and its dirty and written MiB, as the kstat gives them
+    in ns and bytes; a start older than the kstat's history is counted as missed, not hidden."""
+    from zfsperf.metrics import txgtable
+    rows = parse_txgs(fixture(version, "kstat_tank_txgs_during_load.txt"))
+    committed = [r for r in rows if r.state == "C"]
+    start = committed[len(committed) // 2].txg
+    tab = txgtable.table(rows, start)
+    mine = [r for r in committed if r.txg > start]
+    assert [row[0] for row in tab["rows"]] == [r.txg for r in mine] and mine
+    first, r = tab["rows"][0], mine[0]
+    cols = tab["columns"]
+    assert first[cols.index("sync_ms")] == pytest.approx(r.stime / 1e6, abs=1e-3)
+    assert first[cols.index("open_ms")] == pytest.approx(r.otime / 1e6, abs=1e-3)
+    assert first[cols.index("wait_ms")] == pytest.approx((r.qtime + r.wtime) / 1e6, abs=1e-3)
+    assert first[cols.index("written_mib")] == pytest.approx(r.nwritten / 2 ** 20, abs=1e-3)
+    s = tab["summary"]
+    assert s["count"] == len(mine) and "missed" not in tab
+    syncs = sorted(x.stime / 1e6 for x in mine)
+    assert s["sync_ms"]["max"] == pytest.approx(syncs[-1], abs=1e-3) and s["sync_ms"]["unit"] == "ms"
+    assert s["sync_ms"]["median"] == pytest.approx(float(np.median(syncs)), abs=1e-3)
+    oldest = min(x.txg for x in rows)
+    assert txgtable.table(rows, oldest - 5)["missed"] == 4          # txgs the kstat no longer held
+    merged = txgtable.merged([tab, tab])
+    assert merged["count"] == 2 * len(mine) and merged["iterations"] == 2
+    assert txgtable.line(merged).startswith(f"txgs (median / p90 / max per txg): {2 * len(mine)} committed in 2 ")
+    assert txgtable.line(txgtable.merged([txgtable.table(None, None)])) == f"txgs: {txgtable.UNAVAILABLE}"
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -49,3 +81,33 @@ def test_sysctl_form():
     text = "kstat.zfs.misc.arcstats.hits: 1183390\nkstat.zfs.misc.arcstats.c_max: 536870912\n" \
            "kstat.zfs.misc.zfetchstats.hits: 5\n"
     assert parse_sysctl(text, "kstat.zfs.misc.arcstats") == {"hits": 1183390, "c_max": 536870912}
+
+
+def test_compare_sets_the_two_sides_txg_tables_side_by_side_as_context(tmp_path):
+    """compare shows each side's per-txg medians, A against B, as context (never a verdict): here
+    A's iterations committed the first half of a real 2.3.2 load's txgs and B's the second."""
+    import json
+    from zfsperf.metrics import txgtable
+    from zfsperf.report import compare
+    from zfsperf.report.model import load_run
+    rows = parse_txgs(fixture("openzfs-2.3.2", "kstat_tank_txgs_during_load.txt"))
+    committed = [r for r in rows if r.state == "C"]
+    mid = committed[len(committed) // 2].txg
+    halves = {"a": txgtable.table([r for r in rows if r.txg <= mid], committed[0].txg - 1),
+              "b": txgtable.table(rows, mid)}
+    dirs = {}
+    for side, tab in halves.items():
+        d = dirs[side] = tmp_path / side
+        d.mkdir()
+        (d / "run.json").write_text(json.dumps({"target": {"implementation": "openzfs-linux"},
+                                                "runfile": {"source": "t"}}))
+        (d / "results.jsonl").write_text("".join(json.dumps({
+            "test": "t", "case": "c", "params": {}, "iteration": i, "workload": "receive", "status": "PASS",
+            "figures": {"throughput": {"value": 100.0 + i, "unit": "MiB/s"}}, "txgs": tab}) + "\n"
+            for i in range(1, 6)))
+    cmp = compare.compare_runs([load_run(dirs["a"])], [load_run(dirs["b"])])
+    (line,) = [n for n in compare.notes(cmp) if n.startswith("Context (not judged): c: txgs ")]
+    sa, sb = (txgtable.merged([halves[s]] * 5) for s in "ab")
+    assert f"txgs {sa['count']} → {sb['count']}" in line
+    assert f"syncing {sa['sync_ms']['median']:g} → {sb['sync_ms']['median']:g} ms" in line
+    assert all(ch.figure != "txgs" for ch in cmp.changes)           # context, never judged

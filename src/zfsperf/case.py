@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import proc, steady
 from .control import Control, Interrupted
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
-from .metrics import crosscheck
+from .metrics import crosscheck, txgtable
 from .metrics.sampler import Sampler
 from .tunables import Journal, TunableSession
 from .pool import Pool, PoolManager
@@ -93,6 +93,7 @@ class Lifecycle:
         self.procs = proc.ProcessSet()      # every process of the iteration: a signal stops them all
         self.pool: Pool | None = None
         self.sampler: Sampler | None = None
+        self.txg0: int | None = None        # the pool's newest txg when the counted workload started
 
     def enter(self, fs_properties: dict[str, str] | None = None, *, case: str = "",
               between_rounds: bool = False) -> tuple[Pool, dict[str, Any] | None]:
@@ -121,6 +122,21 @@ class Lifecycle:
             log.write("# turn: " + ", ".join(f"{n} = {v}" for n, v in now.items()))
             return now
         return write
+
+    def measuring(self) -> None:
+        """The counted workload starts now: the txgs committed from here are the case's (kernel
+        OpenZFS; a target without the txgs kstat has none)."""
+        if self.pool is not None and self.target.capabilities().txgs:
+            self.txg0 = self.target.txg(self.pool.name)
+
+    def txg_table(self) -> dict[str, Any]:
+        """The per-txg table of the txgs committed since measuring() (metrics/txgtable.py)."""
+        if self.pool is None or not self.target.capabilities().txgs:
+            return txgtable.table(None, None)
+        rows = self.target.txgs(self.pool.name)
+        if rows is None:
+            return {"unavailable": f"the txgs kstat of {self.pool.name} could not be read"}
+        return txgtable.table(rows, self.txg0)
 
     def watch(self) -> None:
         """From here a signal stops this iteration's processes."""
@@ -247,8 +263,10 @@ class CaseRunner:
                 record.steady = self._precondition(ctx, wl, sampler, t.steady,
                                                    wl.active_bytes(case.fields, prepared))
             arc0, t_measure = self._arcstats(), sampler.elapsed() if sampler is not None else 0.0
+            life.measuring()
             figures = wl.run(ctx)
             self.control.check()                   # a workload whose processes a signal stopped is no result
+            ctx.extra["txgs"] = life.txg_table()
             checks = list(ctx.cross_checks)
             if sampler is not None:
                 window = [x for x in sampler.snapshot() if x.get("t", 0) >= t_measure]
@@ -349,6 +367,7 @@ class CaseRunner:
             sampler = life.sample(a.slug, both)
             self.control.check()
             results: dict[str, Any] = {}
+            life.measuring()
 
             def side(c: Case) -> None:
                 try:
@@ -369,6 +388,9 @@ class CaseRunner:
                 for th in threads:
                     th.join()
             self.control.check()
+            txgs = life.txg_table() | {"shared": True}    # one pool: both sides' txgs, not separable
+            for c in (a, b):
+                ctxs[c.id].extra["txgs"] = txgs
             if sampler is not None:
                 sampler.mark("workload end")
                 sampler.stop()

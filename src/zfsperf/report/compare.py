@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..metrics import txgtable
 from ..errors import InputError, shown
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, figure_direction, headline
@@ -163,6 +164,7 @@ class Comparison:
     failures: list[StatusChange] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)     # e.g. a side that was not in a steady state
     setup: list[SetupChange] = field(default_factory=list)  # what differs between the sides' set-ups
+    context: list[str] = field(default_factory=list)      # A against B, shown and never judged (the txgs)
 
     def regressions(self, pct: float) -> list[FigureChange]:
         return [c for c in self.changes if c.verdict == ChangeVerdict.WORSE and abs(c.change_pct) >= pct]
@@ -375,6 +377,7 @@ def compare_runs(bases: list[RunData], news: list[RunData], noise_pct: float = N
                 cmp.failures.append(StatusChange(bc.case, bc.statuses(), nc.statuses(),
                                                  err.splitlines()[0][:200] if err else ""))
         _warn_unsteady(cmp, [(r.label, c) for r, c in zip(bases, bcs)] + [(r.label, c) for r, c in zip(news, ncs)])
+        _txg_context(cmp, bc.case, [c for c in bcs if c is not None], [c for c in ncs if c is not None])
         for name in bc.figure_names():
             way = figure_direction(bc.workload, name, bc.unit(name))
             ch = _one_figure(bc, [c for c in bcs if c is not None], ncs, new, name, way, noise_pct, history,
@@ -464,6 +467,7 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
     duets, turns, ab = set(run.run.duets), set(run.run.turns), set(run.run.ab)
     for a, b in pairs:
         _warn_unsteady(cmp, [(run.label, a), (run.label, b)])
+        _txg_context(cmp, f"{a.case} → {b.case}", [a], [b])
         duet = a.test == b.test and a.test in duets
         interleaved = everything_interleaved or (a.test in ab and b.test in ab)
         for name in a.figure_names():
@@ -495,6 +499,19 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
             ch.judge_same(margin_pct)
             cmp.changes.append(ch)
     return cmp
+
+
+def _txg_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[CaseData]) -> None:
+    """The per-txg tables of the two sides, median against median (kernel OpenZFS), as context: why
+    a write workload changed, never a verdict. Sides that shared one pool (a duet) have one table."""
+    def table(cases: list[CaseData]) -> dict[str, Any] | None:
+        return txgtable.merged([r.detail["txgs"] for c in cases for r in c.passed if r.detail.get("txgs")])
+    ta, tb = table(olds), table(news)
+    if not ta or not tb or not ta.get("count") or not tb.get("count") or ta.get("shared") or tb.get("shared"):
+        return
+    parts = [f"{ta[q]['what']} {ta[q]['median']:g} → {tb[q]['median']:g} {ta[q]['unit']}"
+             for q in txgtable.QUANTITIES if q in ta and q in tb]
+    cmp.context.append(f"{label}: txgs {ta['count']} → {tb['count']}; median per txg: " + "; ".join(parts))
 
 
 def _warn_unsteady(cmp: Comparison, sides: list[tuple[str, CaseData | None]]) -> None:
@@ -613,6 +630,7 @@ def notes(cmp: Comparison) -> list[str]:
     tcg = (["Note: figures taken under QEMU TCG (software emulation): only relative, CPU-bound differences "
             "mean anything; none of them is a speed"] if emulated(cmp) else [])
     return tcg + ([f"Note: {n}" for n in sorted({ch.note for ch in cmp.changes if ch.note})]
+            + [f"Context (not judged): {c}" for c in cmp.context]
             + [f"Warning: {w}" for w in cmp.warnings] + [f"Unmatched: {u}" for u in cmp.unmatched])
 
 

@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..metrics import crosscheck
+from ..metrics import crosscheck, txgtable
 
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, SUMMARY_FIGURES, figure_direction, headline
@@ -53,6 +53,7 @@ class CaseReport:
     steady: dict[str, Any] | None
     cross_checks: list[dict[str, Any]]
     errors: list[str]
+    txgs: dict[str, Any] | None = None   # the per-txg table over the iterations (metrics/txgtable.py)
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,8 @@ def build(run: RunData) -> RunReport:
                                 figures=rows, class_table=class_table(c), histograms=merged_histograms(c),
                                 steady=steady_summary(c, run.run.verdicts.get(c.case)),
                                 cross_checks=cross_check_summary(c),
-                                errors=sorted({r.error for r in c.records if r.error})))
+                                errors=sorted({r.error for r in c.records if r.error}),
+                                txgs=txgtable.merged([r.detail["txgs"] for r in c.passed if r.detail.get("txgs")])))
     r = run.run
     warnings += [str(c) for c in r.target.get("caveats") or []]    # how the figures were obtained, said
     return RunReport(path=str(run.path), target=r.target, host=r.host, runfile=r.runfile.get("source"),

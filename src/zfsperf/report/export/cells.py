@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...units import EMULATED, format_figure
+from ...metrics import txgtable
 from ..model import zfs_text
 
 if TYPE_CHECKING:
@@ -81,6 +82,11 @@ def cross_check_line(case: "CaseReport") -> str | None:
                   if c["judged"] else "not judged")
         parts.append(f"{c['name']} {dev} ({judged})")
     return "cross-checks: " + "; ".join(parts) if parts else None
+
+
+def case_lines(case: "CaseReport") -> list[str]:
+    """The lines under a case's tables, in every format: steady state, cross-checks, the txgs."""
+    return [x for x in (steady_line(case.steady), cross_check_line(case), txgtable.line(case.txgs)) if x]
 
 
 def class_rows(case: "CaseReport") -> list[list[str]]:

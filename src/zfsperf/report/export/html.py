@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..compare import COLUMNS, Comparison, design_lines, notes, setup_lines, table_rows
 from ..model import RunData
 from ...metrics.quantize import render as render_histogram
-from .cells import STAT_COLUMNS, class_rows, cross_check_line, header_line, stat_cells, status, steady_line
+from .cells import STAT_COLUMNS, case_lines, class_rows, header_line, stat_cells, status
 
 
 def _plots():
@@ -70,9 +70,8 @@ def run_section(run: RunData, rep: "RunReport") -> str:
             out.append(_img(_plots().histograms([(run.label, case.histograms)]), f"latency histograms {case.case}"))
             out.append("<pre>" + html.escape("\n\n".join(render_histogram(h["buckets"], f"{h['title']} latency ({h['unit']})")
                                                          for h in case.histograms.values())) + "</pre>")
-        for line in (steady_line(case.steady), cross_check_line(case)):
-            if line:
-                out.append(f"<p>{html.escape(line)}</p>")
+        for line in case_lines(case):
+            out.append(f"<p>{html.escape(line)}</p>")
     for c in run.cases.values():               # the verdict that counts, across iterations, as it was made
         v = (rep_case := next((x for x in rep.cases if x.case == c.case), None)) and \
             (rep_case.steady or {}).get("verdict")

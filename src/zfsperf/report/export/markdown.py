@@ -33,9 +33,8 @@ def render_reports(reports: list["RunReport"]) -> str:
                 out += _md_table(["class", "avg latency", "stddev", "iops", "throughput"], cells.class_rows(case)) + [""]
             for h in case.histograms.values():
                 out += ["```", render_histogram(h["buckets"], f"{h['title']} latency ({h['unit']})"), "```", ""]
-            for line in (cells.steady_line(case.steady), cells.cross_check_line(case)):
-                if line:
-                    out += [line, ""]
+            for line in cells.case_lines(case):
+                out += [line, ""]
             for e in case.errors:
                 out += [f"> {e}", ""]
         out += [f"- Warning: {w}" for w in rep.warnings]

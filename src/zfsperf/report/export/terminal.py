@@ -39,9 +39,8 @@ def show(reports: list["RunReport"], console: Any, histograms: bool = True) -> N
                 for h in case.histograms.values():
                     console.print(render(h["buckets"], f"{h['title']} latency ({h['unit']})"), highlight=False,
                                   markup=False)
-            for line in (cells.steady_line(case.steady), cells.cross_check_line(case)):
-                if line:
-                    console.print(line, highlight=False, markup=False)
+            for line in cells.case_lines(case):
+                console.print(line, highlight=False, markup=False)
         for w in rep.warnings:
             console.print(f"Warning: {w}", highlight=False, markup=False)
         console.print()
