@@ -15,6 +15,8 @@ for 4 s per iteration, pre-filled vdevs, primarycache=none) measured four ways, 
                     windows of --block iterations, paired
   turns             one `duet = "turns"` run of the same A/A sweep: both arms on one pool taking
                     turns round by round (ABBA), windows of --block iterations, paired
+  fio               a fio randread 4k test taking turns in 1 s slices (16 MiB a side, runtime 4,
+                    the A/A sweep), windows of --block iterations, paired: read IOPS and read p99
 
 For each: the A/A false-alarm rate (a verdict of better/WORSE on identical settings; goal <= 5 %),
 the smallest change called significant with 80 % power when one arm's values are scaled by 1 + d
@@ -22,7 +24,10 @@ the smallest change called significant with 80 % power when one arm's values are
 receive into compression=lzjb against off on an incompressible stream (lzjb tries every block and
 gives up: CPU spent, nothing saved), and a block checksum (fletcher4) against none (a little CPU
 per block) -- interleaved, as a duet and in turns, with compare's own verdict.
-Usage: bench/power.py [--runs 6] [--blocks 24] [--block 6] [--threads 1] [--designs consecutive,interleaved,duet,turns]
+Windows of one long run overlap by half unless --step says otherwise (--step = --block: disjoint
+windows, independent comparisons, the count to quote as "N comparisons").
+Usage: bench/power.py [--runs 6] [--blocks 24] [--block 6] [--step 3] [--threads 1] [--reuse]
+                      [--designs consecutive,interleaved,duet,turns,fio] [--no-real]
                       [--real-iterations 12] [--small 'checksum = ["off", "fletcher4"]'] [--skip-lzjb] [--keep DIR]
 """
 
@@ -41,12 +46,12 @@ from pathlib import Path
 import numpy as np
 
 from zfsperf.report import abstats
-from zfsperf.report.compare import ALPHA, DRIFT_FLOOR_PCT, beyond_floor, compare_values, verdict_text
+from zfsperf.report.compare import ALPHA, DRIFT_FLOOR_PCT, MARGIN_PCT, beyond_floor, compare_values, verdict_text
 from zfsperf.report.model import load_run
 from zfsperf.report.compare import ab_pairs, compare_within
 from zfsperf.runfile import resolve_path
 
-DESIGNS = ("consecutive", "interleaved", "duet", "turns")
+DESIGNS = ("consecutive", "interleaved", "duet", "turns", "fio")
 SCALES = [0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 25, 30, 40, 50]
 
 
@@ -62,7 +67,35 @@ def runfile(threads: int, iterations: int, sweep: str = "", duet: str = "") -> s
     return text
 
 
+FIO_AA = """
+[defaults]
+iterations = {iterations}
+warmup = 1
+[defaults.pool]
+vdevs = 1
+vdev_size = "512M"
+[[test]]
+name = "rr"
+workload = "fio"
+rw = "randread"
+bs = "4k"
+size = "16M"
+runtime = 4
+slice = 1
+duet = "turns"
+dataset = {{ "zfsperf:arm" = ["a", "b"] }}
+"""
+
+
+REUSE = False      # --reuse: judge the runs already kept in --keep DIR again, without running them
+
+
 def run(out: Path, name: str, text: str, *flags: str) -> tuple[Path, float]:
+    kept = out / name / "current"
+    if REUSE and (kept / "results.jsonl").exists():
+        recs = [json.loads(x) for x in (kept / "results.jsonl").read_text().splitlines() if x.strip()]
+        # a duet's two records of one iteration carry the iteration's one duration: counted once
+        return kept.resolve(), sum(dur for _it, dur in {(r["iteration"], r.get("duration") or 0.0) for r in recs})
     rf = out / f"{name}.toml"
     rf.write_text(text)
     t0 = time.monotonic()
@@ -81,6 +114,15 @@ def by_arm(d: Path, figure: str = "throughput") -> dict[str, dict[int, float]]:
             arm = "/".join(f"{k}={v}" for k, v in sorted(r.get("sweep", r.get("params", {})).items())) or "all"
             out.setdefault(arm, {})[r["iteration"]] = r["figures"][figure]["value"]
     return out
+
+
+def arms_and_windows(d: Path, w: int, step: int, figure: str = "throughput"
+                     ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """The two arms' values by iteration (or block) they share, and windows of w pairs, step apart."""
+    arms = list(by_arm(d, figure).values())
+    its = sorted(set(arms[0]) & set(arms[1]))
+    a, b = np.array([arms[0][i] for i in its]), np.array([arms[1][i] for i in its])
+    return a, b, [(a[k:k + w], b[k:k + w]) for k in range(0, len(a) - w + 1, step)]
 
 
 def called(verdict: str) -> bool:
@@ -121,6 +163,23 @@ def report(title: str, comps: list[tuple[np.ndarray, np.ndarray]], judge, second
     return {"false_alarms": fa, "of": len(comps), "detect_pct": found, "minutes": round(seconds / 60, 1)}
 
 
+def three_way(comps: list[tuple[np.ndarray, np.ndarray]], margin: float = MARGIN_PCT) -> dict:
+    """The A/A windows by compare's three outcomes (paired): called (a false alarm), "same within
+    ±margin" (the whole 95 % interval inside it), or can't tell."""
+    called_n = same = 0
+    for a, b in comps:
+        est = abstats.paired(list(a), list(b))
+        if est is not None and est.p is not None and est.p < ALPHA:
+            called_n += 1
+        elif est is not None and est.ci is not None and -margin <= (est.ci[0] - 1) * 100 \
+                and (est.ci[1] - 1) * 100 <= margin:
+            same += 1
+    cant = len(comps) - called_n - same
+    print(f"  three outcomes: called {called_n}, same within ±{margin:g} % {same}, can't tell {cant} "
+          f"(of {len(comps)})", flush=True)
+    return {"called": called_n, "same": same, "cant_tell": cant}
+
+
 def whole(a: np.ndarray, b: np.ndarray) -> dict:
     """The whole A/A run as one comparison: what compare itself would say it could see, from all pairs."""
     est = abstats.paired(list(a), list(b))
@@ -135,6 +194,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=6, help="consecutive runs of 5 iterations")
     ap.add_argument("--blocks", type=int, default=24, help="blocks of the interleaved and duet A/A runs")
     ap.add_argument("--block", type=int, default=6, help="blocks (pairs) per comparison window")
+    ap.add_argument("--step", type=int, help="windows start this many blocks apart (default: half a window; "
+                                              "--step = --block gives disjoint windows)")
+    ap.add_argument("--no-real", action="store_true", help="only the A/A designs, no real change")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--real-iterations", type=int, default=12, help="iterations (blocks) of each real change's run")
     ap.add_argument("--small", default='checksum = ["off", "fletcher4"]',
@@ -144,7 +206,11 @@ def main() -> None:
     ap.add_argument("--designs", default=",".join(DESIGNS),
                     help=f"which designs to measure, of {','.join(DESIGNS)} (the real changes: all but consecutive)")
     ap.add_argument("--keep", help="keep the results here (default: a temporary directory)")
+    ap.add_argument("--reuse", action="store_true", help="with --keep: judge the runs kept there again instead of "
+                                                         "running them (machine time: the sum of their iterations)")
     args = ap.parse_args()
+    global REUSE
+    REUSE = args.reuse and bool(args.keep)
     designs = [x for x in args.designs.split(",") if x]
     if set(designs) - set(DESIGNS):
         ap.error(f"--designs: unknown {sorted(set(designs) - set(DESIGNS))}")
@@ -168,14 +234,14 @@ def main() -> None:
 
     # interleaved A/A, unpaired and paired
     w = args.block
+    step = args.step or max(1, w // 2)
+    kind = "disjoint windows" if step >= w else "windows"
     if "interleaved" in designs:
         d, s = run(out, "inter", runfile(args.threads, args.blocks, aa), "--interleave")
-        arms = list(by_arm(d).values())
-        blocks = sorted(set(arms[0]) & set(arms[1]))
-        a, b = np.array([arms[0][i] for i in blocks]), np.array([arms[1][i] for i in blocks])
-        windows = [(a[k:k + w], b[k:k + w]) for k in range(0, len(a) - w + 1, w // 2)]
-        res["interleaved_unpaired"] = report(f"interleaved, windows of {w} blocks, unpaired", windows, unpaired, s)
-        res["interleaved_paired"] = report(f"interleaved, windows of {w} blocks, paired", windows, paired, s)
+        a, b, windows = arms_and_windows(d, w, step)
+        res["interleaved_unpaired"] = report(f"interleaved, {kind} of {w} blocks, unpaired", windows, unpaired, s)
+        res["interleaved_paired"] = report(f"interleaved, {kind} of {w} blocks, paired", windows, paired, s)
+        res["interleaved_paired"]["three_way"] = three_way(windows)
         res["interleaved_paired"]["whole_run"] = whole(a, b)
 
     # duet A/A
@@ -183,17 +249,24 @@ def main() -> None:
         if key.split("_")[0] not in designs:
             continue
         d, s = run(out, key.split("_")[0], runfile(args.threads, args.blocks, aa, duet=how))
-        arms = list(by_arm(d).values())
-        its = sorted(set(arms[0]) & set(arms[1]))
-        a, b = np.array([arms[0][i] for i in its]), np.array([arms[1][i] for i in its])
-        windows = [(a[k:k + w], b[k:k + w]) for k in range(0, len(a) - w + 1, w // 2)]
-        res[key] = report(f"{title}, windows of {w} iterations, paired", windows, paired, s)
+        a, b, windows = arms_and_windows(d, w, step)
+        res[key] = report(f"{title}, {kind} of {w} iterations, paired", windows, paired, s)
+        res[key]["three_way"] = three_way(windows)
         res[key]["whole_run"] = whole(a, b)
+
+    # fio taking turns in slices: the headline (read IOPS) and the reader's p99, each judged alone
+    if "fio" in designs:
+        d, s = run(out, "fio", FIO_AA.format(iterations=args.blocks))
+        for figure, title in (("iops", "fio turns, read IOPS"), ("read_lat_p99", "fio turns, read p99")):
+            a, b, windows = arms_and_windows(d, w, step, figure)
+            res[f"fio_{figure}"] = report(f"{title}, {kind} of {w} iterations, paired", windows, paired, s)
+            res[f"fio_{figure}"]["three_way"] = three_way(windows)
+            res[f"fio_{figure}"]["whole_run"] = whole(a, b)
 
     # real changes of known direction: lzjb on an incompressible stream costs CPU and saves nothing;
     # a block checksum (fletcher4) costs a little CPU against none
     reals = [('compression = ["off", "lzjb"]', "compression=lzjb vs off, incompressible stream"),
-             (args.small, args.small)][1 if args.skip_lzjb else 0:]
+             (args.small, args.small)][1 if args.skip_lzjb else 0:] if not args.no_real else []
     for real, what in reals:
         print(f"\na real change of known direction: receive into {what}")
         for name, text, flags in (("interleaved", runfile(args.threads, args.real_iterations, real), ["--interleave"]),
