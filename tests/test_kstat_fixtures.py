@@ -109,5 +109,5 @@ def test_compare_sets_the_two_sides_txg_tables_side_by_side_as_context(tmp_path)
     (line,) = [n for n in compare.notes(cmp) if n.startswith("Context (not judged): c: txgs ")]
     sa, sb = (txgtable.merged([halves[s]] * 5) for s in "ab")
     assert f"txgs {sa['count']} → {sb['count']}" in line
-    assert f"syncing {sa['sync_ms']['median']:g} → {sb['sync_ms']['median']:g} ms" in line
+    assert f"syncing {txgtable.number(sa['sync_ms']['median'])} → {txgtable.number(sb['sync_ms']['median'])} ms" in line
     assert all(ch.figure != "txgs" for ch in cmp.changes)           # context, never judged

@@ -81,6 +81,11 @@ def merged(tables: list[dict[str, Any]]) -> dict[str, Any] | None:
     return out
 
 
+def number(x: float) -> str:
+    """A per-txg figure to its useful digits: 2249 ms, 72.1 ms, 0.281 ms."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.3g}"
+
+
 def line(summary: dict[str, Any] | None) -> str | None:
     """One line for a report: the count and each quantity's median / p90 / max."""
     if not summary:
@@ -96,5 +101,5 @@ def line(summary: dict[str, Any] | None) -> str | None:
     for name in QUANTITIES:
         q = summary.get(name)
         if q:
-            parts.append(f"{q['what']} {q['median']:g} / {q['p90']:g} / {q['max']:g} {q['unit']}")
+            parts.append(f"{q['what']} {number(q['median'])} / {number(q['p90'])} / {number(q['max'])} {q['unit']}")
     return "txgs (median / p90 / max per txg): " + "; ".join(parts)

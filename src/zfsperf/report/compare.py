@@ -509,7 +509,7 @@ def _txg_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[C
     ta, tb = table(olds), table(news)
     if not ta or not tb or not ta.get("count") or not tb.get("count") or ta.get("shared") or tb.get("shared"):
         return
-    parts = [f"{ta[q]['what']} {ta[q]['median']:g} → {tb[q]['median']:g} {ta[q]['unit']}"
+    parts = [f"{ta[q]['what']} {txgtable.number(ta[q]['median'])} → {txgtable.number(tb[q]['median'])} {ta[q]['unit']}"
              for q in txgtable.QUANTITIES if q in ta and q in tb]
     cmp.context.append(f"{label}: txgs {ta['count']} → {tb['count']}; median per txg: " + "; ".join(parts))
 
