@@ -111,3 +111,37 @@ def test_compare_sets_the_two_sides_txg_tables_side_by_side_as_context(tmp_path)
     assert f"txgs {sa['count']} → {sb['count']}" in line
     assert f"syncing {txgtable.number(sa['sync_ms']['median'])} → {txgtable.number(sb['sync_ms']['median'])} ms" in line
     assert all(ch.figure != "txgs" for ch in cmp.changes)           # context, never judged
+
+
+def test_the_io_taskqs_from_the_real_summary_kstat():
+    """/proc/spl/kstat/taskq/summary as OpenZFS 2.3.2 printed it while a gzip-9 pool was written:
+    every taskq's threads and queued tasks; the sampler keeps the I/O taskqs (instances added up),
+    and a case's summary is their mean and peak. A table without its header is refused with the
+    file and line."""
+    from zfsperf.metrics import taskq
+    from zfsperf.targets.kstat import parse_taskq_summary
+    text = fixture("openzfs-2.3.2", "kstat_taskq_summary_during_load.txt")
+    rows = parse_taskq_summary(text, "summary")
+    body = [ln for ln in text.splitlines()[4:] if ln.strip()]
+    assert len(rows) == len(body) == 30
+    wr = rows["z_wr_iss.0"]
+    assert (wr["threads"], wr["active"], wr["idle"], wr["max"]) == (1, 1, 0, 1)
+    assert (wr["pending"], wr["normal"], wr["high"], wr["delayed"]) == (48, 48, 0, 0)   # the writes' backlog
+    # the per-taskq named kstat of the same moment agrees on the thread counts
+    named = parse_named(fixture("openzfs-2.3.2", "kstat_taskq_z_wr_iss.0_during_load.txt"))
+    assert named["threads_total"] == wr["threads"] and named["threads_max"] == wr["max"]
+    s = taskq.sample(rows | {"z_wr_iss.1": dict(wr, pending=2, active=0)})
+    assert s["z_wr_iss"] == {"pending": 50, "delayed": 0, "active": 1} and set(s) == set(taskq.WATCHED)
+    samples = [{"t": i, "metrics": {}, "info": {"taskq": taskq.sample(rows) if i % 2 else
+                                                  {n: {"pending": 0, "delayed": 0, "active": 0} for n in taskq.WATCHED}}}
+               for i in range(4)]
+    one = taskq.summary(samples)
+    assert one["samples"] == 4 and one["queues"]["z_wr_iss"] == {"pending_mean": 24.0, "pending_max": 48,
+                                                                  "delayed_max": 0, "active_mean": 0.5}
+    both = taskq.merged([one, one | {"shared": True}])
+    assert both["queues"]["z_wr_iss"]["pending_max"] == 48 and both["samples"] == 8
+    assert taskq.line(both).startswith("taskqs (tasks pending, mean / peak over 8 samples; every pool's "
+                                       "instances, both sides (one pool)): z_wr_iss 24 / 48")
+    with pytest.raises(InputError) as e:
+        parse_taskq_summary("\n".join(text.splitlines()[3:]), "summary")
+    assert e.value.file == "summary" and e.value.line == 1

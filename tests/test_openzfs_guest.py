@@ -333,6 +333,9 @@ def test_receive_batch_and_starvation_sweep_inside_the_guest(guest, tmp_path):
         tab = r["txgs"]
         assert tab["summary"]["count"] == len(tab["rows"]) > 0, tab
         assert tab["summary"]["sync_ms"]["max"] > 0 and tab["summary"]["written_mib"]["max"] > 0, tab
+        # the I/O taskqs' queues (taskq/summary, 2.2+), sampled while the receive ran
+        tq = r["taskqs"]
+        assert tq["samples"] > 0 and set(tq["queues"]) == {"z_wr_iss", "z_wr_int", "z_rd_iss", "z_rd_int"}, tq
     assert res.stdout.count("[TCG emulation: not a speed]") >= 2 or guest.state().accel == "kvm"
     res = in_guest("run", "-r", "starvation", "-t", "starvation-tuned", "-I", "1", "-s", "256M",
                   "-D", "runtime=3s", "-D", "reader_size=16M", "-D", "writer_size=32M", "-o", str(tmp_path / "st"))

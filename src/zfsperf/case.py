@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import proc, steady
 from .control import Control, Interrupted
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
-from .metrics import crosscheck, txgtable
+from .metrics import crosscheck, taskq, txgtable
 from .metrics.sampler import Sampler
 from .tunables import Journal, TunableSession
 from .pool import Pool, PoolManager
@@ -94,6 +94,7 @@ class Lifecycle:
         self.pool: Pool | None = None
         self.sampler: Sampler | None = None
         self.txg0: int | None = None        # the pool's newest txg when the counted workload started
+        self.t_measure = 0.0                 # the sampler's clock then
 
     def enter(self, fs_properties: dict[str, str] | None = None, *, case: str = "",
               between_rounds: bool = False) -> tuple[Pool, dict[str, Any] | None]:
@@ -128,6 +129,18 @@ class Lifecycle:
         OpenZFS; a target without the txgs kstat has none)."""
         if self.pool is not None and self.target.capabilities().txgs:
             self.txg0 = self.target.txg(self.pool.name)
+        if self.sampler is not None:
+            self.t_measure = self.sampler.elapsed()
+
+    def context(self, shared: bool = False) -> dict[str, Any]:
+        """What the target tells of the counted workload besides its figures, for the record: the
+        per-txg table and the I/O taskqs' queues (shared: one pool's, for both sides of a duet)."""
+        out: dict[str, Any] = {"txgs": self.txg_table() | ({"shared": True} if shared else {})}
+        if self.sampler is not None:
+            tq = taskq.summary([x for x in self.sampler.snapshot() if x.get("t", 0) >= self.t_measure])
+            if tq is not None:
+                out["taskqs"] = tq | ({"shared": True} if shared else {})
+        return out
 
     def txg_table(self) -> dict[str, Any]:
         """The per-txg table of the txgs committed since measuring() (metrics/txgtable.py)."""
@@ -266,7 +279,7 @@ class CaseRunner:
             life.measuring()
             figures = wl.run(ctx)
             self.control.check()                   # a workload whose processes a signal stopped is no result
-            ctx.extra["txgs"] = life.txg_table()
+            ctx.extra.update(life.context())
             checks = list(ctx.cross_checks)
             if sampler is not None:
                 window = [x for x in sampler.snapshot() if x.get("t", 0) >= t_measure]
@@ -388,9 +401,9 @@ class CaseRunner:
                 for th in threads:
                     th.join()
             self.control.check()
-            txgs = life.txg_table() | {"shared": True}    # one pool: both sides' txgs, not separable
+            seen = life.context(shared=True)        # one pool: both sides' txgs and queues, not separable
             for c in (a, b):
-                ctxs[c.id].extra["txgs"] = txgs
+                ctxs[c.id].extra.update(seen)
             if sampler is not None:
                 sampler.mark("workload end")
                 sampler.stop()

@@ -7,7 +7,8 @@ context that does not vote (ARC bytes for the cache gate, the last txg, sampler 
 
 Sources: ARC/L2ARC kstats (only the fields used), `zpool iostat` as ONE long-running process
 (`-Hp -y -l` on OpenZFS, the human form on zfs-fuse) read by a thread, the pool's txgs where the
-target has them, and the workload's own progress (a callable giving cumulative bytes and I/Os).
+target has them, the SPL taskqs that carry its I/O (`info`, no vote: metrics/taskq.py), and the
+workload's own progress (a callable giving cumulative bytes and I/Os).
 A source that fails is null for that sample and the run goes on ("do no harm").
 """
 
@@ -22,7 +23,7 @@ from typing import IO, Any, Callable
 
 from .. import proc
 from ..targets.base import Target
-from . import arc
+from . import arc, taskq
 from .iostat import pool_metrics
 from .iostat import parse_hp_row, parse_human_row
 
@@ -111,6 +112,7 @@ class Sampler:
         self.samples: list[dict[str, Any]] = []
         self.iostat = IostatReader(target, pool, max(1, round(self.interval))) if pool_source else None
         self.has_txgs = target.capabilities().txgs
+        self.has_taskqs: bool | None = None      # unknown until the first sample asks
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._file: IO[str] | None = None
@@ -214,6 +216,14 @@ class Sampler:
             txg = self._safe(lambda: self.target.txg(self.pool))
             if txg is not None:
                 info["txg"] = txg
+        # the SPL taskqs that carry ZFS's I/O (OpenZFS 2.2+ on Linux): context, no vote
+        if self.has_taskqs is not False:
+            tq = self._safe(self.target.taskqs)
+            if tq is None and self.has_taskqs is None:
+                self.has_taskqs = False          # this target publishes none: never asked again
+            elif tq is not None:
+                self.has_taskqs = True
+                info["taskq"] = taskq.sample(tq)
         # the workload's own progress
         if self.progress is not None:
             prog = self._safe(self.progress)

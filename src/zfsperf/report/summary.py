@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..metrics import crosscheck, txgtable
+from ..metrics import crosscheck, taskq, txgtable
 
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, SUMMARY_FIGURES, figure_direction, headline
@@ -54,6 +54,7 @@ class CaseReport:
     cross_checks: list[dict[str, Any]]
     errors: list[str]
     txgs: dict[str, Any] | None = None   # the per-txg table over the iterations (metrics/txgtable.py)
+    taskqs: dict[str, Any] | None = None  # the I/O taskqs' queues over the iterations (metrics/taskq.py)
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,8 @@ def build(run: RunData) -> RunReport:
                                 steady=steady_summary(c, run.run.verdicts.get(c.case)),
                                 cross_checks=cross_check_summary(c),
                                 errors=sorted({r.error for r in c.records if r.error}),
-                                txgs=txgtable.merged([r.detail["txgs"] for r in c.passed if r.detail.get("txgs")])))
+                                txgs=txgtable.merged([r.detail["txgs"] for r in c.passed if r.detail.get("txgs")]),
+                                taskqs=taskq.merged([r.detail["taskqs"] for r in c.passed if r.detail.get("taskqs")])))
     r = run.run
     warnings += [str(c) for c in r.target.get("caveats") or []]    # how the figures were obtained, said
     return RunReport(path=str(run.path), target=r.target, host=r.host, runfile=r.runfile.get("source"),

@@ -158,6 +158,11 @@ class Target(ABC):
     def has_txgs(self) -> bool:
         return False
 
+    def taskqs(self) -> dict[str, dict[str, int]] | None:
+        """Every SPL taskq's threads and queued tasks (OpenZFS 2.2+ on Linux: taskq/summary), or
+        None where the target publishes none."""
+        return None
+
     def txgs(self, pool: str) -> list[Txg] | None:
         return None
 

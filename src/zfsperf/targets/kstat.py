@@ -154,3 +154,27 @@ def read_field_dir(path: str) -> dict[str, float]:
         if num is not None:
             out[name] = num
     return out
+
+
+TASKQ_SUMMARY_RE = re.compile(r"^(\S+)\s*\|\s*(\d+)\s*\[\s*(\d+)\s+(\d+)\s*\]\s*(\d+)\s*\|"
+                              r"\s*(\d+)\s*\[\s*(\d+)\s+(\d+)\s*\]\s*(\d+)\s*$")
+TASKQ_FIELDS = ("threads", "active", "idle", "max", "pending", "normal", "high", "delayed")
+
+
+def parse_taskq_summary(text: str, source: str = "taskq/summary") -> dict[str, dict[str, int]]:
+    """/proc/spl/kstat/taskq/summary (OpenZFS 2.2+): per taskq instance (`z_wr_iss.0`) its threads
+    (total, active, idle, max) and tasks on queue (pending, of them normal and high priority, and
+    delayed), by the table's header line."""
+    lines = text.splitlines()
+    hdr = next((i for i, ln in enumerate(lines) if ln.split()[:2] == ["taskq", "name"]), None)
+    if hdr is None or "pend" not in lines[hdr] or "dly" not in lines[hdr]:
+        raise InputError("no 'taskq name | tot [act idl] max | pend [ norm high] dly' header", file=source, line=1)
+    out: dict[str, dict[str, int]] = {}
+    for n, line in enumerate(lines[hdr + 1:], start=hdr + 2):
+        if not line.strip() or set(line.replace("|", "").strip()) <= {"-", " "}:
+            continue
+        m = TASKQ_SUMMARY_RE.match(line.strip())
+        if m is None:
+            raise InputError(f"not a taskq summary row: {line!r}", file=source, line=n)
+        out[m.group(1)] = dict(zip(TASKQ_FIELDS, (int(x) for x in m.groups()[1:])))
+    return out

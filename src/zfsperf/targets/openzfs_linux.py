@@ -10,12 +10,14 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from ..errors import InputError
 from .. import proc
 from ..tunables import FileTunables
 from .base import Target
-from .kstat import Txg, parse_named, parse_txgs
+from .kstat import Txg, parse_named, parse_taskq_summary, parse_txgs
 
 KSTAT = "proc/spl/kstat/zfs"
+TASKQ_SUMMARY = "proc/spl/kstat/taskq/summary"
 PARAMS = "sys/module/zfs/parameters"
 
 
@@ -84,6 +86,13 @@ class OpenZfsLinuxTarget(Target):
 
     def has_txgs(self) -> bool:
         return True
+
+    def taskqs(self) -> dict[str, dict[str, int]] | None:
+        path = self._p(TASKQ_SUMMARY)
+        try:
+            return parse_taskq_summary(self.files.read_text(str(path)), str(path))
+        except (OSError, ValueError, InputError):
+            return None                      # before 2.2 there is no taskq kstat
 
     def txgs(self, pool: str) -> list[Txg] | None:
         text = self.pool_kstat_text(pool, "txgs")
