@@ -128,7 +128,10 @@ class Lifecycle:
         """The counted workload starts now: the txgs committed from here are the case's (kernel
         OpenZFS; a target without the txgs kstat has none)."""
         if self.pool is not None and self.target.capabilities().txgs:
-            self.txg0 = self.target.txg(self.pool.name)
+            try:
+                self.txg0 = self.target.txg(self.pool.name)
+            except (ZfsperfError, OSError) as e:      # context: never the case's failure
+                self.log.write(f"# the txgs kstat could not be read at the start: {e}")
         if self.sampler is not None:
             self.t_measure = self.sampler.elapsed()
 
@@ -146,7 +149,10 @@ class Lifecycle:
         """The per-txg table of the txgs committed since measuring() (metrics/txgtable.py)."""
         if self.pool is None or not self.target.capabilities().txgs:
             return txgtable.table(None, None)
-        rows = self.target.txgs(self.pool.name)
+        try:
+            rows = self.target.txgs(self.pool.name)
+        except (ZfsperfError, OSError):                # context: never the case's failure
+            rows = None
         if rows is None:
             return {"unavailable": f"the txgs kstat of {self.pool.name} could not be read"}
         return txgtable.table(rows, self.txg0)
