@@ -92,8 +92,8 @@ def line(summary: dict[str, Any] | None) -> str | None:
         return None
     if "unavailable" in summary:
         return f"txgs: {summary['unavailable']}"
-    parts = [f"{summary['count']} committed" + (f" in {summary['iterations']} iterations" if "iterations" in summary
-                                                 else "")]
+    its = summary.get("iterations")
+    parts = [f"{summary['count']} committed" + (f" in {its} iteration{'s' if its != 1 else ''}" if its else "")]
     if summary.get("missed"):
         parts[0] += f" (and {summary['missed']} the kstat no longer held)"
     if summary.get("shared"):
