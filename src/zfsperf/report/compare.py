@@ -33,6 +33,7 @@ from ..units import ChangeVerdict, better_or_worse, unit_direction
 from . import abstats
 from .model import CaseData, RunData
 from .setup import SetupChange, differences, same_run
+from .summary import details
 from ..results.record import Status
 
 ALPHA = 0.05
@@ -504,9 +505,7 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
 def _txg_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[CaseData]) -> None:
     """The per-txg tables of the two sides, median against median (kernel OpenZFS), as context: why
     a write workload changed, never a verdict. Sides that shared one pool (a duet) have one table."""
-    def table(cases: list[CaseData]) -> dict[str, Any] | None:
-        return txgtable.merged([r.detail["txgs"] for c in cases for r in c.passed if r.detail.get("txgs")])
-    ta, tb = table(olds), table(news)
+    ta, tb = txgtable.merged(details(olds, "txgs")), txgtable.merged(details(news, "txgs"))
     if not ta or not tb or not ta.get("count") or not tb.get("count") or ta.get("shared") or tb.get("shared"):
         return
     parts = [f"{ta[q]['what']} {txgtable.number(ta[q]['median'])} → {txgtable.number(tb[q]['median'])} {ta[q]['unit']}"

@@ -215,6 +215,11 @@ def cross_check_summary(case: CaseData) -> list[dict[str, Any]]:
     return out
 
 
+def details(cases: list[CaseData], key: str) -> list[dict[str, Any]]:
+    """What the cases' passed iterations recorded under `key` beside their figures (txgs, taskqs)."""
+    return [r.detail[key] for c in cases for r in c.passed if r.detail.get(key)]
+
+
 def build(run: RunData) -> RunReport:
     cases = []
     warnings = []
@@ -230,8 +235,7 @@ def build(run: RunData) -> RunReport:
                                 steady=steady_summary(c, run.run.verdicts.get(c.case)),
                                 cross_checks=cross_check_summary(c),
                                 errors=sorted({r.error for r in c.records if r.error}),
-                                txgs=txgtable.merged([r.detail["txgs"] for r in c.passed if r.detail.get("txgs")]),
-                                taskqs=taskq.merged([r.detail["taskqs"] for r in c.passed if r.detail.get("taskqs")])))
+                                txgs=txgtable.merged(details([c], "txgs")), taskqs=taskq.merged(details([c], "taskqs"))))
     r = run.run
     warnings += [str(c) for c in r.target.get("caveats") or []]    # how the figures were obtained, said
     return RunReport(path=str(run.path), target=r.target, host=r.host, runfile=r.runfile.get("source"),

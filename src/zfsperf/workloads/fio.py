@@ -90,6 +90,13 @@ def validate_job(test: dict[str, Any], where: Callable[[str], dict], prefix: str
             raise InputError(f"clients: expected \"host\" or \"host:port\", got {shown(h)}", **where(prefix + "clients"))
 
 
+def turn_lengths(fields: dict[str, Any], slice_default: float, settle_default: int) -> tuple[float, int]:
+    """A turn's `slice` and `settle` in whole seconds (fio's runtime and ramp_time take whole
+    seconds; a slice is at least 1 s)."""
+    return (float(max(1, round(parse_duration(fields.get("slice", slice_default))))),
+            int(round(parse_duration(fields.get("settle", settle_default)))))
+
+
 def job_lines(p: dict[str, Any], runtime: float | None) -> list[str]:
     """fio job options (key=value lines) for one job from validated params."""
     out = []
@@ -364,8 +371,7 @@ class FioWorkload:
         (fio/<case>.i<iteration>.s<k>.json)."""
         p = ctxs[0].fields
         total = parse_duration(p.get("runtime", 10))
-        slice_s = float(max(1, round(parse_duration(p.get("slice", SLICE)))))
-        settle_s = int(round(parse_duration(p.get("settle", 0))))
+        slice_s, settle_s = turn_lengths(p, SLICE, 0)
         texts = {}
         for c in ctxs:
             directory = f"{c.pool.mountpoint}/fio"

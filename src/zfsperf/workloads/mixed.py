@@ -113,8 +113,7 @@ class MixedWorkload:
         turns, percentiles from the merged bins (fiojson.in_sequence)."""
         p = ctxs[0].fields
         total = parse_duration(p.get("runtime", 10))
-        slice_s = float(max(1, round(parse_duration(p.get("slice", SLICE)))))
-        settle_s = int(round(parse_duration(p.get("settle", SETTLE))))
+        slice_s, settle_s = fio.turn_lengths(p, SLICE, SETTLE)
         mixes = {id(c): _Mix(c) for c in ctxs}
         count = {id(c): 0 for c in ctxs}
         Turn = tuple[dict[str, fiojson.ClassStats], dict[str, fiojson.ClassStats], dict[str, fiojson.ClassStats]]
