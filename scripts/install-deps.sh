@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
 # --test: also what the test suite needs (sshd for the ssh target, chromium for report.html,
-# a PostgreSQL server for the history store)
+# a PostgreSQL server for the history store, perf for --profile)
 TEST=0
 [ "${1:-}" = "--test" ] && TEST=1
 
@@ -21,6 +21,7 @@ if [ "$TEST" = 1 ]; then
     command -v tmux >/dev/null 2>&1 || need+=(tmux)                    # the hangup tests close a real terminal
     command -v sfdisk >/dev/null 2>&1 || need+=(fdisk)                  # the DISKS tests partition loop devices
     command -v chromium >/dev/null 2>&1 || need+=(chromium)
+    command -v perf >/dev/null 2>&1 || need+=(linux-perf)               # run --profile's profiler
     ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)   # the history store's server
 fi
 if [ ${#need[@]} -gt 0 ]; then

@@ -155,6 +155,11 @@ def chromium(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
                            "--v=0", *args], capture_output=True, text=True, timeout=timeout)
 
 
+def console_errors(stderr: str) -> list[str]:
+    """What a page said on Chromium's console (a script error, a resource that did not load)."""
+    return [ln for ln in stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+
+
 # ---------------------------------------------------------------- runfiles
 EXAMPLE = textwrap.dedent('''\
     [defaults]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from helpers import chromium, last_dir, zfsperf
+from helpers import chromium, console_errors, last_dir, zfsperf
 
 pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
 
@@ -155,10 +155,6 @@ def test_outliers_in_plain_words_and_too_few_iterations(tmp_path):
     assert f"warning: {d / 'results.jsonl'}:{n}: a torn last record" in res.stderr     # said, not silent
 
 
-def _console_errors(stderr: str) -> list[str]:
-    return [ln for ln in stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
-
-
 FIO_THREADS = """
 [defaults]
 iterations = 2
@@ -194,7 +190,7 @@ def test_html_report_in_headlesschromium(ab_runs, tmp_path):
         dom = chromium(f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", html.as_uri())
         body = re.search(r"<body[^>]*>", dom.stdout).group(0)
         assert body == f'<body data-images="{n_img}/{n_img}">', body          # every image loaded, none broken
-        assert _console_errors(dom.stderr) == []
+        assert console_errors(dom.stderr) == []
     html = full
     text = html.read_text()
     n_img = text.count("<img ")
@@ -209,7 +205,7 @@ def test_html_report_in_headlesschromium(ab_runs, tmp_path):
                    .replace("<script>", "<script>undefinedFunction();</script><script>", 1))
     dom2 = chromium(f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", bad.as_uri())
     assert re.search(r"<body[^>]*>", dom2.stdout).group(0) != f'<body data-images="{n_img}/{n_img}">'
-    assert _console_errors(dom2.stderr)
+    assert console_errors(dom2.stderr)
 
 
 def test_a_case_that_fails_in_new_fails_the_gate(ab_runs, tmp_path):

@@ -17,11 +17,12 @@ from . import proc, steady
 from .control import Control, Interrupted
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
 from .metrics import crosscheck, taskq, txgtable
+from .metrics.profile import Profiler, add_folded, fold, named_share, write_folded
 from .metrics.sampler import Sampler
 from .tunables import Journal, TunableSession
 from .pool import Pool, PoolManager
 from .results.record import CaseOutcome, CaseRecord, Status, SteadyMode, SteadyRecord, as_figures
-from .results.directory import ResultsDir, series_path
+from .results.directory import ResultsDir, profile_path, series_path
 from .runfile import Case, TestSpec
 from .targets.base import Daemon, Target
 from .ui import Console
@@ -77,7 +78,8 @@ class Lifecycle:
 
         enter:  [the case's build loaded] -> tunables (journaled, their scope checked first) -> a
                 fresh pool -> its processes watched by the signal handler -> the sampler
-        close:  sampler stopped -> processes stopped -> [a signal: teardown, Interrupted]
+                -> [measuring: --profile's perf record] -> profiles(): each side's folded stacks
+        close:  sampler stopped -> [a profiler still running discarded] -> processes stopped -> [a signal: teardown, Interrupted]
                 -> tunables restored -> a dead zfs-fuse restarted -> the pool destroyed (-k keeps a
                 failed case's)
 
@@ -95,6 +97,7 @@ class Lifecycle:
         self.sampler: Sampler | None = None
         self.txg0: int | None = None        # the pool's newest txg when the counted workload started
         self.t_measure = 0.0                 # the sampler's clock then
+        self.profiler: Profiler | None = None     # --profile: perf record over the counted workload
 
     def enter(self, fs_properties: dict[str, str] | None = None, *, case: str = "",
               between_rounds: bool = False) -> tuple[Pool, dict[str, Any] | None]:
@@ -124,9 +127,14 @@ class Lifecycle:
             return now
         return write
 
-    def measuring(self) -> None:
+    def measuring(self, slug: str = "") -> None:
         """The counted workload starts now: the txgs committed from here are the case's (kernel
-        OpenZFS; a target without the txgs kstat has none)."""
+        OpenZFS; a target without the txgs kstat has none), and with --profile the profiler starts
+        (counted iterations only)."""
+        if self.runner.profile and self.it > 0:
+            data = profile_path(self.runner.rd.path, slug, self.it).with_suffix(".perf.data")
+            self.profiler = Profiler(self.target, data, self.log)
+            self.profiler.start(self.procs)
         if self.pool is not None and self.target.capabilities().txgs:
             try:
                 self.txg0 = self.target.txg(self.pool.name)
@@ -143,6 +151,31 @@ class Lifecycle:
             tq = taskq.summary([x for x in self.sampler.snapshot() if x.get("t", 0) >= self.t_measure])
             if tq is not None:
                 out["taskqs"] = tq | ({"shared": True} if shared else {})
+        return out
+
+    def profiles(self, sides: dict[str, list[tuple[float, float]] | None]) -> dict[str, dict[str, Any]]:
+        """Stop the profiler and keep each side's folded stacks (slug -> the samples inside its
+        spans; None: every sample, one side or both sides at once). What goes in each side's record
+        under "profile" (a profiler that failed: why, never the case's failure)."""
+        pr, rd = self.profiler, self.runner.rd
+        if pr is None:
+            return {}
+        self.profiler = None
+        samples = pr.stop()
+        how = pr.describe()
+        if pr.error is not None:
+            self.log.write(f"# profile: {pr.error}")
+            return {slug: {"unavailable": pr.error} | how for slug in sides}
+        out = {}
+        for slug, spans in sides.items():
+            counts = fold(samples, spans)
+            path = profile_path(rd.path, slug, self.it)
+            write_folded(path, counts)
+            add_folded(profile_path(rd.path, slug), counts)
+            out[slug] = how | {"folded": str(path.relative_to(rd.path)), "samples": sum(counts.values()),
+                               "named": round(named_share(counts), 3)}
+            if spans is not None:
+                out[slug]["rounds"] = len(spans)
         return out
 
     def txg_table(self) -> dict[str, Any]:
@@ -176,6 +209,8 @@ class Lifecycle:
         control, log = self.runner.control, self.log
         if self.sampler is not None:
             self.sampler.stop()             # idempotent; a failed case still keeps its series
+        if self.profiler is not None:       # the workload failed: its profile is no result
+            self.profiler.discard()
         stopped = self.procs.stop_all()
         if stopped:
             log.write(f"# stopped processes by pid: {stopped}")
@@ -224,10 +259,11 @@ class CaseRunner:
 
     def __init__(self, target: Target, pools: PoolManager, journal: Journal, rd: ResultsDir, ui: Console,
                  control: Control, *, keep_failed: bool = False, verbose: bool = False,
-                 switch: ModuleSwitch | None = None) -> None:
+                 switch: ModuleSwitch | None = None, profile: bool = False) -> None:
         self.target, self.pools, self.journal, self.rd = target, pools, journal, rd
         self.ui, self.control = ui, control
         self.keep_failed, self.verbose = keep_failed, verbose
+        self.profile = profile            # --profile: on-CPU stacks of each counted iteration
         self.switch = switch              # a build A/B: loads each case's build before its pool
 
     def _record(self, case: Case, it: int) -> CaseRecord:
@@ -282,10 +318,12 @@ class CaseRunner:
                 record.steady = self._precondition(ctx, wl, sampler, t.steady,
                                                    wl.active_bytes(case.fields, prepared))
             arc0, t_measure = self._arcstats(), sampler.elapsed() if sampler is not None else 0.0
-            life.measuring()
+            life.measuring(case.slug)
             figures = wl.run(ctx)
             self.control.check()                   # a workload whose processes a signal stopped is no result
             ctx.extra.update(life.context())
+            for prof in life.profiles({case.slug: None}).values():
+                ctx.extra["profile"] = prof
             checks = list(ctx.cross_checks)
             if sampler is not None:
                 window = [x for x in sampler.snapshot() if x.get("t", 0) >= t_measure]
@@ -386,7 +424,7 @@ class CaseRunner:
             sampler = life.sample(a.slug, both)
             self.control.check()
             results: dict[str, Any] = {}
-            life.measuring()
+            life.measuring(a.slug)
 
             def side(c: Case) -> None:
                 try:
@@ -410,6 +448,14 @@ class CaseRunner:
             seen = life.context(shared=True)        # one pool: both sides' txgs and queues, not separable
             for c in (a, b):
                 ctxs[c.id].extra.update(seen)
+            if t.turns:                            # each side's samples: those of its own rounds
+                profs = life.profiles({c.slug: ctxs[c.id].spans for c in (a, b)})
+            else:                                  # at the same time: one profile, not separable
+                profs = {c.slug: p | {"shared": True} for p in life.profiles({a.slug: None}).values()
+                         for c in (a, b)}
+            for c in (a, b):
+                if c.slug in profs:
+                    ctxs[c.id].extra["profile"] = profs[c.slug]
             if sampler is not None:
                 sampler.mark("workload end")
                 sampler.stop()

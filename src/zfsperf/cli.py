@@ -61,6 +61,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-x", "--cleanup", action="store_true",
                    help="first remove leftovers of earlier zfsperf runs (only pools and files zfsperf marked)")
     p.add_argument("-k", "--keep-failed", action="store_true", help="keep the pool and files of a failed case")
+    p.add_argument("--profile", action="store_true",
+                   help="sample on-CPU stacks (perf record, cpu-clock, 99 Hz) during every counted iteration, "
+                        "kept per side in DIR/profiles/ as folded stacks; compare shows what changed (the zfs-fuse "
+                        "daemon, or the whole machine on a kernel OpenZFS)")
     p.add_argument("--target", default="auto",
                    help="auto | zfs-fuse | openzfs | guest (the OpenZFS guest) | ssh://user@host[:port] (default auto)")
     p.add_argument("--tunables-dir", "--params-dir", dest="tunables_dir",
@@ -361,7 +365,8 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
                         vdev_size=vdev_size, prefill=args.prefill, disks=disks, force=args.force,
                         arc_max_mb=args.arc_max),
         output=Output(outdir=args.outdir, keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet,
-                      html=not args.no_html, store=None if args.no_history else (args.store or "")),
+                      html=not args.no_html, store=None if args.no_history else (args.store or ""),
+                      profile=args.profile),
         resume=args.resume, cleanup=args.cleanup, dry_run=args.dry_run, check=args.check,
         argv=redact_argv(["zfsperf", *argv]), keep_signal_handlers=True)
     return Runner(opts).run()
@@ -760,6 +765,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                           "failures": [f.as_dict() for f in cmp.failures], "unmatched": cmp.unmatched,
                           "warnings": cmp.warnings, "emulated": compare.emulated(cmp),
                           "setup_changes": [c.as_dict() for c in cmp.setup],
+                          "profiles": [d.as_dict() for d in cmp.profiles],
                           "notes": compare.notes(cmp)}, indent=1))
     else:
         from .ui import Console

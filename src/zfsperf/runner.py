@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import random
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,7 @@ class Output:
     quiet: bool = False
     html: bool = True                    # draw report.html at the end (--no-html: junit.xml and results.csv only)
     store: str | None = None             # the history store the run is added to ("": the default; None: none)
+    profile: bool = False                # --profile: on-CPU stacks of every counted iteration (perf), per side
 
 
 @dataclass(kw_only=True)
@@ -99,6 +101,16 @@ class RunOptions:
             (groups[group] if group else own)[k] = v
         return cls(choice=Choice(**groups["choice"]), storage=Storage(**groups["storage"]),
                    output=Output(**groups["output"]), **own)
+
+
+def check_profiler(spec: str) -> None:
+    """--profile needs perf on this machine, and a target on it (perf runs here: a target over ssh
+    is profiled by running zfsperf on its machine)."""
+    if spec.startswith("ssh://") or spec == "guest":
+        raise InputError(f"--profile profiles this machine, and --target {spec} runs ZFS on another: run zfsperf "
+                         "there (`zfsperf guest run -- run --profile ...` for the guest)", field="--profile")
+    if shutil.which("perf") is None:
+        raise InputError("--profile needs perf (Debian package linux-perf), and it is not installed", field="--profile")
 
 
 class Precision:
@@ -205,6 +217,8 @@ class Runner:
                 raise InputError(f"{c.id}: {why}", file=self.plan.runfile.source, line=c.test.line, field="pool")
         check_disks(opts.storage.disks, opts.storage.force)
         check_spec(opts.storage.target, opts.storage.tunables_dir)
+        if opts.output.profile:
+            check_profiler(opts.storage.target)
         return cases, self._check_store()
 
     def _run_record(self, target: Target, cases: list[Case], t_start: float, tun_names: list[str],
@@ -271,7 +285,8 @@ class Runner:
                 switch.check()
                 self.switch = switch
             self.cases = CaseRunner(target, pools, journal, rd, self.ui, self.control,
-                                    keep_failed=opts.output.keep_failed, verbose=opts.output.verbose, switch=self.switch)
+                                    keep_failed=opts.output.keep_failed, verbose=opts.output.verbose, switch=self.switch,
+                                    profile=opts.output.profile)
             # every tunable the target exposes, before and after (the ones the runfile sets included)
             tun_names = sorted(set(target.tunable_names()) | {n for c in cases for n in c.tunables})
             run_info = self._run_record(target, cases, t_start, tun_names, store_url)

@@ -30,7 +30,8 @@ from ..errors import InputError, shown
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, figure_direction, headline
 from ..units import ChangeVerdict, better_or_worse, unit_direction
-from . import abstats
+from . import abstats, profilediff
+from .profilediff import ProfileDiff
 from .model import CaseData, RunData
 from .setup import SetupChange, differences, same_run
 from .summary import details
@@ -166,6 +167,7 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)     # e.g. a side that was not in a steady state
     setup: list[SetupChange] = field(default_factory=list)  # what differs between the sides' set-ups
     context: list[str] = field(default_factory=list)      # A against B, shown and never judged (the txgs)
+    profiles: list[ProfileDiff] = field(default_factory=list)   # where the CPU went, A against B (--profile)
 
     def regressions(self, pct: float) -> list[FigureChange]:
         return [c for c in self.changes if c.verdict == ChangeVerdict.WORSE and abs(c.change_pct) >= pct]
@@ -379,6 +381,7 @@ def compare_runs(bases: list[RunData], news: list[RunData], noise_pct: float = N
                                                  err.splitlines()[0][:200] if err else ""))
         _warn_unsteady(cmp, [(r.label, c) for r, c in zip(bases, bcs)] + [(r.label, c) for r, c in zip(news, ncs)])
         _txg_context(cmp, bc.case, [c for c in bcs if c is not None], [c for c in ncs if c is not None])
+        _profile_context(cmp, (base, bc), (new, ncs[0]), bc.case, paired=False)
         for name in bc.figure_names():
             way = figure_direction(bc.workload, name, bc.unit(name))
             ch = _one_figure(bc, [c for c in bcs if c is not None], ncs, new, name, way, noise_pct, history,
@@ -464,13 +467,12 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
     looked = alpha is None and seq.get("alpha") is not None
     if alpha is None:
         alpha = float(seq["alpha"]) if looked else ALPHA
-    everything_interleaved = bool(run.run.selection.get("interleave"))
-    duets, turns, ab = set(run.run.duets), set(run.run.turns), set(run.run.ab)
+    turns = set(run.run.turns)
     for a, b in pairs:
         _warn_unsteady(cmp, [(run.label, a), (run.label, b)])
         _txg_context(cmp, f"{a.case} → {b.case}", [a], [b])
-        duet = a.test == b.test and a.test in duets
-        interleaved = everything_interleaved or (a.test in ab and b.test in ab)
+        duet, interleaved = pairing(run, a, b)
+        _profile_context(cmp, (run, a), (run, b), f"{a.case} → {b.case}", paired=interleaved or duet)
         for name in a.figure_names():
             way = figure_direction(a.workload, name, a.unit(name))
             by_a = _by_iteration(a, name)
@@ -511,6 +513,32 @@ def _txg_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[C
     parts = [f"{ta[q]['what']} {txgtable.number(ta[q]['median'])} → {txgtable.number(tb[q]['median'])} {ta[q]['unit']}"
              for q in txgtable.QUANTITIES if q in ta and q in tb]
     cmp.context.append(f"{label}: txgs {ta['count']} → {tb['count']}; median per txg: " + "; ".join(parts))
+
+
+def pairing(run: RunData, a: CaseData, b: CaseData) -> tuple[bool, bool]:
+    """How a run paired two of its cases: (they ran as a duet, in turns or at once; they ran in
+    interleaved blocks). Neither: independent samples."""
+    duet = a.test == b.test and a.test in set(run.run.duets)
+    ab = set(run.run.ab)
+    return duet, bool(run.run.selection.get("interleave")) or (a.test in ab and b.test in ab)
+
+
+def profile_diffs(run: RunData) -> list[ProfileDiff]:
+    """The differential profiles of a run's A/B pairs (report.html), paired as compare pairs them."""
+    out = []
+    for a, b in ab_pairs(run):
+        d = profilediff.of_cases(run.path, a, run.path, b, f"{a.case} → {b.case}", paired=any(pairing(run, a, b)))
+        if d is not None:
+            out.append(d)
+    return out
+
+
+def _profile_context(cmp: Comparison, a: tuple[RunData, CaseData], b: tuple[RunData, CaseData], label: str, *,
+                     paired: bool) -> None:
+    """The two sides' profiles, function by function (report/profilediff.py), when they were taken."""
+    d = profilediff.of_cases(a[0].path, a[1], b[0].path, b[1], label, paired=paired)
+    if d is not None:
+        cmp.profiles.append(d)
 
 
 def _warn_unsteady(cmp: Comparison, sides: list[tuple[str, CaseData | None]]) -> None:
@@ -630,6 +658,7 @@ def notes(cmp: Comparison) -> list[str]:
             "mean anything; none of them is a speed"] if emulated(cmp) else [])
     return tcg + ([f"Note: {n}" for n in sorted({ch.note for ch in cmp.changes if ch.note})]
             + [f"Context (not judged): {c}" for c in cmp.context]
+            + [f"Profile (not judged): {d.summary_line()}" for d in cmp.profiles]
             + [f"Warning: {w}" for w in cmp.warnings] + [f"Unmatched: {u}" for u in cmp.unmatched])
 
 
@@ -662,4 +691,11 @@ def markdown(cmp: Comparison, figures: list[str] | None = None) -> str:
     out.append("|" + "|".join("---" if c in ("case", "figure", "verdict") else "---:" for c in COLUMNS) + "|")
     out += ["| " + " | ".join(cell(x) for x in row) + " |" for row in table_rows(cmp, figures)]
     extra = notes(cmp)
+    for d in cmp.profiles:
+        if not d.rows:
+            continue
+        head, rows = d.table()
+        extra += ["", f"#### Profile {d.label} (not judged): share of {d.scope or 'the samples'}", "",
+                  "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 2) + "---|"]
+        extra += ["| " + " | ".join(cell(x) for x in row) + " |" for row in rows]
     return "\n".join(out + ([""] + extra if extra else [])) + "\n"

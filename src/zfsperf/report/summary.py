@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..metrics import crosscheck, taskq, txgtable
+from ..metrics import crosscheck, profile, taskq, txgtable
 
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, SUMMARY_FIGURES, figure_direction, headline
@@ -55,6 +55,7 @@ class CaseReport:
     errors: list[str]
     txgs: dict[str, Any] | None = None   # the per-txg table over the iterations (metrics/txgtable.py)
     taskqs: dict[str, Any] | None = None  # the I/O taskqs' queues over the iterations (metrics/taskq.py)
+    profile: dict[str, Any] | None = None  # --profile: samples, the case's folded file, top shares (metrics/profile.py)
 
 
 @dataclass(frozen=True)
@@ -235,7 +236,8 @@ def build(run: RunData) -> RunReport:
                                 steady=steady_summary(c, run.run.verdicts.get(c.case)),
                                 cross_checks=cross_check_summary(c),
                                 errors=sorted({r.error for r in c.records if r.error}),
-                                txgs=txgtable.merged(details([c], "txgs")), taskqs=taskq.merged(details([c], "taskqs"))))
+                                txgs=txgtable.merged(details([c], "txgs")), taskqs=taskq.merged(details([c], "taskqs")),
+                                profile=profile.case_summary(run.path, details([c], "profile"))))
     r = run.run
     warnings += [str(c) for c in r.target.get("caveats") or []]    # how the figures were obtained, said
     return RunReport(path=str(run.path), target=r.target, host=r.host, runfile=r.runfile.get("source"),

@@ -5,6 +5,7 @@
   results.jsonl   one line per case and iteration, appended, flushed and fsynced as each ends
   logs/           every command with its output, one file per case; daemon.log from zfs-fuse
   series/         sampled metric series (steady state)
+  profiles/       on-CPU profiles (--profile): folded stacks per case iteration, and per case
   summary.txt, junit.xml, results.csv   derived from the above
 <outdir>/current -> the newest results directory
 """
@@ -25,7 +26,7 @@ from .record import FORMAT_VERSION, STATUSES, CaseRecord, RunRecord
 
 # every path inside a results directory is named here and nowhere else
 RUN_JSON, RESULTS, SUMMARY = "run.json", "results.jsonl", "summary.txt"
-LOGS, SERIES, FIO = "logs", "series", "fio"
+LOGS, SERIES, FIO, PROFILES = "logs", "series", "fio", "profiles"
 
 
 def _iteration_name(slug: str, iteration: int, suffix: str) -> str:
@@ -35,6 +36,12 @@ def _iteration_name(slug: str, iteration: int, suffix: str) -> str:
 def series_path(results_dir: Path, slug: str, iteration: int) -> Path:
     """The sampled series of one case iteration (JSON lines)."""
     return Path(results_dir) / SERIES / _iteration_name(slug, iteration, ".jsonl")
+
+
+def profile_path(results_dir: Path, slug: str, iteration: int | None = None) -> Path:
+    """The folded stacks of one case iteration, or (iteration None) of all the case's iterations."""
+    name = f"{slug}.folded" if iteration is None else _iteration_name(slug, iteration, ".folded")
+    return Path(results_dir) / PROFILES / name
 
 
 def fio_json_path(results_dir: Path, name: str) -> Path:

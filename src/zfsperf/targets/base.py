@@ -38,6 +38,16 @@ class Daemon(Protocol):
 
 
 @dataclass(frozen=True)
+class ProfileScope:
+    """Which of the machine's samples a profile keeps: `perf script` options that select them (none:
+    all), and the words for the record. perf always records the whole machine (-a): one event per
+    CPU. Attached to a process instead (-p), it opens one per thread, and zfs-fuse's hundred-odd
+    threads made perf itself use 60-130 % of a CPU."""
+    select: list[str]
+    what: str
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a target has, as its class declares it (the way fio's engines declare their flags); the
     core checks these, never a target's attribute names. Recorded in run.json with the target."""
@@ -154,6 +164,12 @@ class Target(ABC):
         """The embedded ZFS daemon this target runs on (zfs-fuse's lab: it can die and be
         restarted, it logs to its own syslog, it is torn down with its run), or None (kernel ZFS)."""
         return None
+
+    def profile_scope(self) -> ProfileScope | None:
+        """What a profile of this target keeps: the whole machine, where a kernel OpenZFS runs in
+        kernel threads and its callers' system calls; None for a target reached through a
+        transport (perf runs on this machine)."""
+        return None if self.remote else ProfileScope([], "the whole machine")
 
     def has_txgs(self) -> bool:
         return False

@@ -52,6 +52,8 @@ class CaseContext:
     # taking turns over a module tunable: called before each of this side's rounds, it writes the
     # side's values and returns what they read back (recorded with the round)
     before_turn: Callable[[], dict[str, str]] | None = None
+    spans: list[tuple[float, float]] = field(default_factory=list)   # taking turns: this side's
+                                         # rounds, (start, end) in time.monotonic() seconds
     cross_checks: list[Any] = field(default_factory=list)   # metrics/crosscheck.CrossCheck: the
                                          # measured quantities counted a second, independent way
     _progress_base: dict[str, float] = field(default_factory=dict)

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from .. import proc
 from .daemon import KSTAT_DIR, Lab, stop_signal_safe
-from ..targets.base import Target
+from ..targets.base import ProfileScope, Target
 from ..targets.kstat import ZDB_TXG_RE, read_field_dir
 
 
@@ -134,6 +134,15 @@ class ZfsFuseTarget(Target):
 
     def daemon(self) -> Lab:
         return self.lab
+
+    def profile_scope(self) -> ProfileScope | None:
+        """zfs-fuse's ZFS code runs in its daemon: the samples of every thread of it (Debian strips
+        the binary, so its own frames are named "[zfs-fuse]", libz's "[libz.so...]" but for its
+        exported names)."""
+        pid = self.lab.state.daemon_pid if self.lab.state is not None else 0
+        if pid <= 0:
+            return None
+        return ProfileScope(["--pid", str(pid)], f"the zfs-fuse daemon (pid {pid}, all its threads)")
 
     def close(self) -> None:
         if self.owns_daemon:

@@ -9,7 +9,9 @@ import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..compare import COLUMNS, Comparison, design_lines, notes, setup_lines, table_rows
+from ..compare import COLUMNS, Comparison, design_lines, notes, profile_diffs, setup_lines, table_rows
+from ..flamegraph import svg as flame_svg
+from ..profilediff import ProfileDiff
 from ..model import RunData
 from ...metrics.quantize import render as render_histogram
 from .cells import STAT_COLUMNS, case_lines, class_rows, header_line, stat_cells, status
@@ -30,7 +32,7 @@ NAME, FILENAME = "html", "report.html"
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
 td:first-child,th:first-child{text-align:left}h2{margin-top:1.6em}pre{background:#f6f6f6;padding:.5em;font-size:12px}
-img{max-width:100%;border:1px solid #eee;margin:.5em 0}.warn{color:#a40}.note{color:#555}"""
+img{max-width:100%;border:1px solid #eee;margin:.5em 0}svg.flame{border:1px solid #eee;margin:.5em 0}.warn{color:#a40}.note{color:#555}"""
 
 SCRIPT = """(function(){var imgs=document.images,n=imgs.length,ok=0,bad=0;
 function done(){document.body.setAttribute('data-images',ok+'/'+n);if(bad)document.body.setAttribute('data-broken',bad);}
@@ -51,7 +53,22 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><tr>{h}</tr>{body}</table>"
 
 
-def run_section(run: RunData, rep: "RunReport") -> str:
+def profile_section(d: ProfileDiff) -> str:
+    """Where the CPU went, B against A: the differential flame graph and the functions whose share
+    changed most (report/profilediff.py)."""
+    out = [f"<h3>Profile {html.escape(d.label)} <span class=note>(not judged)</span></h3>",
+           f"<p>{html.escape(d.summary_line())}</p>"]
+    if d.scope:
+        out.append(f"<p class=note>profiled: {html.escape(d.scope)}; frames named by symbol: "
+                   f"A {d.named[0] * 100:.0f} %, B {d.named[1] * 100:.0f} % (the rest by their object file)</p>")
+    if d.b_folded:
+        out.append(flame_svg(d.b_folded, d.a_folded, f"B against A: {d.label}"))
+    if d.rows:
+        out.append(_table(*d.table()))
+    return "\n".join(out)
+
+
+def run_section(run: RunData, rep: "RunReport", profiles: bool = True) -> str:
     out = [f"<h2>{html.escape(header_line(rep, full_path=False))}</h2>"]
     t = rep.target
     if t.get("accelerator") == "tcg":
@@ -80,6 +97,8 @@ def run_section(run: RunData, rep: "RunReport") -> str:
                             f"steady across iterations {c.case}"))
     for path, verdict, title in _plots().series_for(run):
         out.append(_img(_plots().steady_chart(path, verdict, title), f"steady state {path.name}"))
+    if profiles:
+        out += [profile_section(d) for d in profile_diffs(run)]
     for w in rep.warnings:
         out.append(f'<p class="warn">Warning: {html.escape(w)}</p>')
     return "\n".join(x for x in out if x)
@@ -92,6 +111,7 @@ def comparison_section(cmp: Comparison) -> str:
     out += [f"<p>{html.escape(line)}</p>" for line in design_lines(cmp)]
     out += [_table(list(COLUMNS), table_rows(cmp)), _img(_plots().ab_bars(cmp.changes), "A/B changes")]
     out += [f"<p>{html.escape(line)}</p>" for line in notes(cmp)]
+    out += [profile_section(d) for d in cmp.profiles]
     pairs = []
     for key, bc in cmp.base.cases.items():
         nc = cmp.new.cases.get(key)
@@ -107,7 +127,7 @@ def comparison_section(cmp: Comparison) -> str:
 
 def document(runs: list[tuple[RunData, dict[str, Any]]], comparison: Comparison | None = None) -> str:
     body = [comparison_section(comparison)] if comparison is not None else []
-    body += [run_section(run, rep) for run, rep in runs]
+    body += [run_section(run, rep, profiles=comparison is None) for run, rep in runs]
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>zfsperf report</title>"
             f"<style>{CSS}</style></head><body><h1>zfsperf report</h1>{''.join(body)}"
             f"<script>{SCRIPT}</script></body></html>")
