@@ -13,6 +13,7 @@ import pytest
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf.guest.vm import Guest
+from zfsperf.metrics.profile import read_folded
 from zfsperf.sshlink import Ssh
 
 PARAM = "/sys/module/zfs/parameters/zfs_vdev_async_write_max_active"
@@ -189,15 +190,48 @@ tunables = {{ zfs_vdev_async_write_max_active = {values} }}
 """
 
 
+GZIP_TURNS = """
+[[test]]
+name = "gz"
+workload = "receive"
+corpus = { kind = "compressible", size = "8M" }
+threads = 1
+duration = "1s"
+warmup = 0
+duet = "turns"
+dataset = { compression = ["off", "gzip-9"] }
+"""
+# where OpenZFS 2.3's gzip-9 spends a written block's CPU: zio_write_compress down to zlib's deflate
+GZIP_CHAIN = {"zio_write_compress", "zio_compress_data", "z_compress_level", "zfs_gzip_compress", "zlib_deflate",
+              "deflate_slow", "longest_match"}
+
+
 def test_inside_the_guest_a_tunable_sweep_with_every_metric(guest, tmp_path):
     """A tunable sweep through the guest's own /sys/module/zfs/parameters, fio latency histograms,
-    and every OpenZFS metric the sampler reads locally; the results land on the host."""
+    and every OpenZFS metric the sampler reads locally; the results land on the host. With
+    --profile, beside it: compression=gzip-9 against off in turns, profiled over the guest's whole
+    machine with its kernel's symbols, gzip's deflate in B's stacks only and on top of the
+    differential table."""
     before = guest_sh(guest, "cat", PARAM).strip()
-    rf = write_runfile(tmp_path, INSIDE.format(runtime=6, values='["2", "3"]'))
-    res = in_guest("run", "--target", "auto", "-r", str(rf), "-o", str(tmp_path / "o"))
+    rf = write_runfile(tmp_path, INSIDE.format(runtime=6, values='["2", "3"]') + GZIP_TURNS)
+    res = in_guest("run", "--target", "auto", "-r", str(rf), "-o", str(tmp_path / "o"), "--profile")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "[TCG emulation: not a speed]" in res.stdout or guest.state().accel == "kvm"
     d = last_dir(res.stdout)
+    gz = {r["sweep"]["compression"]: r for r in records(d) if r["test"] == "gz"}
+    deflate = {}
+    for side, r in gz.items():
+        prof = r["profile"]
+        assert prof["scope"] == "the whole machine" and prof["named"] > 0.5 and prof["rounds"] >= 2
+        counts = read_folded(d / prof["folded"])
+        assert sum(counts.values()) == prof["samples"] > 0
+        assert not any(s.startswith("swapper;") for s in counts)            # idle CPU is no cost
+        deflate[side] = sum(n for s, n in counts.items() if "zfs_gzip_compress" in s.split(";")) / prof["samples"]
+    assert deflate["off"] == 0.0 and deflate["gzip-9"] > 0.1, deflate
+    cmpj = json.loads(zfsperf("compare", str(d), "--cases", gz["off"]["case"], gz["gzip-9"]["case"], "--no-history",
+                              "--json").stdout)
+    top = cmpj["profiles"][0]["functions"][0]
+    assert top["function"] in GZIP_CHAIN and top["change_points"] > 10, cmpj["profiles"]
+    assert "[TCG emulation: not a speed]" in res.stdout or guest.state().accel == "kvm"
     assert d.parent == tmp_path / "o" and (d / "run.json").exists()      # on the host, where -o said
     # report.html drawn on the host from the guest's records (matplotlib under TCG was a third of a run)
     assert f"Report:\t\t{d / 'report.html'}" in res.stdout and "<img " in (d / "report.html").read_text()
@@ -205,8 +239,9 @@ def test_inside_the_guest_a_tunable_sweep_with_every_metric(guest, tmp_path):
     assert run["target"]["implementation"] == "openzfs-linux"           # the local target, not ssh
     assert run["target"]["zfs_version"].startswith("OpenZFS 2.3")
     assert run["target"]["accelerator"] == guest.state().accel
-    recs = records(d)
+    recs = [r for r in records(d) if r["test"] == "fio-tuned"]
     assert [r["status"] for r in recs] == ["PASS", "PASS"]
+    assert all(r["profile"]["samples"] > 0 for r in recs)
     assert [r["tunables"]["zfs_vdev_async_write_max_active"] for r in recs] == \
         [{"before": before, "set": v, "scope": "runtime"} for v in ("2", "3")]
     assert guest_sh(guest, "cat", PARAM).strip() == before               # restored

@@ -60,13 +60,14 @@ def frame_name(sym: str, dso: str) -> str:
 
 def parse_script(lines: Any) -> list[Sample]:
     """Samples from `perf script -F comm,tid,time,ip,sym,dso` (a sample's header line, its call
-    chain from the innermost frame out, a blank line)."""
+    chain from the innermost frame out, a blank line). An idle CPU's samples (tid 0) are left out:
+    a profile's shares are of the CPU time something used."""
     out: list[Sample] = []
     head: re.Match[str] | None = None
     frames: list[str] = []
 
     def close() -> None:
-        if head is None:
+        if head is None or head["tid"] == "0":      # an idle CPU (the swapper task): not a cost
             return
         stack: list[str] = [head["comm"]]
         for name in reversed(frames):
