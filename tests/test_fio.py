@@ -143,6 +143,26 @@ def test_the_starvation_mix_takes_turns_each_turn_alone_then_loaded_after_a_sett
         assert sides[::2] == [first, other, other, first] and sides[1::2] == sides[::2], sides
         firsts.append(first)
     assert firsts[0] != firsts[1]
+    # compare sets each class's histograms of the two sides side by side: A's is the sum of A's
+    # iterations' bins, and its p99 lies in the bucket that holds A's 99th percentile I/O
+    cmpj = json.loads(zfsperf("compare", str(d), "--json", "--no-history").stdout)
+    assert {c["class"] for c in cmpj["classes"]} == {"read_alone", "read_loaded", "write"}
+    for c in cmpj["classes"]:
+        side = [r for r in recs if r["sweep"]["zfsperf:arm"] == "a"]
+        counts: dict[int, int] = {}
+        for r in side:
+            for b, n in r["histograms"][c["class"]]["buckets"]:
+                counts[b] = counts.get(b, 0) + n
+        assert {b: n for b, n in c["a"] if n} == {b: n for b, n in counts.items() if n}
+        total, seen = sum(counts.values()), 0
+        for b in sorted(counts):
+            seen += counts[b]
+            if seen >= 0.99 * total:
+                assert b <= c["a_p99"] <= 2 * max(b, 1)
+                break
+        assert c["ci_pct"] is None                      # 2 iterations a side: no interval
+    md = zfsperf("compare", str(d), "--format", "md", "--no-history").stdout
+    assert "#### Latency histograms, A | B (not judged)" in md and md.count("A | B, % of each side's I/Os") == 3
 
 
 def _free_port() -> int:

@@ -87,8 +87,9 @@ def test_compare_sets_the_two_sides_txg_tables_side_by_side_as_context(tmp_path)
     """compare shows each side's per-txg medians, A against B, as context (never a verdict): here
     A's iterations committed the first half of a real 2.3.2 load's txgs and B's the second."""
     import json
-    from zfsperf.metrics import txgtable
+    from zfsperf.metrics import taskq, txgtable
     from zfsperf.report import compare
+    from zfsperf.targets.kstat import parse_taskq_summary
     from zfsperf.report.model import load_run
     rows = parse_txgs(fixture("openzfs-2.3.2", "kstat_tank_txgs_during_load.txt"))
     committed = [r for r in rows if r.state == "C"]
@@ -101,11 +102,18 @@ def test_compare_sets_the_two_sides_txg_tables_side_by_side_as_context(tmp_path)
         d.mkdir()
         (d / "run.json").write_text(json.dumps({"target": {"implementation": "openzfs-linux"},
                                                 "runfile": {"source": "t"}}))
+        idle = {n: {"pending": 0, "delayed": 0, "active": 0} for n in taskq.WATCHED}
+        queues = taskq.summary([{"t": 0, "metrics": {}, "info": {"taskq": taskq.sample(
+            parse_taskq_summary(fixture("openzfs-2.3.2", "kstat_taskq_summary_during_load.txt"), "summary"))
+            if side == "b" else idle}}])
         (d / "results.jsonl").write_text("".join(json.dumps({
             "test": "t", "case": "c", "params": {}, "iteration": i, "workload": "receive", "status": "PASS",
-            "figures": {"throughput": {"value": 100.0 + i, "unit": "MiB/s"}}, "txgs": tab}) + "\n"
+            "figures": {"throughput": {"value": 100.0 + i, "unit": "MiB/s"}}, "txgs": tab, "taskqs": queues}) + "\n"
             for i in range(1, 6)))
     cmp = compare.compare_runs([load_run(dirs["a"])], [load_run(dirs["b"])])
+    # the I/O taskqs beside them: B's z_wr_iss held the real load's 48 pending tasks, A's none
+    (tq,) = [n for n in compare.notes(cmp) if n.startswith("Context (not judged): c: taskqs")]
+    assert "z_wr_iss 0 → 48 (peak 0 → 48)" in tq
     (line,) = [n for n in compare.notes(cmp) if n.startswith("Context (not judged): c: txgs ")]
     sa, sb = (txgtable.merged([halves[s]] * 5) for s in "ab")
     assert f"txgs {sa['count']} → {sb['count']}" in line

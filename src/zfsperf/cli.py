@@ -766,6 +766,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                           "warnings": cmp.warnings, "emulated": compare.emulated(cmp),
                           "setup_changes": [c.as_dict() for c in cmp.setup],
                           "profiles": [d.as_dict() for d in cmp.profiles],
+                          "classes": [c.as_dict() for c in cmp.classes],
                           "notes": compare.notes(cmp)}, indent=1))
     else:
         from .ui import Console

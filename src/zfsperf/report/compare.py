@@ -25,12 +25,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..metrics import txgtable
+from ..metrics import taskq, txgtable
 from ..errors import InputError, shown
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, figure_direction, headline
 from ..units import ChangeVerdict, better_or_worse, unit_direction
-from . import abstats, profilediff
+from . import abstats, classhist, profilediff
+from .classhist import ClassChange
 from .profilediff import ProfileDiff
 from .model import CaseData, RunData
 from .setup import SetupChange, differences, same_run
@@ -168,6 +169,7 @@ class Comparison:
     setup: list[SetupChange] = field(default_factory=list)  # what differs between the sides' set-ups
     context: list[str] = field(default_factory=list)      # A against B, shown and never judged (the txgs)
     profiles: list[ProfileDiff] = field(default_factory=list)   # where the CPU went, A against B (--profile)
+    classes: list[ClassChange] = field(default_factory=list)    # per-class latency histograms, A against B
 
     def regressions(self, pct: float) -> list[FigureChange]:
         return [c for c in self.changes if c.verdict == ChangeVerdict.WORSE and abs(c.change_pct) >= pct]
@@ -381,7 +383,9 @@ def compare_runs(bases: list[RunData], news: list[RunData], noise_pct: float = N
                                                  err.splitlines()[0][:200] if err else ""))
         _warn_unsteady(cmp, [(r.label, c) for r, c in zip(bases, bcs)] + [(r.label, c) for r, c in zip(news, ncs)])
         _txg_context(cmp, bc.case, [c for c in bcs if c is not None], [c for c in ncs if c is not None])
+        _taskq_context(cmp, bc.case, [c for c in bcs if c is not None], [c for c in ncs if c is not None])
         _profile_context(cmp, (base, bc), (new, ncs[0]), bc.case, paired=False)
+        cmp.classes += classhist.changes(bc, ncs[0], bc.case, paired=False)
         for name in bc.figure_names():
             way = figure_direction(bc.workload, name, bc.unit(name))
             ch = _one_figure(bc, [c for c in bcs if c is not None], ncs, new, name, way, noise_pct, history,
@@ -471,8 +475,10 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
     for a, b in pairs:
         _warn_unsteady(cmp, [(run.label, a), (run.label, b)])
         _txg_context(cmp, f"{a.case} → {b.case}", [a], [b])
+        _taskq_context(cmp, f"{a.case} → {b.case}", [a], [b])
         duet, interleaved = pairing(run, a, b)
         _profile_context(cmp, (run, a), (run, b), f"{a.case} → {b.case}", paired=interleaved or duet)
+        cmp.classes += classhist.changes(a, b, f"{a.case} → {b.case}", paired=interleaved or duet)
         for name in a.figure_names():
             way = figure_direction(a.workload, name, a.unit(name))
             by_a = _by_iteration(a, name)
@@ -513,6 +519,19 @@ def _txg_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[C
     parts = [f"{ta[q]['what']} {txgtable.number(ta[q]['median'])} → {txgtable.number(tb[q]['median'])} {ta[q]['unit']}"
              for q in txgtable.QUANTITIES if q in ta and q in tb]
     cmp.context.append(f"{label}: txgs {ta['count']} → {tb['count']}; median per txg: " + "; ".join(parts))
+
+
+def _taskq_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[CaseData]) -> None:
+    """The I/O taskqs' pending tasks of the two sides, mean and peak (OpenZFS 2.2+), as context:
+    writes starving reads shows as z_wr_iss piling up. Sides that shared one pool have one queue."""
+    qa, qb = taskq.merged(details(olds, "taskqs")), taskq.merged(details(news, "taskqs"))
+    if not qa or not qb or qa.get("shared") or qb.get("shared"):
+        return
+    parts = [f"{n} {qa['queues'][n]['pending_mean']:g} → {qb['queues'][n]['pending_mean']:g} "
+             f"(peak {qa['queues'][n]['pending_max']} → {qb['queues'][n]['pending_max']})"
+             for n in taskq.WATCHED if n in qa["queues"] and n in qb["queues"]]
+    if parts:
+        cmp.context.append(f"{label}: taskqs, tasks pending (mean): " + "; ".join(parts))
 
 
 def pairing(run: RunData, a: CaseData, b: CaseData) -> tuple[bool, bool]:
@@ -659,6 +678,7 @@ def notes(cmp: Comparison) -> list[str]:
     return tcg + ([f"Note: {n}" for n in sorted({ch.note for ch in cmp.changes if ch.note})]
             + [f"Context (not judged): {c}" for c in cmp.context]
             + [f"Profile (not judged): {d.summary_line()}" for d in cmp.profiles]
+            + [f"Latency histogram (not judged): {c.line()}" for c in cmp.classes]
             + [f"Warning: {w}" for w in cmp.warnings] + [f"Unmatched: {u}" for u in cmp.unmatched])
 
 
@@ -698,4 +718,7 @@ def markdown(cmp: Comparison, figures: list[str] | None = None) -> str:
         extra += ["", f"#### Profile {d.label} (not judged): share of {d.scope or 'the samples'}", "",
                   "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 2) + "---|"]
         extra += ["| " + " | ".join(cell(x) for x in row) + " |" for row in rows]
+    if cmp.classes:
+        extra += ["", "#### Latency histograms, A | B (not judged)", "", "```"]
+        extra += [f"{c.label}\n{c.side_by_side()}\n" for c in cmp.classes] + ["```"]
     return "\n".join(out + ([""] + extra if extra else [])) + "\n"

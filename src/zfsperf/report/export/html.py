@@ -112,17 +112,18 @@ def comparison_section(cmp: Comparison) -> str:
     out += [_table(list(COLUMNS), table_rows(cmp)), _img(_plots().ab_bars(cmp.changes), "A/B changes")]
     out += [f"<p>{html.escape(line)}</p>" for line in notes(cmp)]
     out += [profile_section(d) for d in cmp.profiles]
-    pairs = []
-    for key, bc in cmp.base.cases.items():
-        nc = cmp.new.cases.get(key)
-        if nc is None:
-            continue
-        from ..summary import merged_histograms
-        hb, hn = merged_histograms(bc), merged_histograms(nc)
-        if hb and hn:
-            pairs.append(_img(_plots().histograms([(cmp.base.label, hb), (cmp.new.label, hn)]),
-                              f"A/B histograms {bc.case}"))
-    return "\n".join(out + pairs)
+    by_pair: dict[str, list[Any]] = {}
+    for c in cmp.classes:                    # each A/B pair's classes, side by side in one picture
+        by_pair.setdefault(c.label, []).append(c)
+    for label, cs in by_pair.items():
+        def side(k: int) -> dict[str, dict[str, Any]]:
+            return {c.cls: {"title": c.title, "unit": c.unit, "buckets": c.b if k else c.a} for c in cs}
+        out.append(_img(_plots().histograms([("A", side(0)), ("B", side(1))]), f"A/B histograms {label}"))
+        out.append(_table(["A → B", "class", "p99 A", "p99 B", "change", "95 % interval"],
+                          [[c.label, c.title, f"{c.a_p99:.4g} {c.unit}", f"{c.b_p99:.4g} {c.unit}",
+                            f"{c.change_pct:+.1f} %",
+                            "-" if c.ci_pct is None else f"{c.ci_pct[0]:+.1f} … {c.ci_pct[1]:+.1f} %"] for c in cs]))
+    return "\n".join(out)
 
 
 def document(runs: list[tuple[RunData, dict[str, Any]]], comparison: Comparison | None = None) -> str:
