@@ -183,3 +183,21 @@ def test_profile_is_refused_before_anything_is_touched_where_it_cannot_be_taken(
     assert res.returncode == 2, res.stdout + res.stderr
     assert "--profile" in res.stderr and ("linux-perf" if how == "no-perf" else "zfsperf guest run") in res.stderr
     assert not (tmp_path / "o").exists()
+
+
+DUET_AT_ONCE = RUNFILE.replace('iterations = 6', 'iterations = 1').replace(
+    'duet = "turns"', 'duet = true').replace('compression = ["off", "gzip-9"]', '"zfsperf:arm" = ["a", "b"]')
+
+
+def test_a_duet_at_once_has_one_profile_for_both_sides_and_no_differential(lab, tmp_path):
+    """Both sides at the same time on one pool: their samples cannot be told apart, so one profile
+    is kept, both records name it as shared, and compare says why there is no differential view."""
+    res = zfsperf("run", "-r", str(write_runfile(tmp_path, DUET_AT_ONCE)), "-o", str(tmp_path / "o"), "--no-history",
+                  "--profile")
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    profs = [r["profile"] for r in records(d)]
+    assert len(profs) == 2 and all(p["shared"] for p in profs) and profs[0]["folded"] == profs[1]["folded"]
+    assert "rounds" not in profs[0] and sum(read_folded(d / profs[0]["folded"]).values()) == profs[0]["samples"] > 0
+    js = json.loads(zfsperf("compare", str(d), "--json").stdout)
+    assert js["profiles"][0]["note"].startswith("the sides ran at the same time") and not js["profiles"][0]["functions"]

@@ -153,11 +153,14 @@ class Lifecycle:
                 out["taskqs"] = tq | ({"shared": True} if shared else {})
         return out
 
-    def profiles(self, sides: dict[str, list[tuple[float, float]] | None]) -> dict[str, dict[str, Any]]:
+    def profiles(self, sides: dict[str, list[tuple[float, float]] | None], *,
+                 shared: bool = False) -> dict[str, dict[str, Any]]:
         """Stop the profiler and keep each side's folded stacks (slug -> the samples inside its
-        spans; None: every sample, one side or both sides at once). What goes in each side's record
-        under "profile" (a profiler that failed: why, never the case's failure)."""
-        pr, rd = self.profiler, self.runner.rd
+        spans; None: every sample). shared: the sides ran at the same time (a duet), so one profile
+        of every sample, kept under the first side's name and marked shared in each record. What
+        goes in each side's record under "profile" (a profiler that failed: why, never the case's
+        failure)."""
+        pr = self.profiler
         if pr is None:
             return {}
         self.profiler = None
@@ -166,17 +169,25 @@ class Lifecycle:
         if pr.error is not None:
             self.log.write(f"# profile: {pr.error}")
             return {slug: {"unavailable": pr.error} | how for slug in sides}
+        if shared:
+            first = next(iter(sides))
+            one = self._keep(first, fold(samples), how)
+            return {slug: one | {"shared": True} for slug in sides}
         out = {}
         for slug, spans in sides.items():
-            counts = fold(samples, spans)
-            path = profile_path(rd.path, slug, self.it)
-            write_folded(path, counts)
-            add_folded(profile_path(rd.path, slug), counts)
-            out[slug] = how | {"folded": str(path.relative_to(rd.path)), "samples": sum(counts.values()),
-                               "named": round(named_share(counts), 3)}
+            out[slug] = self._keep(slug, fold(samples, spans), how)
             if spans is not None:
                 out[slug]["rounds"] = len(spans)
         return out
+
+    def _keep(self, slug: str, counts: Any, how: dict[str, Any]) -> dict[str, Any]:
+        """One side's folded stacks written (the iteration's file, added into the case's)."""
+        rd = self.runner.rd
+        path = profile_path(rd.path, slug, self.it)
+        write_folded(path, counts)
+        add_folded(profile_path(rd.path, slug), counts)
+        return how | {"folded": str(path.relative_to(rd.path)), "samples": sum(counts.values()),
+                      "named": round(named_share(counts), 3)}
 
     def txg_table(self) -> dict[str, Any]:
         """The per-txg table of the txgs committed since measuring() (metrics/txgtable.py)."""
@@ -448,11 +459,7 @@ class CaseRunner:
             seen = life.context(shared=True)        # one pool: both sides' txgs and queues, not separable
             for c in (a, b):
                 ctxs[c.id].extra.update(seen)
-            if t.turns:                            # each side's samples: those of its own rounds
-                profs = life.profiles({c.slug: ctxs[c.id].spans for c in (a, b)})
-            else:                                  # at the same time: one profile, not separable
-                profs = {c.slug: p | {"shared": True} for p in life.profiles({a.slug: None}).values()
-                         for c in (a, b)}
+            profs = life.profiles({c.slug: ctxs[c.id].spans for c in (a, b)}, shared=not t.turns)
             for c in (a, b):
                 if c.slug in profs:
                     ctxs[c.id].extra["profile"] = profs[c.slug]
