@@ -6,9 +6,10 @@ given to the round it fell in.
 perf records the whole machine (one event per CPU: attached to zfs-fuse's hundred-odd threads one
 by one, perf itself used 60-130 % of a CPU); which samples a profile keeps is the target's to say
 (Target.profile_scope): zfs-fuse's daemon's, where its ZFS code runs; all of them on a kernel
-OpenZFS, whose ZFS code runs in kernel threads and in the callers' system calls. A profile covers the counted part of an iteration only (from the lifecycle's
-measuring() to the workload's end: no warm-up, no preconditioning), and in cases that take turns the
-samples of A's rounds and of B's rounds are kept apart by the rounds' times.
+OpenZFS, whose ZFS code runs in kernel threads and in the callers' system calls (an idle CPU's
+excepted). A profile covers the counted part of an iteration only (from the lifecycle's measuring()
+to the workload's end: no warm-up, no preconditioning), and in cases that take turns the samples of
+A's rounds and of B's rounds are kept apart by the rounds' times.
 
 Folded stacks, one line per distinct stack, "comm;outermost;...;innermost COUNT" (the format of
 Brendan Gregg's stackcollapse scripts, which flame graph tools read). A frame perf cannot name (a

@@ -147,7 +147,11 @@ def maxt_p(a: np.ndarray, b: np.ndarray, paired: bool, rng: np.random.Generator)
             signs = 1 - 2 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
         else:
             signs = np.vstack([np.ones(n, int), rng.choice([-1, 1], size=(RESAMPLES - 1, n))])
-        stats = _studentized(signs[:, :, None] * d[None, :, :])          # permutations x functions
+        # each sign vector's mean per function; a sign flip leaves the sum of squares alone, so the
+        # spread needs no third dimension (permutations x iterations x functions)
+        mean = signs @ d / n                                              # permutations x functions
+        var = np.maximum((np.square(d).sum(axis=0) - n * mean * mean) / (n - 1), 0.0)
+        stats = np.abs(mean) / (np.sqrt(var / n) + 1e-9)
         observed = _studentized(d)
     else:
         x = np.vstack([a, b])
