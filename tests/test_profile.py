@@ -201,3 +201,15 @@ def test_a_duet_at_once_has_one_profile_for_both_sides_and_no_differential(lab, 
     assert "rounds" not in profs[0] and sum(read_folded(d / profs[0]["folded"]).values()) == profs[0]["samples"] > 0
     js = json.loads(zfsperf("compare", str(d), "--json").stdout)
     assert js["profiles"][0]["note"].startswith("the sides ran at the same time") and not js["profiles"][0]["functions"]
+
+
+def test_paired_iterations_stay_paired_when_a_side_has_an_empty_iteration():
+    """An iteration without samples on one side drops that pair; the others keep their partners
+    (paired by position, an empty A in iteration 2 and an empty B in 5 paired 3 with 2)."""
+    rng = np.random.default_rng(11)
+    planted = dict(PROFILE, deflate=sum(PROFILE.values()) * 0.25)
+    a = {i: _draw(rng, PROFILE, 300) for i in range(1, 9)}
+    b = {i: _draw(rng, planted, 300) for i in range(1, 9)}
+    a[2], b[5] = Counter(), Counter()
+    d = profilediff.diff("x", a, b, paired=True)
+    assert d.paired and d.iterations == (6, 6) and d.rows[0].name == "deflate" and d.rows[0].changed

@@ -183,8 +183,8 @@ def _interval(a: np.ndarray, b: np.ndarray, paired: bool, rng: np.random.Generat
 def diff(label: str, a_iters: dict[int, Counter[str]], b_iters: dict[int, Counter[str]], *,
          paired: bool) -> ProfileDiff:
     """The functions whose share changed from A's iterations to B's (paired: by iteration number)."""
-    if paired:
-        common = sorted(set(a_iters) & set(b_iters))
+    if paired:                                    # the iterations both sides have samples of
+        common = sorted(i for i in set(a_iters) & set(b_iters) if sum(a_iters[i].values()) and sum(b_iters[i].values()))
         a_iters, b_iters = {i: a_iters[i] for i in common}, {i: b_iters[i] for i in common}
     a_list = [c for c in a_iters.values() if sum(c.values())]
     b_list = [c for c in b_iters.values() if sum(c.values())]
@@ -194,8 +194,6 @@ def diff(label: str, a_iters: dict[int, Counter[str]], b_iters: dict[int, Counte
     if not a_list or not b_list:
         out.note = "a side has no profile"
         return out
-    if paired and len(a_list) != len(b_list):     # an iteration without samples on one side
-        paired = out.paired = False
 
     def shares(cs: list[Counter[str]]) -> list[dict[str, float]]:
         return [{f: 100.0 * n / sum(c.values()) for f, n in functions(c).items()} for c in cs]
