@@ -93,10 +93,9 @@ def cost(groups: int, seconds: float, work: Path) -> None:
                 figs = ReceiveWorkload().run(ctx)
             finally:
                 if pr is not None:
-                    if pr.p is not None and pr.p.poll() is None:
-                        cpu = proc.cpu_seconds(pr.p.pid)
-                        if cpu is not None:
-                            perf_cpu.append(100.0 * cpu / (time.monotonic() - pr.t0))
+                    own = pr.measure_own_cpu()
+                    if own is not None:
+                        perf_cpu.append(own)
                     pr.discard()
             names = target.run(["zfs", "list", "-H", "-o", "name", "-d", "1", pool.name]).stdout.split()
             for n in names:

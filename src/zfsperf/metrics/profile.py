@@ -216,8 +216,7 @@ class Profiler:
         if self.p is None or self.error is not None or self.scope is None:
             return []
         if self.p.poll() is None:
-            self.cpu_s = proc.cpu_seconds(self.p.pid)
-            self.seconds = time.monotonic() - self.t0
+            self.measure_own_cpu()
             self.p.send_signal(signal.SIGINT)
         try:
             self.p.wait(timeout=STOP_TIMEOUT)
@@ -241,6 +240,15 @@ class Profiler:
         finally:
             for p in (text, self.data, self.data.with_name(self.data.name + ".old")):
                 p.unlink(missing_ok=True)
+
+    def measure_own_cpu(self) -> float | None:
+        """perf record's own share of one CPU since it started, in % (read while it still runs;
+        the kernel's sampling interrupts are not in it), kept for describe()."""
+        if self.p is None or self.p.poll() is not None:
+            return None
+        self.cpu_s = proc.cpu_seconds(self.p.pid)
+        self.seconds = time.monotonic() - self.t0
+        return 100.0 * self.cpu_s / self.seconds if self.cpu_s is not None and self.seconds > 0 else None
 
     def discard(self) -> None:
         """Stop perf record and drop what it wrote (a case that failed has no profile)."""
