@@ -54,6 +54,17 @@ def zfsperf(*args: str, env: dict | None = None, timeout: float = 600, cwd: str 
                           timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
 
 
+def why(res: subprocess.CompletedProcess) -> str:
+    """An assertion message for a command that did not do what a test expected. Its first line is
+    the one a CI log's short summary shows, so it says the exit status, each case that did not
+    PASS and the last line on stderr; the whole stdout and stderr follow."""
+    out, err = res.stdout or "", res.stderr or ""
+    bad = [ln.strip()[:240] for ln in out.splitlines() if ln.startswith("Test: ") and "[PASS]" not in ln]
+    last = next((ln.strip()[:240] for ln in reversed(err.splitlines()) if ln.strip()), "")
+    head = f"exit {res.returncode}" + "".join(f" | {b}" for b in bad[:4]) + (f" | stderr: {last}" if last else "")
+    return head + "\n--- stdout\n" + out + "\n--- stderr\n" + err
+
+
 def children(pid: int) -> list[tuple[int, str]]:
     """(pid, command line) of each live child of pid, from /proc (the fault tests' way of finding
     the processes a zfsperf run started)."""

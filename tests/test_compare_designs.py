@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import why
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from helpers import stored_results as _results, level_run as _run, throughput_change as _tp
@@ -125,7 +126,7 @@ def _interleaved(tmp_path: Path, name: str, prop: str, *, runfile_ab: bool = Fal
     rf.write_text(AB.format(prop=prop) + ("ab = true\n" if runfile_ab else ""))
     res = zfsperf("run", "-q", "-r", str(rf), *([] if runfile_ab else ["--interleave"]), "--seed", "11",
                   "-o", str(tmp_path / name), "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     return last_dir(res.stdout)
 
 
@@ -196,7 +197,7 @@ def test_detect_runs_blocks_until_the_change_it_asks_for_is_visible(want, maximu
                                                                    tmp_path, lab):
     rf = write_runfile(tmp_path, DETECT.format(maximum=maximum))
     res = zfsperf("run", "-r", str(rf), "--detect", want, "-o", str(tmp_path / "res"), "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     det = json.loads((d / "run.json").read_text())["detect"]
     assert len(records(d)) == 2 * det["blocks"]
@@ -263,7 +264,7 @@ def _duet(tmp_path: Path, name: str, prop: str, template: str = DUET) -> Path:
     rf = tmp_path / f"{name}.toml"
     rf.write_text(template.format(prop=prop))
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / name), "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     recs = records(d)
     assert len(recs) == 12
@@ -343,7 +344,7 @@ def test_detect_on_a_test_that_takes_turns(tmp_path, lab):
     rf = write_runfile(tmp_path, TURNS.format(prop='"zfsperf:arm" = ["a", "b"]').replace(
         "iterations = 6", "iterations = 1\nmax_iterations = 12").replace('duration = "2s"', 'duration = "1s"'))
     res = zfsperf("run", "-r", str(rf), "--detect", "90%", "-o", str(tmp_path / "res"), "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     det = json.loads((d / "run.json").read_text())["detect"]
     assert det["stopped_by"] == "detectable change reached" and det["blocks"] == 6, det

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from helpers import why
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf.metrics.crosscheck import CrossCheck
@@ -61,7 +62,7 @@ runtime = 5
 def test_cross_checks_recorded_judged_and_reported(lab, tmp_path):
     rf = write_runfile(tmp_path, RUNFILE)
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"), "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     recs = {r["case"]: r for r in records(d)}
     checks = {case: {c["name"]: c for c in r["cross_checks"]} for case, r in recs.items()}

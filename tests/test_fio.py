@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from helpers import why
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf import proc
@@ -39,7 +40,7 @@ runtime = 2
 
 def test_random_mix_and_sequential_write(lab, tmp_path):
     res = zfsperf("run", "-r", str(write_runfile(tmp_path, TWO_CASES)), "-o", str(tmp_path / "o"), "-v")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert "Read latency (us)" in res.stdout and "------------- Distribution -------------" in res.stdout
     d = last_dir(res.stdout)
     rand, seq = records(d)
@@ -69,7 +70,7 @@ def test_random_mix_and_sequential_write(lab, tmp_path):
 def test_starvation_runfile(lab, tmp_path):
     res = zfsperf("run", "-r", "starvation", "-I", "1", "-s", "1G", "-D", "runtime=2s", "-D", "reader_size=64M",
                   "-D", "writer_size=128M", "-o", str(tmp_path / "o"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     recs = records(last_dir(res.stdout))
     mix = recs[0]
     f = mix["figures"]
@@ -108,7 +109,7 @@ def test_the_starvation_mix_takes_turns_each_turn_alone_then_loaded_after_a_sett
     side's own datasets, sides in ABBA order; a side's reader figures and histograms hold the I/Os
     of its own turns' JSON, and its ratio is its loaded p99 over its alone p99."""
     res = zfsperf("run", "-r", str(write_runfile(tmp_path, MIX_TURNS)), "-o", str(tmp_path / "o"), "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     recs = records(d)
     assert len(recs) == 4 and {r["status"] for r in recs} == {"PASS"}
@@ -208,7 +209,7 @@ runtime = 2
 clients = ["127.0.0.1:{a}", "127.0.0.1:{b}"]
 """)
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "o"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     (rec,) = records(d)
     hosts = rec["hosts"]
@@ -257,7 +258,7 @@ def test_fio_takes_turns_in_slices_whose_histograms_merge_to_fio_s_own_counts(la
     I/Os over their timed seconds, and latency percentiles from their json+ bins merged, so a
     side's histogram holds every I/O of its slices as fio counted them."""
     res = zfsperf("run", "-r", str(write_runfile(tmp_path, FIO_TURNS)), "-o", str(tmp_path / "o"), "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     recs = records(d)
     assert len(recs) == 4 and {r["status"] for r in recs} == {"PASS"}

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from helpers import why
 from helpers import last_dir, openzfs_repo, records, write_runfile, zfsperf
 from zfsperf.guest.vm import Guest
 from zfsperf.sshlink import Ssh
@@ -96,7 +97,7 @@ def test_bisect_names_the_commit_that_added_the_cost_and_resumes(lab, tmp_path):
             "-r", rf, "--case", "recv", "--figure", "throughput", "--blocks", "8", "--seed", "5",
             "-o", str(tmp_path / "b"))
     res = zfsperf(*argv, timeout=3600)
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert f"first worse commit: {commits['cost']}" in res.stdout, res.stdout
     state = json.loads((tmp_path / "b" / "bisect.json").read_text())
     steps = state["steps"]

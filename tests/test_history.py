@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import why
 from helpers import pg_cluster, zfsperf
 from helpers import last_dir, write_runfile
 
@@ -41,7 +42,7 @@ def _runs(tmp_path: Path, rf: Path, store: str, settings: list[str]) -> list[Pat
         # --no-html: 16 alike pages would add half a minute and test nothing here
         res = zfsperf("run", "-q", "-r", str(rf), "-D", f"comp={comp}", "-o", str(tmp_path / "res"),
                       "--store", store, "--no-html")
-        assert res.returncode == 0, res.stdout + res.stderr
+        assert res.returncode == 0, why(res)
         assert f"History:\tadded to {store}" in res.stdout
         dirs.append(last_dir(res.stdout))
     return dirs
@@ -176,7 +177,7 @@ def test_triage_accepted_changes_outliers_and_set_up_markers(history, tmp_path):
     assert res.returncode == 0 and f"a change at {changed[10].name} is accepted" in res.stdout, res.stdout + res.stderr
     html = tmp_path / "trend.html"
     res = zfsperf(*gate, "--html", str(html))
-    assert res.returncode == 0, res.stdout + res.stderr                      # expected: the gate passes
+    assert res.returncode == 0, why(res)                      # expected: the gate passes
     assert "accepted: gzip-9 on purpose" in res.stdout
     page = html.read_text()
     assert "gzip-9 on purpose" in page

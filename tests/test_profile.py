@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import why
 from helpers import chromium, console_errors, last_dir, records, write_runfile, zfsperf
 from zfsperf.metrics.profile import Sample, fold, named_share, parse_script, read_folded
 from zfsperf.report import flamegraph, profilediff
@@ -140,7 +141,7 @@ def test_profiles_of_the_zfs_fuse_daemon_per_side_of_turns_and_the_differential_
     the split is seen), and compare puts libz on top of the differential table, changed."""
     res = zfsperf("run", "-r", str(write_runfile(tmp_path, RUNFILE)), "-o", str(tmp_path / "o"), "--no-history",
                   "--profile")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     libz = {}
     for rec in records(d):
@@ -194,7 +195,7 @@ def test_a_duet_at_once_has_one_profile_for_both_sides_and_no_differential(lab, 
     is kept, both records name it as shared, and compare says why there is no differential view."""
     res = zfsperf("run", "-r", str(write_runfile(tmp_path, DUET_AT_ONCE)), "-o", str(tmp_path / "o"), "--no-history",
                   "--profile")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     profs = [r["profile"] for r in records(d)]
     assert len(profs) == 2 and all(p["shared"] for p in profs) and profs[0]["folded"] == profs[1]["folded"]

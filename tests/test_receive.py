@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import why
 from helpers import receive_runfile, zfsperf
 from zfsperf import proc
 from zfsperf.pool import PoolManager, PoolSpec
@@ -43,7 +44,7 @@ def test_cli_small_sweep_pass(tmp_path, lab):
                   extra='expect = { throughput = ">= 1 MiB/s" }')
     out = tmp_path / "res"
     res = zfsperf("run", "-r", str(rf), "-o", str(out), "-d", str(tmp_path / "vd"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert "Test: recv threads=1 iter=1" in res.stdout and "[PASS]" in res.stdout and "MiB/s" in res.stdout
     assert "Results Summary" in res.stdout and res.stdout.rstrip().splitlines()[-1].startswith("Log directory:")
     d = Path(res.stdout.rstrip().splitlines()[-1].split("\t")[-1])
@@ -77,7 +78,7 @@ def test_duration_runs_rounds_back_to_back_and_stops_when_the_pool_is_full(tmp_p
         rf = receive_runfile(tmp_path, corpus, threads="2", extra='duration = "2s"')
         rf.write_text(rf.read_text().replace('vdev_size = "256M"', f'vdev_size = "{size}"'))
         res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / size), "-d", str(tmp_path / "vd"))
-        assert res.returncode == 0, res.stdout + res.stderr
+        assert res.returncode == 0, why(res)
         (recs[size],) = [json.loads(x) for x in (last_dir(res.stdout) / "results.jsonl").read_text().splitlines()]
     rec = recs["1G"]
     n = rec["rounds"]

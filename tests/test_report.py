@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from helpers import why
 from helpers import chromium, console_errors, last_dir, zfsperf
 
 pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
@@ -43,7 +44,7 @@ def ab_runs(lab, tmp_path_factory):
         rf = base / f"{name}.toml"
         rf.write_text(AB.format(comp=comp))
         res = zfsperf("run", "-q", "-r", str(rf), "-o", str(base / name))
-        assert res.returncode == 0, res.stdout + res.stderr
+        assert res.returncode == 0, why(res)
         out[name] = last_dir(res.stdout)
     return out
 
@@ -178,7 +179,7 @@ def test_html_report_in_headlesschromium(ab_runs, tmp_path):
     rf = tmp_path / "fio.toml"
     rf.write_text(FIO_THREADS)
     res = zfsperf("run", "-q", "-r", str(rf), "-o", str(tmp_path / "fio"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     full = tmp_path / "full.html"
     assert zfsperf("report", str(last_dir(res.stdout)), str(ab_runs["a"]), "--html", str(full)).returncode == 0
     profile = tmp_path / "profile"

@@ -15,6 +15,7 @@ import pytest
 from pathlib import Path
 
 
+from helpers import why
 from helpers import DEFAULT_BATCH, EXAMPLE, REPO, TUNED, last_dir, records, small, write_runfile, zfsperf
 
 
@@ -22,7 +23,7 @@ from helpers import DEFAULT_BATCH, EXAMPLE, REPO, TUNED, last_dir, records, smal
 def test_issue_example_on_zfs_fuse(tmp_path, lab):
     rf = write_runfile(tmp_path, small(EXAMPLE))
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("Test: ")]
     assert sum("[PASS]" in ln for ln in lines if "recv-threads" in ln) == 3
     skips = [ln for ln in lines if "recv-batch" in ln]
@@ -43,7 +44,7 @@ def test_tunable_restored_after_normal_end(tmp_path, params, lab):
     rf = write_runfile(tmp_path, TUNED.format(iters=1, size="8M", threads=1))
     res = zfsperf("run", "-r", str(rf), "--params-dir", str(params), "-o", str(tmp_path / "res"),
                   "-d", str(tmp_path / "vd"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert (params / "zfs_recv_write_batch_size").read_text().strip() == DEFAULT_BATCH
     rec = records(last_dir(res.stdout))[0]
     assert rec["tunables"] == {"zfs_recv_write_batch_size": {"before": DEFAULT_BATCH, "set": "131072", "scope": "runtime"}}
@@ -114,7 +115,7 @@ def test_tunable_restored_by_next_run_after_kill9(tmp_path, params, lab):
     rf = write_runfile(tmp_path, TUNED.format(iters=1, size="8M", threads=1))
     res = zfsperf("run", "-x", "-r", str(rf), "--params-dir", str(params), "-o", str(tmp_path / "res2"),
                   "-d", str(tmp_path / "vd"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert f"journal: restored zfs_recv_write_batch_size = {DEFAULT_BATCH} (left at 131072 by zfsperf pid {p.pid}" \
         in res.stdout
     assert "-x: destroyed leftover zfsperf pool" in res.stdout
@@ -142,7 +143,7 @@ def test_resume_after_sigkill(tmp_path, lab):
     done_before = len(records(d))
     assert done_before < 6
     res = zfsperf("run", "--resume", str(d), "-d", str(tmp_path / "vd"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     recs = records(d)
     keys = [(r["case"], r["iteration"]) for r in recs]
     assert len(keys) == 6 and len(set(keys)) == 6
@@ -155,7 +156,7 @@ def test_warmup_runs_but_is_not_recorded(tmp_path, lab):
     rf = write_runfile(tmp_path, body)
     res = zfsperf("run", "-v", "-r", str(rf), "-t", "recv-threads", "-o", str(tmp_path / "res"),
                   "-d", str(tmp_path / "vd"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert res.stdout.count("Warmup: recv-threads threads=") == 3
     d = last_dir(res.stdout)
     assert [r["iteration"] for r in records(d)] == [1, 1, 1]
@@ -193,7 +194,7 @@ def test_adaptive_precision_stops_and_says_why(tmp_path, lab, precision, maximum
     from scipy import stats as sps
     rf = write_runfile(tmp_path, PRECISE.format(precision=precision, maximum=maximum, budget=budget))
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "o"), "-d", str(tmp_path / "vd"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     recs = records(last_dir(res.stdout))
     n = n or len(recs)
     assert len(recs) == n >= 3 and all(r["status"] == "PASS" for r in recs)
@@ -228,7 +229,7 @@ def test_interleave_runs_iterations_in_seeded_random_blocks(tmp_path, lab):
     for name, flag in (("plain", []), ("seed7", ["--interleave", "--seed", "7"]), ("again", ["--interleave", "--seed", "7"])):
         res = zfsperf("run", "-r", str(rf), *flag, "-o", str(tmp_path / name), "-d", str(tmp_path / "vd"),
                       "--no-history")
-        assert res.returncode == 0, res.stdout + res.stderr
+        assert res.returncode == 0, why(res)
         d = last_dir(res.stdout)
         order[name] = [(r["sweep"]["rw"], r["iteration"]) for r in records(d)]
         if flag:
@@ -274,7 +275,7 @@ def test_a_module_tunable_takes_turns_written_and_read_back_before_every_round(t
     name = "zfs_vdev_async_write_max_active"
     rf = write_runfile(tmp_path, TUNABLE_TURNS)
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "--no-history", "--tunables-dir", str(params))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     recs = records(d)
     assert len(recs) == 4 and {r["status"] for r in recs} == {"PASS"}

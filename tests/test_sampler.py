@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from helpers import why
 from helpers import VERSIONS, fixture, zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf.metrics import arc
@@ -120,7 +121,7 @@ threads = 1
 def test_gate_in_the_runner_and_offline_agreement(lab, tmp_path):
     rf = write_runfile(tmp_path, GATED)
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "out"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     gated, recorded = records(d)
     st = gated["steady"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from helpers import why
 from helpers import pg_cluster, zfsperf
 from helpers import last_dir, write_runfile
 
@@ -43,7 +44,7 @@ def pg():
 def a_run(lab, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("secrets")
     res = zfsperf("run", "-q", "-r", str(write_runfile(tmp, RUNFILE)), "-o", str(tmp / "res"), "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     return last_dir(res.stdout)
 
 
@@ -60,7 +61,7 @@ def test_password_in_the_url_is_never_recorded_or_printed(pg, lab, tmp_path):
     url = pg.url("bench", "zfsperf", SECRET)
     rf = write_runfile(tmp_path, RUNFILE)
     res = zfsperf("run", "-I", "1", "-r", str(rf), "-o", str(tmp_path / "res"), "--store", url)
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert "History:\tadded to postgresql://bench:***@/zfsperf?host=" in res.stdout, res.stdout
     d = last_dir(res.stdout)
     import json

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from helpers import why
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf import proc
@@ -85,6 +86,43 @@ def test_argv_is_quoted_for_the_remote_shell(sshd, tmp_path):
     assert not canary.exists()
 
 
+def _procs_with(arg: str) -> list[int]:
+    """pids of this machine's processes with arg among their argv (the ssh target is this machine)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and arg in (d / "cmdline").read_bytes().split(b"\0")[1:]:
+                out.append(int(d.name))
+        except OSError:
+            continue
+    return out
+
+
+def test_a_long_running_remote_command_ends_with_its_session(sshd, tmp_path):
+    """A remote `zpool iostat POOL 1` outlived its stopped ssh session for good once its pool was
+    gone (it printed nothing more, so no SIGPIPE came) and held the zfs module: a remote command
+    started by popen is tied to its session, and stopping the local ssh stops it. Its output, its
+    exit status and a remote file as its stdin are as before."""
+    from zfsperf.targets.ssh import open_ssh
+    t = open_ssh(sshd)
+    p = t.popen(["sleep", "3000.25"])
+    deadline = time.monotonic() + 20
+    while not _procs_with(b"3000.25") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _procs_with(b"3000.25"), "the remote command never started"
+    proc.stop_pid(p.pid, group=True)
+    deadline = time.monotonic() + 15
+    while _procs_with(b"3000.25") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _procs_with(b"3000.25"), "the remote command outlived its session"
+    assert t.popen(["sh", "-c", "echo out; echo err >&2; exit 7"]).communicate() == (b"out\n", b"err\n")
+    assert t.popen(["sh", "-c", "exit 7"]).wait() == 7
+    src = tmp_path / "in"
+    src.write_bytes(b"line one\nline two\n")
+    q = t.popen(["cat"], stdin_file=str(src))
+    assert q.communicate()[0] == b"line one\nline two\n" and q.returncode == 0
+
+
 def test_info_over_ssh(sshd):
     res = zfsperf("info", "--target", sshd, "--json")
     assert res.returncode == 0, res.stderr
@@ -117,7 +155,7 @@ def test_run_over_ssh_creates_measures_destroys(sshd, lab, tmp_path):
     vdevs = tmp_path / "vdevs"
     res = zfsperf("run", "--target", sshd, "-r", str(write_runfile(tmp_path, SSH_RUN)), "-o", str(tmp_path / "o"),
                   "-d", str(vdevs))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     recv, fio = records(d)
     assert recv["status"] == fio["status"] == "PASS"
@@ -139,7 +177,7 @@ def test_remote_receive_reads_a_copy_on_the_remote_host(sshd, lab, tmp_path):
     vdevs = tmp_path / "vdevs"
     rf = write_runfile(tmp_path, SSH_RUN.split("[[test]]\nname = \"fio\"")[0])
     res = zfsperf("run", "--target", sshd, "-r", str(rf), "-o", str(tmp_path / "o"), "-d", str(vdevs))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     (recv,) = records(d)
     assert recv["status"] == "PASS"

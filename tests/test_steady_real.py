@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from helpers import why
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf import steady
@@ -70,7 +71,7 @@ def test_default_like_receive_case_is_judged_across_iterations_and_said_alike(tm
     machine that was not quiet): bench/aa_runs.py counts how often default cases are steady."""
     os.sync()                                       # the previous test's writes on disk before measuring
     res = zfsperf("run", "-r", str(write_runfile(tmp_path, STEADY)), "-o", str(tmp_path / "res"), "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     recs = records(d)
     for r in recs:
@@ -93,7 +94,7 @@ def test_default_like_receive_case_is_judged_across_iterations_and_said_alike(tm
 
 def test_a_cache_still_filling_is_not_steady_with_its_reason(tmp_path, lab):
     res = zfsperf("run", "-r", str(write_runfile(tmp_path, WARMING)), "-o", str(tmp_path / "res"), "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     (r,) = records(d)
     st = r["steady"]

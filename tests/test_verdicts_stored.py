@@ -15,6 +15,7 @@ import json
 
 import pytest
 
+from helpers import why
 from helpers import last_dir, records, zfsperf
 
 
@@ -22,7 +23,7 @@ from helpers import last_dir, records, zfsperf
 def default_run(tmp_path_factory, lab):
     out = tmp_path_factory.mktemp("default")
     res = zfsperf("run", "-r", "quick", "-D", "size=32M", "-o", str(out), "--no-history", timeout=900)
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     return last_dir(res.stdout)
 
 
@@ -40,7 +41,7 @@ def test_case_verdicts_stored_with_their_evidence(default_run):
 
 def test_steady_reproduces_every_recorded_verdict(default_run):
     res = zfsperf("steady", str(default_run), "--json")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     rows = json.loads(res.stdout)
     assert len([r for r in rows if "across iterations" in r["what"]]) == 3
     assert len([r for r in rows if "iteration" in r["what"] and "across" not in r["what"]]) == 15

@@ -20,12 +20,20 @@ URL_RE = re.compile(r"^ssh://(?:(?P<user>[A-Za-z0-9._][A-Za-z0-9._-]*)@)?(?P<hos
 ZFS_FUSE_SOCKET = "/var/run/zfs/zfs_socket"
 
 
+RETRY_DELAYS = (0.2, 0.5, 1.0)     # seconds before each retry of a command ssh failed to start
+
+
+def ssh_failed_to_start(returncode: int, elapsed: float, limit: float = 2.0) -> bool:
+    """A quick exit 255 is ssh's own failure (e.g. a shared-connection session refused by a loaded
+    guest while many are open), not the remote command's, which never ran."""
+    return returncode == 255 and elapsed <= limit
+
+
 def retry_ssh_failure(run) -> proc.Completed:
-    """Run (a zero-argument callable); a quick exit 255 is ssh's own failure (e.g. a shared-connection
-    session refused while many are open), not the command's: retried a few times."""
+    """Run (a zero-argument callable), again after each of RETRY_DELAYS while ssh failed to start it."""
     res = run()
-    for delay in (0.2, 0.5, 1.0):
-        if res.returncode != 255 or res.elapsed > 2:
+    for delay in RETRY_DELAYS:
+        if not ssh_failed_to_start(res.returncode, res.elapsed):
             break
         time.sleep(delay)
         res = run()

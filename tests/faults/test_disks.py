@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import why
 from helpers import EXAMPLE, last_dir, records, small, write_runfile, zfsperf
 
 MIB = 1 << 20
@@ -226,7 +227,7 @@ def test_stale_filesystem_refused_then_taken_with_force(tmp_path, loops, one_dis
     assert not (tmp_path / "res").exists()
     assert subprocess.run(["blkid", "-p", "-o", "export", dev], capture_output=True, text=True).stdout == before
     res = forced_run(tmp_path, one_disk_runfile, dev)
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert [r["status"] for r in records(last_dir(res.stdout))] == ["PASS"] * 3
     # the label zfsperf wrote is gone, and only it: ZFS leaves a disk's first 8 KiB alone, so the
     # stale ext4 superblock the user forced over is there as it was
@@ -238,7 +239,7 @@ def test_clean_disk_used_and_label_wiped(tmp_path, loops, one_disk_runfile, lab)
     dev = loops.make(320)
     res = zfsperf("run", "--no-history", "-r", str(one_disk_runfile), "-t", "recv-threads",
                   "-o", str(tmp_path / "res"), env={"DISKS": dev})
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert [r["status"] for r in records(last_dir(res.stdout))] == ["PASS"] * 3
     assert subprocess.run(["blkid", "-p", dev]).returncode == 2      # no signature left
 

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from helpers import why
 from helpers import zfsperf
 from helpers import receive_runfile
 from helpers import small, write_runfile
@@ -25,7 +26,7 @@ def test_foreign_pool_untouched(tmp_path, lab, target):
         assert lab.run(["zfs", "create", f"{name}/keepme"]).ok
         rf = receive_runfile(tmp_path, '{ kind = "random", size = "24M", seed = 7 }', threads="1")
         res = zfsperf("run", "-x", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"))
-        assert res.returncode == 0, res.stdout + res.stderr
+        assert res.returncode == 0, why(res)
         assert lab.run(["zfs", "list", "-H", "-o", "name", f"{name}/keepme"]).ok
         from zfsperf.pool import PoolManager
         pm = PoolManager(target, tmp_path / "x", run_id="t")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import why
 from helpers import DEFAULT_BATCH, children, descendants, zfsperf
 from helpers import write_runfile
 from zfsperf import proc
@@ -74,7 +75,7 @@ def test_lab_start_through_a_pipe_returns(session_env):
         t0 = time.monotonic()
         res = subprocess.run([sys.executable, "-m", "zfsperf.cli", "lab", "start"], capture_output=True,
                              text=True, timeout=60, env={**os.environ, **env})     # waits for EOF on both pipes
-        assert res.returncode == 0, res.stdout + res.stderr
+        assert res.returncode == 0, why(res)
         assert time.monotonic() - t0 < 30
         assert "daemon pid" in res.stdout
     finally:
@@ -123,7 +124,7 @@ def test_kill9_at_random_moments_leaves_nothing(tmp_path, params, session_env, t
     # the next start restores the tunables from the journal and runs beside nothing
     res = zfsperf("run", "-r", str(rf), "-t", "fio", "-I", "1", "--params-dir", str(params), "--no-history",
                   "-o", str(tmp_path / "next"), "-d", str(tmp_path / "next-vd"), env=env)
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert (params / "zfs_recv_write_batch_size").read_text().strip() == DEFAULT_BATCH
     assert (params / "zfs_vdev_async_write_max_active").read_text().strip() == "10"
     assert "refusing" not in res.stdout + res.stderr

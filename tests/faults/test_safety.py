@@ -3,6 +3,7 @@
 import os
 import subprocess
 
+from helpers import why
 from helpers import zfsperf
 from helpers import TUNED, last_dir, records, write_runfile
 from zfsperf.pool import OWNER_PROP
@@ -51,7 +52,7 @@ def test_keep_pool_survives_cleanup(tmp_path, lab):
         rf = write_runfile(tmp_path, body)
         res = zfsperf("run", "-x", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"),
                       env={"KEEP": name})
-        assert res.returncode == 0, res.stdout + res.stderr
+        assert res.returncode == 0, why(res)
         assert f"-x: keeping {name} (in KEEP)" in res.stdout
         assert name in lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.split()
     finally:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import why
 from helpers import children, descendants, zfsperf
 from helpers import DEFAULT_BATCH
 from helpers import records, write_runfile
@@ -126,7 +127,7 @@ def test_kill9_then_leftovers_named_and_removed(tmp_path, params, lab):
     # the next start: journal restored, leftovers named, nothing removed without -x
     res = zfsperf("run", "-r", str(rf), "-t", "quick", "-I", "1", "--params-dir", str(params),
                   "-o", str(tmp_path / "res2"), "-d", str(tmp_path / "vd"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert f"journal: restored zfs_recv_write_batch_size = {DEFAULT_BATCH}" in res.stdout
     assert f"leftover zfsperf pools: {pools[0]}" in res.stdout
     assert "leftover zfsperf vdev files in:" in res.stdout
@@ -134,7 +135,7 @@ def test_kill9_then_leftovers_named_and_removed(tmp_path, params, lab):
     # -x removes them
     res = zfsperf("run", "-x", "-r", str(rf), "-t", "quick", "-I", "1", "--params-dir", str(params),
                   "-o", str(tmp_path / "res3"), "-d", str(tmp_path / "vd"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert f"-x: destroyed leftover zfsperf pool {pools[0]}" in res.stdout
     assert lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() == ""
     assert not any((tmp_path / "vd").rglob("vdev*"))

@@ -100,15 +100,16 @@ class Target(ABC):
 
     def popen(self, argv: Sequence[str], *, stdin_file: str | None = None,
               stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
-              ignore_sigpipe: bool = False) -> subprocess.Popen:
+              ignore_sigpipe: bool = False, stdin_fd: int | None = None) -> subprocess.Popen:
         """Start argv on the target in its own process group (stopped later by pid); stdin_file
         is a file on the target's machine (this one, for a local target).
 
         ignore_sigpipe: the process starts with SIGPIPE ignored (Python's own setting, kept), so
         that zfsperf's death, which closes the pipe it writes to, does not kill it before the
         guard's SIGTERM reaches it: fio, whose job processes run in sessions of their own, stops
-        them on SIGTERM, but leaves them running to the end of their runtime when SIGPIPE kills it."""
-        stdin: Any = subprocess.DEVNULL
+        them on SIGTERM, but leaves them running to the end of their runtime when SIGPIPE kills it.
+        stdin_fd: a descriptor for the process's stdin instead of /dev/null (an ssh target's tie)."""
+        stdin: Any = subprocess.DEVNULL if stdin_fd is None else stdin_fd
         f = open(stdin_file, "rb") if stdin_file else None
         try:
             p = subprocess.Popen(self.wrap(argv), stdin=f or stdin, stdout=stdout, stderr=stderr,

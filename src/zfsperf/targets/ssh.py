@@ -12,6 +12,7 @@ ZFSPERF_SSH_OPTS, split like a shell would but never run by one.
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, Sequence
 
 from .. import proc
@@ -62,11 +63,34 @@ class _SshMixin:
             raise TargetError(f"copying {local_path} to {self.ssh.url}:{remote} failed: {res.error_text()}")
         return remote
 
+    # a long-running remote command tied to its ssh session: the command runs in the background
+    # with its stdin from the file (or /dev/null), and a watcher reads the session's stdin; at its
+    # end of file (the local ssh stopped, or zfsperf gone however it ended) the watcher stops the
+    # command. Without it a remote `zpool iostat POOL 1` outlived its session for good once its
+    # pool was destroyed (it printed nothing more, so no SIGPIPE came), holding the zfs module.
+    _TIED = ('f=$1; shift; exec 3<&0; "$@" < "$f" 3<&- & p=$!; '
+             '(while read -r _; do :; done; kill -TERM "$p" 2>/dev/null) <&3 & w=$!; exec 3<&-; '
+             'wait "$p"; rc=$?; kill "$w" 2>/dev/null; exit $rc')
+
     def popen(self, argv: Sequence[str], *, stdin_file: str | None = None, **kw: Any) -> Any:
-        """stdin_file is a file on the remote host (see stage_stream): read there, not piped."""
-        if stdin_file:
-            argv = ["sh", "-c", self._FROM_FILE, "sh", stdin_file, *argv]
-        return Target.popen(self, argv, **kw)  # type: ignore[arg-type]
+        """Target.popen on the remote host, the command tied to its session (_TIED): it ends when
+        the local ssh ends. stdin_file is a file on the remote host (see stage_stream): read
+        there, not piped."""
+        argv = ["sh", "-c", self._TIED, "sh", stdin_file or "/dev/null", *argv]
+        r, w = os.pipe()                 # the session's stdin: open for as long as the process runs
+        try:
+            p = Target.popen(self, argv, stdin_fd=r, **kw)  # type: ignore[arg-type]
+        except BaseException:
+            os.close(w)
+            raise
+        finally:
+            os.close(r)
+
+        def untie() -> None:
+            p.wait()
+            os.close(w)
+        threading.Thread(target=untie, name="ssh-tie", daemon=True).start()
+        return p
 
     def stage_file(self, local_path: str) -> str:
         remote_dir = f"/tmp/zfsperf-stage-{os.getpid()}"

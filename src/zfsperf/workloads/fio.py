@@ -23,6 +23,7 @@ from ..metrics import fiojson
 from ..metrics.iostat import PoolLatency
 from ..metrics.quantize import quantize
 from ..results.directory import fio_json_path, log_path
+from ..sshlink import ssh_failed_to_start
 from ..targets.base import Target
 from ..units import parse_duration, parse_size
 from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
@@ -249,7 +250,7 @@ class FioRun:
         for delay in (0.5, 1.0, 2.0, None):
             t0 = time.monotonic()
             out, err, rc = self._run_once()
-            quick_ssh_failure = (rc == 255 and not out.strip() and time.monotonic() - t0 < 5
+            quick_ssh_failure = (ssh_failed_to_start(rc, time.monotonic() - t0, limit=5) and not out.strip()
                                  and self.ctx.target.capabilities().remote and not self.clients)
             if not quick_ssh_failure or delay is None or self.ctx.procs.cancelled:
                 return out, err, rc

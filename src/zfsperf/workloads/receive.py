@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InputError, shown
+from ..sshlink import RETRY_DELAYS, ssh_failed_to_start
 from ..targets.base import Target
 from ..units import MIB, parse_duration, parse_size
 from ..metrics import crosscheck
@@ -188,8 +189,11 @@ class ReceiveWorkload:
                 text = ((out or (b"", b""))[1] or b"").decode(errors="replace").strip()
                 ctx.log.write(f"$ {' '.join(target.wrap(argv))} < {stream.on_target or stream.path}\n# exit {p.returncode}, "
                               f"{(ends[i] or t0) - t0:.3f} s" + (f"\n  ! {text}" if text else ""))
-                if p.returncode != 0:
-                    errors.append(f"{name}: {text or f'exit status {p.returncode}'}")
+                rc = p.returncode
+                if rc != 0 and self._ssh_refused(ctx, name, rc, (ends[i] or t0) - starts[i], text):
+                    rc, text, starts[i], ends[i] = self._again(ctx, name, argv, stream)
+                if rc != 0:
+                    errors.append(f"{name}: {text or f'exit status {rc}'}")
         finally:
             stop_live.set()
             ctx.end_progress()
@@ -366,6 +370,35 @@ class ReceiveWorkload:
             return parse_size(spec.get("size", "256M")) * threads
         corpus: corpus_mod.Corpus = prepared[corpus_mod.describe_spec(fields["corpus"])]
         return corpus.stream.length * threads
+
+    @staticmethod
+    def _ssh_refused(ctx: CaseContext, name: str, rc: int, elapsed: float, text: str) -> bool:
+        """A remote receive that ssh failed to start (a quick 255, nothing said, no dataset made):
+        the command never ran, so it may run again (a loaded guest refuses a shared-connection
+        session now and then while many are open)."""
+        return (ctx.target.capabilities().remote and not text and ssh_failed_to_start(rc, elapsed)
+                and not ctx.target.run(["zfs", "list", "-H", "-o", "name", name]).ok)
+
+    def _again(self, ctx: CaseContext, name: str, argv: list[str],
+               stream: corpus_mod.Stream) -> tuple[int, str, float, float]:
+        """The receive into name run again after ssh failed to start it, as often as ssh's own
+        retries allow; its exit status, what it said, and its own start and end."""
+        rc, text, start, end = 255, "", time.monotonic(), time.monotonic()
+        for delay in RETRY_DELAYS:
+            ctx.log.write(f"# ssh failed to start the receive into {name} (exit 255, nothing ran): again in {delay} s")
+            time.sleep(delay)
+            start = time.monotonic()
+            p = ctx.procs.add(ctx.target.popen(argv, stdin_file=stream.on_target or stream.path))
+            try:
+                _out, err = p.communicate(timeout=max(1.0, ctx.remaining()))
+            except subprocess.TimeoutExpired:
+                raise CaseTimeout(f"receive into {name} still running at the case timeout") from None
+            end = time.monotonic()
+            rc, text = p.returncode, (err or b"").decode(errors="replace").strip()
+            if not self._ssh_refused(ctx, name, rc, end - start, text):
+                break
+        ctx.log.write(f"# the receive into {name} again: exit {rc}, {end - start:.3f} s")
+        return rc, text, start, end
 
     def _verify(self, ctx: CaseContext, parent: str, threads: int, snapshot: str = "") -> None:
         """Every receive must have left its dataset and THE snapshot its stream creates (for an
