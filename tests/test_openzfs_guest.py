@@ -3,6 +3,7 @@ through its real interfaces over ssh — the same target code as for an OpenZFS 
 timings are emulation: these tests check behaviour, formats and tunables, never speeds."""
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -10,13 +11,15 @@ import time
 
 import pytest
 
+from helpers import why
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf.guest.vm import Guest
 from zfsperf.metrics.profile import read_folded
 from zfsperf.sshlink import Ssh
 
-PARAM = "/sys/module/zfs/parameters/zfs_vdev_async_write_max_active"
+PARAMS = "/sys/module/zfs/parameters"
+PARAM = f"{PARAMS}/zfs_vdev_async_write_max_active"
 pytestmark = pytest.mark.guest
 
 
@@ -60,7 +63,7 @@ steady = { mode = "record", interval = 1 }
 def test_receive_sweep_and_fio_on_openzfs(guest, tmp_path):
     res = zfsperf("run", "--target", "guest", "-r", str(write_runfile(tmp_path, SWEEP)), "-o", str(tmp_path / "o"),
                   timeout=1800)
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert "[TCG emulation: not a speed]" in res.stdout or guest.state().accel == "kvm"
     d = last_dir(res.stdout)
     recs = records(d)
@@ -127,6 +130,62 @@ def test_tunable_set_observed_and_restored(guest, tmp_path):
     assert guest_sh(guest, "cat", PARAM).strip() == before     # and put back
     rec = records(last_dir(out))[0]
     assert rec["tunables"]["zfs_vdev_async_write_max_active"] == {"before": before, "set": "3", "scope": "runtime"}
+
+
+LOADED = """
+[defaults]
+iterations = 1
+timeout = "20m"
+[defaults.pool]
+vdevs = 1
+vdev_size = "256M"
+[[test]]
+name = "dirty"
+workload = "fio"
+rw = "write"
+bs = "128k"
+size = "16M"
+runtime = 3
+tunables = { zfs_dirty_data_max_percent = [5, 20], zfs_vdev_async_write_max_active = 3 }
+"""
+
+
+def test_a_load_scope_sweep_reloads_the_module_with_each_value_and_a_crash_is_undone(guest, tmp_path):
+    """zfs_dirty_data_max_percent is read only when the module loads (mode 444): each case loads
+    the module again with its value, which reads back, and zfs_dirty_data_max (derived from it at
+    load) follows; the runtime tunable beside it is written after the reload. A zfsperf killed
+    while the module had another value left a journal entry: the next run loads the module with
+    the value before, once its pools are gone; the run ends with the module as it found it."""
+    pct, dmax, active = (guest_sh(guest, "cat", f"{PARAMS}/{n}").strip() for n in (
+        "zfs_dirty_data_max_percent", "zfs_dirty_data_max", "zfs_vdev_async_write_max_active"))
+    assert pct not in ("5", "7", "20")
+    guest_sh(guest, "sh", "-c", "rmmod zfs && rmmod spl && modprobe zfs zfs_dirty_data_max_percent=7")
+    state = tmp_path / "state"
+    state.mkdir()
+    st = guest.state()
+    (state / "tunables.journal").write_text(json.dumps([{
+        "backend": {"kind": "module", "path": PARAMS, "ssh": {"url": st.url(), "options": guest.ssh_options()}},
+        "name": "zfs_dirty_data_max_percent", "old": pct, "new": "7", "pid": 2 ** 22 + 1, "time": 0}]))
+    res = zfsperf("run", "--target", "guest", "-r", str(write_runfile(tmp_path, LOADED)), "-o", str(tmp_path / "o"),
+                  env={"ZFSPERF_STATE": str(state)}, timeout=1800)
+    assert res.returncode == 0, why(res)
+    assert f"journal: restored zfs_dirty_data_max_percent = {pct} (left at 7" in res.stdout, res.stdout
+    d = last_dir(res.stdout)
+    recs = records(d)
+    assert {r["sweep"]["zfs_dirty_data_max_percent"]: r["tunables"] for r in recs} == {
+        v: {"zfs_dirty_data_max_percent": {"before": pct, "set": str(v), "scope": "load"},
+            "zfs_vdev_async_write_max_active": {"before": active, "set": "3", "scope": "runtime"}} for v in (5, 20)}
+    # the kernel took each value: the limit derived from it at load moved with it
+    log = (d / "logs" / "target.log").read_text()
+    seen = re.findall(r"# module reloaded \(.*?\) with zfs_dirty_data_max_percent=(\d+).*?"
+                      r"zfs_dirty_data_max (\d+) -> (\d+)", log)
+    assert [x[0] for x in seen] == ["5", "20", pct], seen
+    ratio = {v: int(new) / int(old) for v, old, new in seen}
+    assert 0.4 < ratio["5"] < 0.6 and 3.5 < ratio["20"] < 4.5, seen        # 10 -> 5 -> 20 -> 10 %
+    for n, v in (("zfs_dirty_data_max_percent", pct), ("zfs_dirty_data_max", dmax),
+                 ("zfs_vdev_async_write_max_active", active)):
+        assert guest_sh(guest, "cat", f"{PARAMS}/{n}").strip() == v, n
+    assert not (state / "tunables.journal").exists()           # every entry forgotten once undone
 
 
 def test_a_guest_without_its_vdev_disk_does_not_come_up(guest, tmp_path):
@@ -215,7 +274,7 @@ def test_inside_the_guest_a_tunable_sweep_with_every_metric(guest, tmp_path):
     before = guest_sh(guest, "cat", PARAM).strip()
     rf = write_runfile(tmp_path, INSIDE.format(runtime=6, values='["2", "3"]') + GZIP_TURNS)
     res = in_guest("run", "--target", "auto", "-r", str(rf), "-o", str(tmp_path / "o"), "--profile")
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     gz = {r["sweep"]["compression"]: r for r in records(d) if r["test"] == "gz"}
     deflate = {}
@@ -308,7 +367,7 @@ def test_inside_the_guest_kill9_then_journal_and_leftovers(guest, tmp_path):
     rf2 = tmp_path / "again.toml"
     rf2.write_text(INSIDE.format(runtime=2, values='"2"'))
     res = in_guest("run", "-x", "-r", str(rf2), "-o", str(tmp_path / "o2"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     assert f"journal: restored zfs_vdev_async_write_max_active = {before}" in res.stdout
     assert f"-x: destroyed leftover zfsperf pool {pools[0]}" in res.stdout
     assert guest_sh(guest, "cat", PARAM).strip() == before
@@ -345,7 +404,7 @@ def test_inside_the_guest_sigint(guest, tmp_path):
 def test_inside_the_guest_the_default_suite(guest, tmp_path, scale):
     """`zfsperf run` of the default suite inside the guest: every case PASSes."""
     res = in_guest("run", *scale, "-o", str(tmp_path / "o"), timeout=3600)
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
     recs = records(d)
     assert recs and all(r["status"] == "PASS" for r in recs), [(r["case"], r["status"]) for r in recs]
@@ -361,7 +420,7 @@ def test_receive_batch_and_starvation_sweep_inside_the_guest(guest, tmp_path):
     # the built-in runfile as shipped (2 prefilled vdevs, warm-up), with a smaller stream and vdevs
     res = in_guest("run", "-r", "receive-batch", "-D", "size=32M", "-s", "256M",
                   "-I", "1", "-o", str(tmp_path / "rb"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     recs = records(last_dir(res.stdout))
     assert [r["status"] for r in recs] == ["PASS", "PASS"]
     assert {r["sweep"]["zfs_recv_write_batch_size"] for r in recs} == {"128K", "1M"}
@@ -377,7 +436,7 @@ def test_receive_batch_and_starvation_sweep_inside_the_guest(guest, tmp_path):
     assert res.stdout.count("[TCG emulation: not a speed]") >= 2 or guest.state().accel == "kvm"
     res = in_guest("run", "-r", "starvation", "-t", "starvation-tuned", "-I", "1", "-s", "256M",
                   "-D", "runtime=3s", "-D", "reader_size=16M", "-D", "writer_size=32M", "-o", str(tmp_path / "st"))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0, why(res)
     recs = records(last_dir(res.stdout))
     assert [r["status"] for r in recs] == ["PASS", "PASS"]
     assert all("read_p99_ratio" in r["figures"] for r in recs)

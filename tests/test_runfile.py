@@ -126,16 +126,26 @@ def test_the_guides_runfiles_load():
 
 def test_a_load_scope_tunable_and_a_pool_scope_one_in_turns_are_refused_with_their_line(tmp_path):
     """The scope comes from the captured releases (their zfs.4 and sysfs modes), before a target
-    is open: a tunable read only at module load cannot be set by a run; one that applies only to
-    pools created after the write cannot take turns on one pool (it can be swept: a fresh pool
-    per case)."""
+    is open: a tunable read only at module load can be set only where the module may be loaded
+    again with it (zfsperf's guest), and never in turns; one that applies only to pools created
+    after the write cannot take turns on one pool (it can be swept: a fresh pool per case)."""
+    from zfsperf.runfile import refuse_load_scope
     head = ('[[test]]\nname = "t"\nworkload = "receive"\ncorpus = { kind = "random", size = "4M" }\n')
     load_rf = tmp_path / "load.toml"
-    load_rf.write_text(head + 'tunables = { zfs_dirty_data_max_max = "1G" }\n')
+    load_rf.write_text(head + 'tunables = { zfs_dirty_data_max_max = ["1G", "2G"] }\n')
+    rf = load(str(load_rf))
+    assert len(rf.cases()) == 2
+    refuse_load_scope(rf.tests, reload=True)                 # the guest: the module is loaded with each value
     with pytest.raises(InputError) as e:
-        load(str(load_rf)).cases()
+        refuse_load_scope(rf.tests, reload=False)           # anywhere else
     assert e.value.line == 5 and "zfs_dirty_data_max_max" in (e.value.field or "")
     assert "read only when the zfs module loads" in str(e.value) and "zfs.4" in str(e.value)
+    assert "--target guest" in str(e.value)
+    load_turns = tmp_path / "load-turns.toml"
+    load_turns.write_text(head + 'duet = "turns"\ntunables = { zfs_dirty_data_max_max = ["1G", "2G"] }\n')
+    with pytest.raises(InputError) as e:
+        load(str(load_turns))
+    assert e.value.line == 5 and "cannot take turns" in str(e.value) and "module loaded again" in str(e.value)
     turns = tmp_path / "turns.toml"
     turns.write_text(head + 'duet = "turns"\ntunables = { spa_num_allocators = [1, 4] }\n')
     with pytest.raises(InputError) as e:
@@ -206,6 +216,17 @@ def test_the_guides_key_tables_are_the_loaders():
         with pytest.raises(InputError, match=f"expected a whole number >= {k.minimum}|>= iterations"):
             loads('[[test]]\nname = "t"\nworkload = "receive"\ncorpus = { kind = "random", size = "1M" }\n'
                   + body + "\n")
+
+
+def test_a_load_scope_sweep_off_the_guest_is_exit_2_with_its_line_before_anything(tmp_path):
+    """zfs-fuse (or a host's kernel OpenZFS) is never reloaded: the run refuses before it starts."""
+    rf = tmp_path / "load.toml"
+    rf.write_text('[[test]]\nname = "t"\nworkload = "receive"\ncorpus = { kind = "random", size = "4M" }\n'
+                  'tunables = { zfs_dirty_data_max_percent = [1, 2] }\n')
+    res = zfsperf("run", "-r", str(rf), "--target", "zfs-fuse", "-o", str(tmp_path / "o"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"{rf}:5" in res.stderr and "zfs_dirty_data_max_percent" in res.stderr and "--target guest" in res.stderr
+    assert not (tmp_path / "o").exists()
 
 
 def test_an_empty_selection_names_it_in_words(tmp_path):

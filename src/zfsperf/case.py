@@ -20,6 +20,7 @@ from .metrics import crosscheck, taskq, txgtable
 from .metrics.profile import Profiler, add_folded, fold, named_share, write_folded
 from .metrics.sampler import Sampler
 from .tunables import Journal, TunableSession
+from .tunables.scope import Scope
 from .pool import Pool, PoolManager
 from .results.record import CaseOutcome, CaseRecord, Status, SteadyMode, SteadyRecord, as_figures
 from .results.directory import ResultsDir, profile_path, series_path
@@ -105,15 +106,29 @@ class Lifecycle:
         before the pool exists, so that the pool uses it. between_rounds: the tunables will be
         written between rounds (turns), so each must take effect at run time. Returns the pool and
         what apply() did to each tunable (None without tunables)."""
-        if self.build is not None:
-            if self.runner.switch is None:
-                raise InputError(f"case {case} names a build, and this target has no builds to load",
-                                 field="build")
-            self.runner.switch.load(self.build)
-        applied = (self.session.apply(self.tunables, between_rounds=between_rounds)
+        switch = self.runner.switch
+        at_load = self._load_scope(between_rounds)
+        if self.build is not None and switch is None:
+            raise InputError(f"case {case} names a build, and this target has no builds to load", field="build")
+        if switch is not None:
+            switch.load(self.build, at_load)
+        rest = {k: v for k, v in self.tunables.items() if k not in at_load}
+        applied = (self.session.apply(rest, between_rounds=between_rounds)
                    if self.session is not None else None)
+        if at_load:
+            assert switch is not None
+            applied = (applied or {}) | {k: {"before": switch.original[k], "set": v, "scope": str(Scope.LOAD)}
+                                         for k, v in at_load.items()}
         self.pool = self.runner.pools.create(self.test.pool, fs_properties=fs_properties)
         return self.pool, applied
+
+    def _load_scope(self, between_rounds: bool) -> dict[str, str]:
+        """The case's tunables that the module reads only when it loads (their scope on the live
+        target), which the module switch sets by loading the module again. Without a switch (a
+        target whose module zfsperf may not reload) or in turns, none: the session refuses them."""
+        if self.session is None or self.runner.switch is None or between_rounds:
+            return {}
+        return {k: v for k, v in self.tunables.items() if self.session.scope(k)[0] is Scope.LOAD}
 
     def turn(self, values: dict[str, str]) -> Callable[[], dict[str, str]]:
         """For turns over a module tunable: what runs before each of one side's rounds (its values

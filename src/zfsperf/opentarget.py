@@ -66,6 +66,12 @@ def check_spec(spec: str, tunables_dir: str | None = None) -> None:
         parse_url(spec)                      # an input error before anything is contacted
 
 
+def reloads_modules(spec: str) -> bool:
+    """Whether the target spec names a machine whose zfs module zfsperf may unload and load again
+    (to set a load-scope tunable): only its own OpenZFS guest, where no pool but its own exists."""
+    return spec == "guest"
+
+
 def open_target(spec: str = "auto", *, log: proc.CommandLog = proc.NULL_LOG,
                 arc_max_mb: int | None = None, tunables_dir: str | None = None) -> Target:
     """The target for spec. tunables_dir replaces its tunables with a directory laid out like

@@ -34,7 +34,7 @@ from .results.record import SteadyMode
 from .steady import SteadySpec
 from .tunables import normalise_value
 from .tunables.registry import known_names, nearest
-from .tunables.scope import refused, scope_of
+from .tunables.scope import Scope, refused, scope_of
 from .units import parse_duration, parse_size
 from .workloads import WORKLOADS
 
@@ -235,6 +235,9 @@ class TestSpec:
     # builds: the OpenZFS builds this test is measured on, one case each, swapped in the guest
     # between cases (guest ab / guest bisect set it; a runfile does not)
     builds: list[str] = field(default_factory=list)
+    # the tunables read only when the zfs module loads, with where the runfile set each: a run sets
+    # them by loading the module again, which only zfsperf's own guest allows (refuse_load_scope)
+    load_scope: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -502,7 +505,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
 
     pool = _load_pool(*merged("pool"))
     dataset = _load_props(*merged("dataset"))
-    tunables = _load_tunables(*merged("tunables"))
+    tunables, load_scope = _load_tunables(*merged("tunables"))
 
     fields = _load_fields(raw, wl, where)
     expect = _load_expect(raw, where)
@@ -530,7 +533,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     return TestSpec(name=name, workload=workload, tags=list(tags), iterations=iterations, timeout=timeout,
                     pool=pool, dataset=dataset, tunables=tunables, fields=fields, expect=expect, steady=steady,
                     description=str(raw.get("description", "")), warmup=warmup, precision=precision,
-                    max_iterations=max_it, budget=budget, duet=duet, turns=turns, ab=ab)
+                    max_iterations=max_it, budget=budget, duet=duet, turns=turns, ab=ab, load_scope=load_scope)
 
 
 def _seconds(raw: dict, defaults: dict, key: str, default: Any, where, dwhere, positive: bool = False) -> float:
@@ -713,7 +716,10 @@ def _load_props(d: dict, w) -> dict[str, Any]:
     return out
 
 
-def _load_tunables(d: dict, w) -> dict[str, Any]:
+def _load_tunables(d: dict, w) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The tunables table, and where each load-scope one is set (refuse_load_scope decides on
+    those once the target is known)."""
+    load_scope = {}
     for k, v in d.items():
         if not TUNABLE_RE.match(k):
             raise InputError(f"{shown(k)} is not a tunable name", **w(k))
@@ -721,9 +727,8 @@ def _load_tunables(d: dict, w) -> dict[str, Any]:
             near = nearest(k)
             raise InputError(f"no OpenZFS release zfsperf knows (2.1.11, 2.3.2) has a tunable {k}"
                              + (f"; did you mean {' or '.join(near)}?" if near else ""), **w(k))
-        why = refused(k, *scope_of(k), turns=False)
-        if why:
-            raise InputError(why, **w(k))
+        if scope_of(k)[0] is Scope.LOAD:
+            load_scope[k] = w(k)
         values = v if isinstance(v, list) else [v]
         if isinstance(v, list) and not v:
             raise InputError("an empty list sweeps over nothing", **w(k))
@@ -732,4 +737,14 @@ def _load_tunables(d: dict, w) -> dict[str, Any]:
                 normalise_value(k, x)
             except ValueError as e:
                 raise InputError(str(e), **w(k)) from None
-    return d
+    return d, load_scope
+
+
+def refuse_load_scope(tests: list[TestSpec], *, reload: bool) -> None:
+    """A load-scope tunable is set by loading the zfs module again with it: refused, at the line
+    that sets it, where the target's module may not be reloaded (anywhere but zfsperf's guest)."""
+    for t in tests:
+        for name, where in t.load_scope.items():
+            why = refused(name, *scope_of(name), turns=False, reload=reload)
+            if why:
+                raise InputError(why, **where)

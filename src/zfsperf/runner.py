@@ -31,9 +31,9 @@ from .results.stats import summarise
 from .results.directory import RUN_JSON, SUMMARY, ResultsDir, log_path
 from .metrics.quantize import render_histograms
 from .report.tables import case_table
-from .runfile import Case, Runfile
+from .runfile import Case, Runfile, refuse_load_scope
 from .plan import Choice, Plan
-from .opentarget import check_spec, open_target
+from .opentarget import check_spec, open_target, reloads_modules
 from .targets.base import Target
 from .tunables import Journal, replay
 from .ui import Console
@@ -217,6 +217,8 @@ class Runner:
                 raise InputError(f"{c.id}: {why}", file=self.plan.runfile.source, line=c.test.line, field="pool")
         check_disks(opts.storage.disks, opts.storage.force)
         check_spec(opts.storage.target, opts.storage.tunables_dir)
+        refuse_load_scope(sorted({id(c.test): c.test for c in cases}.values(), key=lambda t: t.line or 0),
+                          reload=reloads_modules(opts.storage.target))
         if opts.output.profile:
             check_profiler(opts.storage.target)
         return cases, self._check_store()
@@ -254,7 +256,7 @@ class Runner:
         leftovers.before_a_run(opts.cleanup, self.ui.say)
         # 3. A zfsperf that died left tunables changed: put them back first, and say so.
         journal = Journal()
-        for line in replay(journal):
+        for line in replay(journal, skip=("module",)):
             self.ui.say(f"journal: {line}")
 
         self.plan = plan = self.plan.seeded(self.plan.interleave or any(c.test.ab for c in cases))
@@ -275,13 +277,16 @@ class Runner:
             self.control.check()
             leftovers.on_the_target(target, Path(opts.storage.vdev_dir), self.ui.say, cleanup=opts.cleanup,
                                     resume_owner=rd.path.name if opts.resume else None)
+            for line in replay(journal):        # a module to load again waits for a dead run's pools to go
+                self.ui.say(f"journal: {line}")
             vdev_dir = Path(opts.storage.vdev_dir) / f"run-{os.getpid()}"
             daemon = target.daemon() if target.capabilities().owns_daemon else None
             if daemon is not None:
                 daemon.note_vdev_dir(vdev_dir)              # so a teardown without us removes them too
             pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.storage.disks)
-            if plan.builds:
-                switch = ModuleSwitch(target, plan.builds)
+            if plan.builds or any(c.test.load_scope for c in cases):
+                # a build A/B, or a load-scope tunable: the module loaded again between cases
+                switch = ModuleSwitch(target, plan.builds, journal, target_log)
                 switch.check()
                 self.switch = switch
             self.cases = CaseRunner(target, pools, journal, rd, self.ui, self.control,

@@ -8,6 +8,10 @@ host's root (/hostroot). The guest's own build (the one in its initramfs) is loa
 `modprobe zfs` when the run ends, however it ends (the runner calls restore() in its finally).
 Which build is loaded is checked after each swap by the module's srcversion, which differs
 between builds of different sources even when their version strings are equal.
+
+The same reload sets a load-scope tunable (one read only when the module loads): a sweep of one
+loads the module with each case's value as a module option (tunables/reload.py), in a build A/B
+too; the value before is journaled, and loaded back when the run ends.
 """
 
 from __future__ import annotations
@@ -15,8 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import proc
 from ..errors import InputError, TargetError
 from ..targets.base import Target
+from ..tunables.backend import FileTunables, module_spec
+from ..tunables.journal import Journal
+from ..tunables.reload import ModuleLoader
 
 HOSTROOT = "/hostroot"        # where the guest sees the host's root (guest/init_script.py)
 
@@ -39,9 +47,23 @@ class BuildRef:
 
 
 class ModuleSwitch:
-    def __init__(self, target: Target, builds: dict[str, BuildRef]) -> None:
-        self.target, self.builds = target, builds
-        self.current: str | None = None          # unknown until the first swap
+    """The module the guest has loaded: which build, with which load-scope tunables as module
+    options. Each case asks for its own before its pool (load); nothing is reloaded when the case
+    wants what is loaded. A load-scope value is journaled before the first reload that changes it,
+    and forgotten once restore() has loaded the module with the value it had before."""
+
+    def __init__(self, target: Target, builds: dict[str, BuildRef], journal: Journal | None = None,
+                 log: proc.CommandLog | None = None) -> None:
+        self.target, self.builds, self.journal = target, builds, journal
+        if not isinstance(target.tunables, FileTunables):
+            raise TargetError("the target's zfs module parameters are not a directory: its module cannot be "
+                              "loaded again with options")
+        self.params = target.tunables
+        self.loader = ModuleLoader(lambda argv, **kw: target.run(argv, **kw), self.params, log)
+        # what is loaded: (build, module options); unknown (None) until the first load in a build A/B,
+        # the guest's own build as it booted otherwise
+        self.current: tuple[str | None, dict[str, str]] | None = None if builds else (None, {})
+        self.original: dict[str, str] = {}       # each load-scope tunable changed -> its value before
         self.srcversions: dict[str, str] = {}     # build name -> the loaded module's srcversion
         self.swaps = 0
 
@@ -56,43 +78,40 @@ class ModuleSwitch:
                     raise TargetError(f"build {b.name}: the guest cannot read {path} (is the host's root "
                                       "shared with the guest? see `zfsperf guest status`)")
 
-    def _sh(self, argv: list[str], what: str) -> str:
-        res = self.target.run(argv, timeout=600)
-        if not res.ok:
-            raise TargetError(f"{what}: {' '.join(argv)}: {res.error_text()}")
-        return res.stdout
-
-    def _unload(self) -> None:
-        loaded = self._sh(["cat", "/proc/modules"], "reading the loaded modules")
-        names = {ln.split()[0] for ln in loaded.splitlines() if ln.strip()}
-        for m in ("zfs", "spl"):
-            if m in names:
-                self._sh(["rmmod", m], f"unloading {m} (is a pool still imported?)")
-
-    def load(self, name: str) -> None:
-        """Make build `name` the loaded one (nothing to do if it already is)."""
-        if name == self.current:
-            return
-        b = self.builds.get(name)
-        if b is None:
+    def load(self, name: str | None, options: dict[str, str] | None = None) -> None:
+        """Make build `name` (None: the guest's own) the loaded one, with these load-scope
+        tunables as module options and every other one this run changed at its value before
+        (nothing to do if that is what is loaded)."""
+        options = dict(options or {})
+        if name is not None and name not in self.builds:
             raise InputError(f"no build named {name!r} (have: {', '.join(self.builds)})", field="build")
+        if self.current == (name, options):
+            return
+        for k, v in options.items():
+            if k not in self.original:
+                self.original[k] = self.params.get(k)
+                if self.journal is not None:
+                    self.journal.record(module_spec(self.params), k, self.original[k], v)
+        want = {k: self.original[k] for k in self.original if k not in options} | options
+        b = self.builds.get(name) if name is not None else None
         self.current = None
-        self._unload()
-        if b.modules is None:
-            self._sh(["modprobe", "zfs"], f"loading the guest's own build for {b.name}")
-        else:
-            for m in ("spl.ko", "zfs.ko"):
-                self._sh(["insmod", f"{HOSTROOT}{b.modules}/{m}"], f"loading build {b.name}")
-        src = self._sh(["cat", "/sys/module/zfs/srcversion"], "reading the module's srcversion").strip()
-        self.srcversions[name] = src
-        self.current = name
+        src = self.loader.reload(want, None if b is None or b.modules is None else f"{HOSTROOT}{b.modules}",
+                                 what=f"build {name}" if name is not None else "the guest's own build")
+        if name is not None:
+            self.srcversions[name] = src
+        self.current = (name, options)
         self.swaps += 1
 
     def restore(self) -> None:
-        """The guest's own build again (a no-op if no swap was made)."""
+        """The guest's own build again, each load-scope tunable at its value before (a no-op if
+        nothing was reloaded)."""
         if self.swaps == 0:
             return
         self.current = None
-        self._unload()
-        self._sh(["modprobe", "zfs"], "loading the guest's own build back")
+        self.loader.reload(dict(self.original), what="the guest's own build back")
+        if self.journal is not None:
+            for k in self.original:
+                self.journal.forget(module_spec(self.params), k)
+        self.current = (None, {})
+        self.original = {}
         self.swaps = 0                            # restored: a second call does nothing

@@ -2,7 +2,8 @@
 
 A backend is a directory of one file per parameter (Linux /sys/module/zfs/parameters, a directory
 laid out like it for tests, or the same on a remote host over ssh) or FreeBSD's `sysctl vfs.zfs.*`
-(here or over ssh). Its BackendSpec is what the journal stores, so that a zfsperf started after a
+(here or over ssh); the journal also names `module`, load-scope values set by loading the module
+again (reload.py). Its BackendSpec is what the journal stores, so that a zfsperf started after a
 crash can open the same backend again (open_backend) and put the old values back."""
 
 from __future__ import annotations
@@ -17,18 +18,19 @@ from ..errors import TargetError, Unavailable
 from ..fileops import LOCAL, FileOps
 from ..sshlink import Ssh
 from .registry import REGISTRY, canonical_from_freebsd, freebsd_name
+from .reload import ModuleLoader
 
-KINDS = ("files", "sysctl")
+KINDS = ("files", "sysctl", "module")
 
 
 @dataclass(frozen=True)
 class BackendSpec:
-    kind: str                          # "files" | "sysctl"
-    path: str | None = None            # files: the directory of parameters
+    kind: str                          # "files" | "sysctl" | "module" (load scope: set by a reload)
+    path: str | None = None            # files, module: the directory of parameters
     ssh: dict[str, Any] | None = None  # the ssh link's spec ({"url", "options"}) when remote
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS or (self.kind == "files") != bool(self.path):
+        if self.kind not in KINDS or (self.kind != "sysctl") != bool(self.path):
             raise ValueError(f"not a tunables backend: {self!r}")
 
     def as_dict(self) -> dict[str, Any]:
@@ -54,7 +56,8 @@ class BackendSpec:
 
     def describe(self) -> str:
         where = f" on {self.ssh['url']}" if self.ssh else ""
-        return (f"{self.path}" if self.kind == "files" else "sysctl vfs.zfs") + where
+        what = {"files": f"{self.path}", "module": f"the zfs module's load options ({self.path})"}
+        return what.get(self.kind, "sysctl vfs.zfs") + where
 
 
 class TunableBackend(Protocol):
@@ -163,9 +166,45 @@ class SysctlTunables:
             raise TargetError(f"cannot set {name}={value}: {res.error_text()}")
 
 
+class ReloadTunables:
+    """The journal's backend for load-scope values: set() loads the module again with the value."""
+
+    def __init__(self, spec: BackendSpec, run: Run, files: Any = None) -> None:
+        self.spec = spec
+        self.params = FileTunables(str(spec.path), files=files, ssh=spec.ssh)
+        self.loader = ModuleLoader(run, self.params)
+
+    def names(self) -> list[str]:
+        return self.params.names()
+
+    def has(self, name: str) -> bool:
+        return self.params.has(name)
+
+    def get(self, name: str) -> str:
+        return self.params.get(name)
+
+    def read_all(self) -> dict[str, str]:
+        return self.params.read_all()
+
+    def mode(self, name: str) -> int | None:
+        return self.params.mode(name)
+
+    def set(self, name: str, value: str) -> None:
+        if self.params.has(name) and self.params.get(name) == value:
+            return
+        self.loader.reload({name: value}, what=f"the zfs module with {name}={value}")
+
+
+def module_spec(params: FileTunables) -> BackendSpec:
+    """The journal's spec for load-scope values of the machine whose parameters these are."""
+    return BackendSpec("module", params.spec.path, params.spec.ssh)
+
+
 def open_backend(spec: BackendSpec) -> TunableBackend:
     """The backend a spec names (a journal replay after a crash), reconnecting over ssh if remote."""
     link = Ssh(spec.ssh["url"], spec.ssh.get("options") or []) if spec.ssh else None
     if spec.kind == "sysctl":
         return SysctlTunables(runner=link.run if link else None, ssh=spec.ssh)
+    if spec.kind == "module":
+        return ReloadTunables(spec, link.run if link else proc.run, files=link)
     return FileTunables(str(spec.path), files=link, ssh=spec.ssh)

@@ -8,7 +8,8 @@ A module parameter written at run time does not always change what the next oper
   "only enforced at module load time").
 
 A sweep that writes a pool-scope value and reuses a pool, or writes a load-scope one at all,
-would be a silent A/A. The scope is read from the real system where it can be (the parameter
+would be a silent A/A: a pool-scope value gets a fresh pool, a load-scope one the module loaded
+again with it (guest/switch.py; only in zfsperf's own guest, where no pool but its own exists). The scope is read from the real system where it can be (the parameter
 file's mode bits on the target), and from what the captured releases say (known/scopes.tsv:
 their zfs.4, and the mode bits of the OpenZFS 2.3.2 guest's /sys/module/zfs/parameters) where it
 cannot (before a target is open; FreeBSD's sysctls). Never from a hand list."""
@@ -79,12 +80,17 @@ def scope_of(name: str, mode: int | None = None) -> tuple[Scope, str]:
     return Scope.RUNTIME, "no captured release says otherwise"
 
 
-def refused(name: str, scope: Scope, why: str, *, turns: bool) -> str | None:
-    """Why a run cannot write this tunable (turns: between the rounds of one pool), said the same
-    way by the runfile check and on the target; None when it can."""
-    if scope is Scope.LOAD:
-        return (f"{name} {MEANING[scope]} ({why}): a run cannot set it; load the module with it "
-                f"(modprobe zfs {name}=VALUE) and compare whole runs")
+def refused(name: str, scope: Scope, why: str, *, turns: bool, reload: bool = False) -> str | None:
+    """Why a run cannot write this tunable (turns: between the rounds of one pool; reload: the
+    target's zfs module may be reloaded with it, zfsperf's own guest), said the same way by the
+    runfile check, the runner and on the target; None when it can."""
+    if scope is Scope.LOAD and turns:
+        return (f"{name} {MEANING[scope]} ({why}): each value needs the module loaded again, so it cannot "
+                "take turns between rounds (sweep it in interleaved blocks: --interleave)")
+    if scope is Scope.LOAD and not reload:
+        return (f"{name} {MEANING[scope]} ({why}): a run can set it only where zfsperf may reload the zfs "
+                f"module with it, in its own OpenZFS guest (--target guest); elsewhere load the module with "
+                f"it (modprobe zfs {name}=VALUE) and compare whole runs")
     if turns and scope is not Scope.RUNTIME:
         return (f"{name} {MEANING[scope]} ({why}): written between rounds on one pool it would change nothing, "
                 "so it cannot take turns (sweep it in interleaved blocks: --interleave, each case on a fresh pool)")
