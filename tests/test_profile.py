@@ -92,6 +92,14 @@ def test_a_function_that_appears_in_b_is_on_top_with_a_positive_change():
         assert top.name == "deflate" and top.changed and top.a_share == 0.0
         assert 15.0 < top.change < 25.0 and top.ci[0] > 0
         assert d.changed()[0] is top
+    # inclusive shares raise the callers with it (main holds every sample on both sides); the self
+    # share tells the function that burns the CPU: deflate's own, main's none
+    rows = {r.name: r for r in d.rows}
+    assert rows["main"].a_share == rows["main"].b_share == 100.0 and rows["main"].self_shares == (0.0, 0.0)
+    assert rows["deflate"].self_shares[0] == 0.0 and 15.0 < rows["deflate"].self_shares[1] < 25.0
+    head, table = d.table()
+    assert head[-1] == "self A → B" and table[0][-1].startswith("0.0 → ") and table[0][-1].endswith(" %")
+    assert d.as_dict()["functions"][0]["self_pct"][0] == 0.0
     # with too few iterations the shares are shown and nothing is called
     d = profilediff.diff("x", {1: a[1], 2: a[2]}, {1: b[1], 2: b[2]}, paired=True)
     assert d.rows and not d.changed() and "fewer than 6" in d.note

@@ -132,6 +132,16 @@ def functions(counts: Counter[str]) -> Counter[str]:
     return out
 
 
+def leaves(counts: Counter[str]) -> Counter[str]:
+    """Each function's own samples (self: the stacks it is the innermost frame of)."""
+    out: Counter[str] = Counter()
+    for stack, n in counts.items():
+        frames = stack.split(";")
+        if len(frames) > 1:
+            out[frames[-1]] += n
+    return out
+
+
 def case_summary(run_path: Path, details: list[dict[str, Any]], top: int = 5) -> dict[str, Any] | None:
     """A case's profile over its iterations, for the report: samples, what was profiled, the case's
     folded file and the functions with the largest share (None: the case was not profiled)."""

@@ -1,7 +1,9 @@
 """Where the CPU went, A against B: the differential view of two sides' profiles (`run --profile`).
 
 A function's share is the share of a side's samples whose stack holds it (inclusive: its callees
-count), per iteration. The change is B's mean share minus A's, in percentage points: paired by
+count), per iteration; beside it, its self share (the samples it is the innermost frame of, over a
+side's iterations together), which tells the function that burns the CPU from its callers, whose
+inclusive share rises with it (taskq_thread above gzip's deflate). The change is B's mean share minus A's, in percentage points: paired by
 iteration when the design paired the sides (turns, duets, interleaved blocks), else side against
 side. Its interval comes from resampling whole iterations (a seeded bootstrap, RESAMPLES draws): a
 difference made of noise between iterations is wide and crosses zero.
@@ -29,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics.profile import functions, named_share, read_folded
+from ..metrics.profile import functions, leaves, named_share, read_folded
 from .model import CaseData
 
 ALPHA = 0.05
@@ -49,12 +51,14 @@ class FunctionChange:
     ci: tuple[float, float] | None          # 95 % from resampling iterations
     p: float | None                         # adjusted for every function tested (max-T permutation)
     changed: bool = False
+    self_shares: tuple[float, float] = (0.0, 0.0)   # % of each side's samples in the function itself
 
     def as_dict(self) -> dict[str, Any]:
         return {"function": self.name, "a_pct": round(self.a_share, 2), "b_pct": round(self.b_share, 2),
                 "change_points": round(self.change, 2),
                 "ci_points": None if self.ci is None else [round(self.ci[0], 2), round(self.ci[1], 2)],
-                "p_adjusted": None if self.p is None else round(self.p, 5), "changed": self.changed}
+                "p_adjusted": None if self.p is None else round(self.p, 5), "changed": self.changed,
+                "self_pct": [round(self.self_shares[0], 2), round(self.self_shares[1], 2)]}
 
 
 @dataclass
@@ -84,10 +88,11 @@ class ProfileDiff:
                 f"max-T adjusted): {called}" + (f" [{self.note}]" if self.note else ""))
 
     def table(self, n: int = SHOWN) -> tuple[list[str], list[list[str]]]:
-        head = ["function", "A share", "B share", "change", "95 % interval", "p (adj.)", "verdict"]
+        head = ["function", "A share", "B share", "change", "95 % interval", "p (adj.)", "verdict", "self A → B"]
         rows = [[r.name, f"{r.a_share:.1f} %", f"{r.b_share:.1f} %", f"{r.change:+.1f} pt",
                  "-" if r.ci is None else f"{r.ci[0]:+.1f} … {r.ci[1]:+.1f}",
-                 "-" if r.p is None else f"{r.p:.3f}", "changed" if r.changed else "~"]
+                 "-" if r.p is None else f"{r.p:.3f}", "changed" if r.changed else "~",
+                 f"{r.self_shares[0]:.1f} → {r.self_shares[1]:.1f} %"]
                 for r in self.rows[:n]]
         return head, rows
 
@@ -200,6 +205,7 @@ def diff(label: str, a_iters: dict[int, Counter[str]], b_iters: dict[int, Counte
     sa, sb = shares(a_list), shares(b_list)
     fa, fb = functions(a_all), functions(b_all)
     ta, tb = sum(a_all.values()), sum(b_all.values())
+    la, lb = leaves(a_all), leaves(b_all)
     size = {f: max(100.0 * fa.get(f, 0) / ta, 100.0 * fb.get(f, 0) / tb) for f in set(fa) | set(fb)}
     candidates = sorted((f for f, s in size.items() if s >= MIN_SHARE), key=lambda f: -size[f])[:MAX_TESTED]
     rng = np.random.default_rng(0)
@@ -214,7 +220,8 @@ def diff(label: str, a_iters: dict[int, Counter[str]], b_iters: dict[int, Counte
         ci = _interval(a, b, paired, rng) if enough else None
         p = None if ps is None else float(ps[k])
         rows.append(FunctionChange(f, float(a.mean()), float(b.mean()), float(b.mean() - a.mean()), ci, p,
-                                   changed=p is not None and p < ALPHA and ci is not None and (ci[0] > 0 or ci[1] < 0)))
+                                   changed=p is not None and p < ALPHA and ci is not None and (ci[0] > 0 or ci[1] < 0),
+                                   self_shares=(100.0 * la.get(f, 0) / ta, 100.0 * lb.get(f, 0) / tb)))
     if not enough:
         out.note = (f"fewer than {need} profiled iterations {'paired' if paired else 'a side'}: "
                     "shares shown, no change called")
