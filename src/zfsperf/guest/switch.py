@@ -95,12 +95,12 @@ class ModuleSwitch:
         want = {k: self.original[k] for k in self.original if k not in options} | options
         b = self.builds.get(name) if name is not None else None
         self.current = None
+        self.swaps += 1                 # counted first: a reload that fails half-way is restored too
         src = self.loader.reload(want, None if b is None or b.modules is None else f"{HOSTROOT}{b.modules}",
                                  what=f"build {name}" if name is not None else "the guest's own build")
         if name is not None:
             self.srcversions[name] = src
         self.current = (name, options)
-        self.swaps += 1
 
     def restore(self) -> None:
         """The guest's own build again, each load-scope tunable at its value before (a no-op if

@@ -169,7 +169,7 @@ class SysctlTunables:
 class ReloadTunables:
     """The journal's backend for load-scope values: set() loads the module again with the value."""
 
-    def __init__(self, spec: BackendSpec, run: Run, files: Any = None) -> None:
+    def __init__(self, spec: BackendSpec, run: Runner, files: Any = None) -> None:
         self.spec = spec
         self.params = FileTunables(str(spec.path), files=files, ssh=spec.ssh)
         self.loader = ModuleLoader(run, self.params)
