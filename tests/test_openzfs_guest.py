@@ -36,14 +36,17 @@ def guest_sh(lab: Guest, *argv: str) -> str:
     return res.stdout
 
 
-SWEEP = """
+# one small pool, one iteration: the guest runs emulated, its figures are never judged
+ONE_SMALL_POOL = """
 [defaults]
 iterations = 1
 timeout = "20m"
 [defaults.pool]
 vdevs = 1
 vdev_size = "256M"
-[[test]]
+"""
+
+SWEEP = ONE_SMALL_POOL + """[[test]]
 name = "recv"
 workload = "receive"
 corpus = { kind = "random", size = "8M", seed = 41 }
@@ -132,14 +135,7 @@ def test_tunable_set_observed_and_restored(guest, tmp_path):
     assert rec["tunables"]["zfs_vdev_async_write_max_active"] == {"before": before, "set": "3", "scope": "runtime"}
 
 
-LOADED = """
-[defaults]
-iterations = 1
-timeout = "20m"
-[defaults.pool]
-vdevs = 1
-vdev_size = "256M"
-[[test]]
+LOADED = ONE_SMALL_POOL + """[[test]]
 name = "dirty"
 workload = "fio"
 rw = "write"
