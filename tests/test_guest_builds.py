@@ -3,19 +3,25 @@
 A git repository is made from Debian's zfs-dkms 2.3 source with four commits (helpers.openzfs_repo):
 the import, a comment in dmu_recv.c, a deliberate 100 ms pause per WRITE record of a receive, and a
 README note. zfsperf builds each commit's modules (incrementally, from the guest build's own tree
-of the same source: a commit that touches one file compiles one file), swaps them in the running guest between cases, and must call the ends of the
-range WORSE with an interval, and name the pause's commit as the first worse one. Under TCG the
+of the same source: a commit that touches one file compiles one file). The A/B runs them taking
+turns in two guests (the lab's and its twin, one paused at a time) and must call the ends of the
+range WORSE with an interval; the bisect swaps them in one guest between blocks and must name the
+pause's commit as the first worse one. Under TCG the
 pause is a real cost (a sleep, not emulated CPU work): the verdict is about the build, not QEMU."""
 
 import json
+import os
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from helpers import why
 from helpers import last_dir, openzfs_repo, records, write_runfile, zfsperf
-from zfsperf.guest.vm import Guest
+from zfsperf.guest.vm import Guest, open_guest_target
+from zfsperf.leftovers import leftover_pools, remove_pools_and_files
 from zfsperf.sshlink import Ssh
 
 pytestmark = pytest.mark.guest
@@ -49,41 +55,83 @@ def srcversion(g: Guest) -> str:
     return res.stdout.strip()
 
 
-def test_ab_of_two_builds_is_paired_worse_with_its_interval(lab, tmp_path):
+def qemu_alive(root) -> bool:
+    st = Guest(root).state()
+    return st is not None and os.path.exists(f"/proc/{st.qemu_pid}")
+
+
+def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_no_twin(lab, tmp_path):
+    """guest ab --turns: the twin guest booted beside the lab's, each build in a guest of its own
+    (crosswise every iteration), the other guest paused during every turn (QMP read back), the
+    100 ms-per-WRITE commit called WORSE with its interval; then a zfsperf killed with -9 mid-turn
+    leaves no twin QEMU, and the next command resumes a lab guest it left paused."""
     repo, commits, g = lab
     own = srcversion(g)
+    rf = write_runfile(tmp_path, RECV)
     res = zfsperf("guest", "ab", "--a", f"{repo}@{commits['base']}", "--b", f"{repo}@{commits['note']}",
-                  "-r", str(write_runfile(tmp_path, RECV)), "--blocks", "6", "--seed", "11",
-                  "-o", str(tmp_path / "o"), timeout=3600)
+                  "-r", str(rf), "--turns", "--blocks", "6", "-o", str(tmp_path / "o"), timeout=3600)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     d = last_dir(res.stdout)
     recs = records(d)
-    assert [r["status"] for r in recs] == ["PASS"] * 12
-    assert sorted({r["sweep"]["build"] for r in recs}) == ["a", "b"]
-    # blocks: one iteration of each build per block, the order drawn from the recorded seed
+    assert [r["status"] for r in recs] == ["PASS"] * 12, why(res)
     run = json.loads((d / "run.json").read_text())
-    assert run["selection"]["interleave"] is True and run["selection"]["seed"] == 11
-    assert sorted((r["sweep"]["build"], r["iteration"]) for r in recs) == \
-        sorted((b, i) for b in "ab" for i in range(1, 7))
-    # run.json names each build: version, commit, not dirty, and the module that was loaded
+    assert run["selection"]["build_turns"] is True and run["turns"] == ["recv"]
+    assert run["target"]["twin"]["zfs_version"] == run["target"]["zfs_version"]
     builds = run["builds"]
     assert builds["a"]["info"]["commit"] == commits["base"] and builds["b"]["info"]["commit"] == commits["note"]
-    assert builds["a"]["info"]["dirty"] is False and builds["a"]["info"]["version"].startswith("2.3.")
-    assert builds["a"]["srcversion"] != builds["b"]["srcversion"]
-    # the paired verdict: worse, with its interval, said with its design and test
-    assert "design: one run, interleaved blocks" in out and "sign-flip" in out
+    # each build's module in both guests is the same module; the two builds' differ
+    assert builds["a"]["srcversion"] == builds["a"]["srcversion_twin"] != builds["b"]["srcversion"]
+    for r in recs:
+        # the builds change guests every iteration: odd ones A in the lab's guest, even ones in the twin
+        here = "guest" if (r["iteration"] % 2) == (r["sweep"]["build"] == "a") else "twin"
+        assert r["guest"] == here, r
+        assert r["turns"] == "ABBA" and len(r["turn_guests"]) >= 2
+        for t in r["turn_guests"]:          # every turn: its guest running, the other paused
+            assert t["running"] == here and t["states"][here] == "running", t
+            assert [v for k, v in t["states"].items() if k != here] == ["paused"], t
+    log = (d / "logs" / "recv__build=a.iter1.log").read_text()
+    assert "# turn: guest running, twin paused (QMP query-status)" in log
+    assert "# turn: guest paused, twin running (QMP query-status)" in log
+    # the paused-guest design named, and the planted cost called worse with its interval
+    assert "each build in a guest of its own" in out, out
     line = next(ln for ln in res.stdout.splitlines() if "throughput" in ln and "build=a" in ln)
     assert "WORSE (" in line and " … " in line, line
     cmp = zfsperf("compare", str(d), "--json")
     ch = next(c for c in json.loads(cmp.stdout)["changes"] if c["figure"] == "throughput")
-    assert ch["verdict"] == "worse" and ch["design"] == "paired" and ch["ci_pct"][1] < 0
-    md = (d / "compare.md").read_text()
-    assert commits["note"][:12] in md and "WORSE" in md
-    if run["target"].get("accelerator") == "tcg":
-        assert "only relative, CPU-bound differences" in res.stdout
-    # the guest has its own build loaded again
+    assert ch["verdict"] == "worse" and ch["design"] == "turns" and ch["ci_pct"][1] < 0
+    assert not qemu_alive(g.root / "twin"), "the twin booted for the A/B is stopped after it"
     assert srcversion(g) == own
+
+    # kill -9 in the middle of a turn: the guard stops the twin's QEMU (paused or not)
+    p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "guest", "ab", "--a", "2.3", "--b", "2.3",
+                          "-r", str(rf), "--turns", "-o", str(tmp_path / "k")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 900
+        while not any("# turn:" in f.read_text() for f in (tmp_path / "k").glob("*/logs/recv*.log")):
+            assert p.poll() is None and time.monotonic() < deadline, "no turn began"
+            time.sleep(0.5)
+        assert qemu_alive(g.root / "twin")
+    finally:
+        p.kill()
+        p.wait()
+    deadline = time.monotonic() + 30
+    while qemu_alive(g.root / "twin") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not qemu_alive(g.root / "twin")
+    info = zfsperf("info", "--target", "guest", "--json", timeout=300)     # a paused lab guest runs again
+    assert info.returncode == 0, info.stderr
+    q = Guest(g.root).qmp()
+    assert q.status() == "running"
+    q.close()
+    # what the killed run left in the lab's guest (its pool), removed as `run -x` removes it
+    t = open_guest_target()
+    try:
+        remove_pools_and_files(t, Path("/var/tmp/zfsperf"), print)
+        assert not leftover_pools(t)
+    finally:
+        t.close()
 
 
 def test_bisect_names_the_commit_that_added_the_cost_and_resumes(lab, tmp_path):

@@ -81,8 +81,10 @@ def series_of(spec: str, field: str) -> str:
     return parse_meta(res.stdout, f"{src}@{rev}:META")[1]
 
 
-def check_runfile(runfile: str, test: str | None, field: str = "--test") -> Any:
-    """A build A/B's runfile, refused before anything is built or booted (an unknown test, a duet)."""
+def check_runfile(runfile: str, test: str | None, field: str = "--test", builds: int = 0) -> Any:
+    """A build A/B's runfile, refused before anything is built or booted (an unknown test, a duet;
+    builds: with two builds taking turns, what turns cannot hold, as the plan refuses it)."""
+    from .plan import Plan
     from .runfile import load, refuse_duet_with_builds
     rf = load(runfile)
     tests = rf.select(test=test)
@@ -90,6 +92,9 @@ def check_runfile(runfile: str, test: str | None, field: str = "--test") -> Any:
         raise InputError(f"no test {test!r} in {rf.source} (it has: {', '.join(t.name for t in rf.tests)})",
                          field=field)
     refuse_duet_with_builds(rf, tests)
+    if builds:
+        Plan(runfile=load(runfile), test=test, build_turns=True,
+             builds={n: BuildRef(n, n) for n in "ab"[:builds]}).cases()
     return rf
 
 
@@ -116,14 +121,38 @@ def ensure_guest(series: str, say: Callable[[str], None]) -> tuple[Any, bool]:
         if not st.hostroot:
             raise TargetError("the running guest cannot see the host's root, where the builds are")
         return lab, False
-    lab.up(series, say=say)
+    lab.up(series, say=say, watched=True)        # booted for this command: gone with it, however it ends
     return lab, True
+
+
+def ensure_twin(lab: Any, say: Callable[[str], None]) -> tuple[Any, bool]:
+    """Build turns: the twin of the running guest (guest/vm.py), booted if none runs, and checked
+    to be the same machine: the same build, kernel, OpenZFS and accelerator. (twin, booted here)"""
+    from .guest.vm import Guest, twin_root
+    st = lab.state()
+    twin = Guest(twin_root())
+    booted = twin.state() is None
+    if booted:
+        say("booting the twin guest (build turns: one guest pauses while the other has its turn)")
+        twin.up(st.zfs_version.rsplit(".", 1)[0], say=say, watched=True)
+    else:
+        twin.resume_if_paused(say)
+    tst = twin.state()
+    same = ("build_dir", "kernel", "zfs_version", "accel", "hostroot")
+    differ = [k for k in same if getattr(tst, k) != getattr(st, k)]
+    if differ:
+        if booted:
+            twin.down(say=say)
+        raise TargetError("the twin guest is not the same machine as the guest: "
+                          + ", ".join(f"{k} {getattr(st, k)} / {getattr(tst, k)}" for k in differ))
+    return twin, booted
 
 
 def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int | None, outdir: str,
            tags: list[str] | None, test: str | None, argv: list[str], say: Callable[[str], None],
-           defines: dict[str, str] | None = None) -> AbResult:
-    """One interleaved run of the runfile's selected tests on each build, and its paired comparison."""
+           defines: dict[str, str] | None = None, turns: bool = False) -> AbResult:
+    """One interleaved run of the runfile's selected tests on each build, and its paired comparison
+    (turns: the builds take turns in two guests, `blocks` iterations of ABBA groups)."""
     from .report import compare
     from .report.model import load_run
     from .runner import RunOptions, Runner
@@ -132,7 +161,7 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     seed = seed if seed is not None else random.SystemRandom().randrange(2 ** 31)
     opts = RunOptions.of(runfile=runfile, tags=tags, test=test, iterations=blocks, outdir=outdir, target="guest",
                          interleave=True, seed=seed, builds=sides, argv=argv, defines=defines or {},
-                         keep_signal_handlers=False, store=None, check="warn")
+                         keep_signal_handlers=False, store=None, check="warn", build_turns=turns)
     runner = Runner(opts)
     rc = runner.run()
     if runner.results_dir is None:
@@ -184,8 +213,8 @@ def _stop_on_signals() -> Iterator[None]:
 
 def guest_ab(a: str, b: str, runfile: str, *, blocks: int = DEFAULT_BLOCKS, seed: int | None = None,
              outdir: str = "zfsperf-results", tags: list[str] | None = None, test: str | None = None,
-             argv: list[str] | None = None, say: Callable[[str], None] = print) -> int:
-    check_runfile(runfile, test)                  # bad input before anything is built or booted
+             argv: list[str] | None = None, say: Callable[[str], None] = print, turns: bool = False) -> int:
+    check_runfile(runfile, test, builds=2 if turns else 0)      # bad input before anything is built or booted
     sa, sb_ = series_of(a, "--a"), series_of(b, "--b")
     if sa != sb_:
         raise InputError(f"--a is OpenZFS {sa}, --b is {sb_}: the guest runs one series' userland, so both "
@@ -195,10 +224,15 @@ def guest_ab(a: str, b: str, runfile: str, *, blocks: int = DEFAULT_BLOCKS, seed
     sides = {"a": side_a.ref, "b": side_b.ref}
     with _stop_on_signals():
         lab, booted = ensure_guest(side_a.series, say)
+        twin, twin_booted = None, False
         try:
+            if turns:
+                twin, twin_booted = ensure_twin(lab, say)
             res = run_ab(sides, runfile, blocks=blocks, seed=seed, outdir=outdir, tags=tags, test=test,
-                         argv=argv or [], say=say)
+                         argv=argv or [], say=say, turns=turns)
         finally:
+            if twin_booted:
+                twin.down(say=say)
             if booted:
                 lab.down(say=say)
     print_ab(res, sides)

@@ -32,6 +32,7 @@ from .workloads import WORKLOADS
 from .workloads.base import CaseContext, CaseTimeout, WorkloadFailed
 
 if TYPE_CHECKING:
+    from .guest.pair import GuestPair
     from .guest.switch import ModuleSwitch
 
 
@@ -88,12 +89,13 @@ class Lifecycle:
     it as Interrupted after the teardown."""
 
     def __init__(self, runner: "CaseRunner", test: TestSpec, it: int, log: proc.CommandLog,
-                 tunables: dict[str, Any], build: Any = None) -> None:
+                 tunables: dict[str, Any], build: Any = None, procs: proc.ProcessSet | None = None) -> None:
         self.runner, self.test, self.it, self.log = runner, test, it, log
         self.target = runner.target
         self.tunables, self.build = tunables, build
         self.session = self.target.tunable_session(runner.journal, log) if tunables else None
-        self.procs = proc.ProcessSet()      # every process of the iteration: a signal stops them all
+        # every process of the iteration: a signal stops them all (build turns: one set for both guests)
+        self.procs = procs if procs is not None else proc.ProcessSet()
         self.pool: Pool | None = None
         self.sampler: Sampler | None = None
         self.txg0: int | None = None        # the pool's newest txg when the counted workload started
@@ -250,8 +252,8 @@ class Lifecycle:
             o.daemon_died = died
         failed = any(o.decide_status()[0] is not Status.PASS for o in outcomes)
         err = self._teardown(failed=failed)
-        for o in outcomes:
-            o.teardown_error = err
+        for o in outcomes:              # build turns close two lifecycles: both teardowns' errors kept
+            o.teardown_error = "; ".join(e for e in (o.teardown_error, err) if e) or None
         control.active = None
 
     def _teardown(self, *, failed: bool) -> str | None:
@@ -291,6 +293,17 @@ class CaseRunner:
         self.keep_failed, self.verbose = keep_failed, verbose
         self.profile = profile            # --profile: on-CPU stacks of each counted iteration
         self.switch = switch              # a build A/B: loads each case's build before its pool
+        # build turns (guest ab --turns): the twin guest's runner, and the pair that pauses one guest
+        # while the other has its turn
+        self.twin: CaseRunner | None = None
+        self.guest_name = "guest"         # which guest this runner's target is (build turns' records)
+        self.pair: GuestPair | None = None
+
+    def hosts(self, it: int) -> tuple["CaseRunner", "CaseRunner"]:
+        """Build turns: the runners of the guests that hold side A and side B in iteration `it`,
+        crosswise from one iteration to the next (guest/pair.py)."""
+        assert self.twin is not None
+        return (self, self.twin) if it % 2 else (self.twin, self)
 
     def _record(self, case: Case, it: int) -> CaseRecord:
         return CaseRecord(test=case.test.name, case=case.id, sweep=case.sweep, iteration=it,
@@ -395,11 +408,12 @@ class CaseRunner:
         `duet = "turns"`: taking turns on that pool round by round, ABBA). They swap places every
         iteration: on odd ones A's dataset is created and started first, on even ones B's. Each side
         gets its own record with its own figures; the series (of the pool) and the steady verdict
-        are shared. Returns (A's record, B's record)."""
-        rd, target = self.rd, self.target
+        are shared. Build turns (two builds, `guest ab --turns`): each side on a pool of its own in
+        a guest of its own, one lifecycle each, the other guest paused during a side's turn (no
+        series: a paused guest is not sampled). Returns (A's record, B's record)."""
+        rd = self.rd
         t = a.test
         log = rd.case_log(a.slug, it)
-        target.log = log
         first = [a, b] if it % 2 else [b, a]
         records = {c.id: self._record(c, it) for c in (a, b)}
         outcomes = {c.id: CaseOutcome() for c in (a, b)}
@@ -421,36 +435,46 @@ class CaseRunner:
             for o in outcomes.values():
                 o.skipped = lacking
             return finish()
-        life = Lifecycle(self, t, it, log, a.tunables)
+        pair = self.pair if a.build != b.build else None
+        life = Lifecycle(self.hosts(it)[0] if pair else self, t, it, log, a.tunables, a.build if pair else None)
+        lives = {a.id: life, b.id: Lifecycle(self.hosts(it)[1], t, it, log, b.tunables, b.build, procs=life.procs)
+                 if pair else life}
+        own = list({id(x): x for x in lives.values()}.values())     # each lifecycle once
+        for x in own:
+            x.target.log = log
         ctxs: dict[str, CaseContext] = {}
         try:
-            tunable_turns = a.tunables != b.tunables
-            pool, applied = life.enter(between_rounds=tunable_turns)
+            tunable_turns = pair is None and a.tunables != b.tunables
+            entered = {id(x): x.enter(between_rounds=tunable_turns) for x in own}
             sides = {}
             for c in first:
                 tag = "A" if c is a else "B"
+                pool, applied = entered[id(lives[c.id])]
                 fs = pool.dataset(f"duet{tag}", c.dataset)
                 sides[c.id] = pool.side(fs, f"{pool.mountpoint}/duet{tag}")
                 records[c.id].pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": c.dataset}
-            if applied is not None:
-                for c in (a, b):                  # each side's own value (turns over a tunable)
+                if applied is not None:           # each side's own value (turns over a tunable)
                     records[c.id].tunables = {n: {**v, "set": c.tunables.get(n, v["set"])} for n, v in applied.items()}
             deadline = time.monotonic() + t.timeout
             for c in first:                       # one process set: a signal stops both sides
-                ctxs[c.id] = CaseContext(target=target, pool=sides[c.id], fields=c.fields, log=log,
+                hook = (pair.turn_to(0 if lives[c.id].runner is self else 1, log) if pair
+                        else life.turn(c.tunables) if tunable_turns else None)
+                ctxs[c.id] = CaseContext(target=lives[c.id].target, pool=sides[c.id], fields=c.fields, log=log,
                                          deadline=deadline, prepared=prepared, workdir=rd.path,
-                                         case_id=c.slug, iteration=it, procs=life.procs, sharers=2,
-                                         before_turn=life.turn(c.tunables) if tunable_turns else None)
+                                         case_id=c.slug, iteration=it, procs=life.procs, sharers=1 if pair else 2,
+                                         before_turn=hook, turn_key="turn_guests" if pair else "turn_tunables",
+                                         after_turn=pair.resume_all if pair else None)
             life.watch()
             wl = WORKLOADS[t.workload]
 
             def both() -> dict[str, float] | None:
                 parts = [p for p in (x.current_progress() for x in ctxs.values()) if p]
                 return {k: sum(p.get(k, 0.0) for p in parts) for k in parts[0]} if parts else None
-            sampler = life.sample(a.slug, both)
+            sampler = life.sample(a.slug, both) if pair is None else None
             self.control.check()
             results: dict[str, Any] = {}
-            life.measuring(a.slug)
+            for x in own:
+                x.measuring(a.slug)
 
             def side(c: Case) -> None:
                 try:
@@ -464,6 +488,9 @@ class CaseRunner:
                     raise
                 except Exception as e:  # noqa: BLE001 - judged per side below, as a thread's would be
                     results.update({c.id: e for c in first})
+                finally:
+                    if pair is not None:          # a pool is torn down on a guest that runs
+                        pair.resume_all()
             else:
                 threads = [threading.Thread(target=side, args=(c,), name=f"duet {c.id}") for c in first]
                 for th in threads:                # the side that starts first alternates
@@ -471,9 +498,10 @@ class CaseRunner:
                 for th in threads:
                     th.join()
             self.control.check()
-            seen = life.context(shared=True)        # one pool: both sides' txgs and queues, not separable
+            # one pool: both sides' txgs and queues, not separable (build turns: a pool each, its own)
+            seen = {id(x): x.context(shared=pair is None) for x in own}
             for c in (a, b):
-                ctxs[c.id].extra.update(seen)
+                ctxs[c.id].extra.update(seen[id(lives[c.id])])
             profs = life.profiles({c.slug: ctxs[c.id].spans for c in (a, b)}, shared=not t.turns)
             for c in (a, b):
                 if c.slug in profs:
@@ -497,12 +525,18 @@ class CaseRunner:
                 elif res is not None:
                     records[c.id].figures = as_figures(res)
                     records[c.id].add_detail(ctxs[c.id].extra)
+                    if pair is not None:
+                        records[c.id].add_detail({"guest": lives[c.id].runner.guest_name})
                     o.figures = res
                     o.unmet = [m for m in (e.check(res) for e in t.expect) if m]
         except Exception as e:  # noqa: BLE001 - the same mapping as a single case's, for both sides
             for o in outcomes.values():
                 absorb(o, e, t.timeout, log)
-        life.close(list(outcomes.values()))
+        try:
+            for x in own[1:]:
+                x.close(list(outcomes.values()))
+        finally:
+            life.close(list(outcomes.values()))
         return finish()
 
     def _precondition(self, ctx: CaseContext, wl: Any, sampler: Sampler, spec: steady.SteadySpec,

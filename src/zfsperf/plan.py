@@ -12,7 +12,9 @@ from typing import Any
 from .errors import InputError
 from .guest.switch import BuildRef
 from .results.directory import ResultsDir
-from .runfile import Case, Runfile, load, loads, refuse_duet_with_builds
+from .results.record import SteadyMode
+from .runfile import Case, Runfile, TestSpec, expand, load, loads, refuse_duet_with_builds
+from .workloads import WORKLOADS
 
 
 @dataclass(kw_only=True)
@@ -30,6 +32,7 @@ class Choice:
     detect: float | None = None
     builds: dict[str, BuildRef] = field(default_factory=dict)   # a build A/B in the guest (guest ab, bisect):
                                            # every selected test runs once per build, swapped in per case
+    build_turns: bool = False              # guest ab --turns: the two builds take turns in two guests
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +47,7 @@ class Plan:
     detect: float | None = None            # --detect PCT: blocks until every A/B pair could see PCT %
     defines: dict[str, str] = field(default_factory=dict)
     builds: dict[str, BuildRef] = field(default_factory=dict)   # a build A/B in the guest
+    build_turns: bool = False              # ... taking turns in two guests, one paused (guest/pair.py)
     done: frozenset[tuple[str, int]] = frozenset()              # (case, iteration) a resumed run has
 
     @classmethod
@@ -51,7 +55,8 @@ class Plan:
         """From the command line's choice: the runfile (a path or a built-in) loaded with its defines."""
         return cls(runfile=load(choice.runfile, choice.defines), defines=dict(choice.defines), tags=choice.tags,
                    test=choice.test, iterations=choice.iterations, precision=choice.precision,
-                   interleave=choice.interleave, seed=choice.seed, detect=choice.detect, builds=dict(choice.builds))
+                   interleave=choice.interleave, seed=choice.seed, detect=choice.detect, builds=dict(choice.builds),
+                   build_turns=choice.build_turns)
 
     @classmethod
     def resumed(cls, rd: ResultsDir, builds: dict[str, BuildRef] | None = None) -> "Plan":
@@ -63,23 +68,44 @@ class Plan:
         return cls(runfile=loads(info.runfile["text"], info.runfile["source"], defines), defines=defines,
                    tags=sel.get("tags"), test=sel.get("test"), iterations=sel.get("iterations"),
                    precision=sel.get("precision"), interleave=bool(sel.get("interleave")), seed=sel.get("seed"),
-                   detect=sel.get("detect"),
+                   detect=sel.get("detect"), build_turns=bool(sel.get("build_turns")),
                    builds={k: BuildRef.from_json(v) for k, v in (info.builds or {}).items()} or dict(builds or {}),
                    done=frozenset((r.case, r.iteration) for r in rd.results()))
 
     def cases(self) -> list[Case]:
         """The selected cases, each test given the builds it runs on; none selected is bad input."""
         if self.builds:
-            selected = self.runfile.select(tags=self.tags, test=self.test)
+            selected = [t for t in self.runfile.select(tags=self.tags, test=self.test)
+                        if t.builds != list(self.builds)]          # not given its builds already
             refuse_duet_with_builds(self.runfile, selected)
             for t in selected:
                 t.builds = list(self.builds)
+                if self.build_turns:
+                    self._as_build_turns(t)
         cases = self.runfile.cases(tags=self.tags, test=self.test)
         if not cases:
             tags = ", ".join(self.tags) if self.tags else "any"
             raise InputError(f"no test matches the selection (tags: {tags}; test: {self.test or 'any'})",
                              file=self.runfile.source)
         return cases
+
+    def _as_build_turns(self, t: TestSpec) -> None:
+        """A test whose two builds take turns in two guests: a duet in turns whose sides are the
+        builds, so what it cannot hold is refused here, before anything is booted."""
+        where = {"file": self.runfile.source, "line": t.line}
+        if len(self.builds) != 2:
+            raise InputError(f"build turns take two builds, not {len(self.builds)}", field="--turns")
+        if "turns" not in WORKLOADS[t.workload].duet_modes or not WORKLOADS[t.workload].turns_across_guests:
+            raise InputError(f"test {t.name}: its {t.workload} workload cannot take turns between two guests "
+                             "(receive can)", **where, field="workload")
+        if len(expand(t)) != len(self.builds):
+            swept = [k for k, v in {**t.fields, **t.dataset, **t.tunables}.items() if isinstance(v, list)]
+            raise InputError(f"test {t.name} sweeps {', '.join(swept) or 'a field'}: build turns compare the builds alone "
+                             "(select a test without a sweep)", **where, field=swept[0] if swept else "build")
+        if t.steady.mode == SteadyMode.GATE:
+            raise InputError(f"test {t.name}: steady gate needs a sampled series, and a paused guest is not "
+                             "sampled in build turns", **where, field="steady")
+        t.duet, t.turns = True, True
 
     def seeded(self, blocks: bool) -> "Plan":
         """With a seed for the order inside blocks, drawn now when blocks need one and none was given."""
@@ -90,4 +116,5 @@ class Plan:
     def selection(self) -> dict[str, Any]:
         """What run.json stores of the plan (a resume reads it back)."""
         return {"tags": self.tags, "test": self.test, "iterations": self.iterations, "precision": self.precision,
-                "interleave": self.interleave, "seed": self.seed, "detect": self.detect, "defines": self.defines}
+                "interleave": self.interleave, "seed": self.seed, "detect": self.detect, "defines": self.defines,
+                "build_turns": self.build_turns}

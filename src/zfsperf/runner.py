@@ -292,9 +292,13 @@ class Runner:
             self.cases = CaseRunner(target, pools, journal, rd, self.ui, self.control,
                                     keep_failed=opts.output.keep_failed, verbose=opts.output.verbose, switch=self.switch,
                                     profile=opts.output.profile)
+            if plan.build_turns:
+                self._open_twin(target_log, rd, vdev_dir, journal)
             # every tunable the target exposes, before and after (the ones the runfile sets included)
             tun_names = sorted(set(target.tunable_names()) | {n for c in cases for n in c.tunables})
             run_info = self._run_record(target, cases, t_start, tun_names, store_url)
+            if self.cases.twin is not None:
+                run_info.target["twin"] = self.cases.twin.target.info()
             if not opts.resume:
                 rd.write_run(run_info)
             try:
@@ -302,11 +306,17 @@ class Runner:
             except Interrupted:
                 interrupted = True
             finally:
+                self._resume_guests()
                 finish_pools(pools, keep_failed=opts.output.keep_failed, say=self.ui.say)
+                if self.cases.twin is not None:
+                    finish_pools(self.cases.twin.pools, keep_failed=opts.output.keep_failed, say=self.ui.say)
                 self._restore_build()
             if self.switch is not None:
                 for k, src in self.switch.srcversions.items():
                     run_info.builds[k]["srcversion"] = src
+            if self.cases.twin is not None and self.cases.twin.switch is not None:
+                for k, src in self.cases.twin.switch.srcversions.items():     # the same build, the other guest
+                    run_info.builds[k]["srcversion_twin"] = src
             if opts.resume:
                 run_info = rd.run_record()
                 run_info.resumed.append({"time": t_start, "argv": opts.argv})
@@ -322,8 +332,13 @@ class Runner:
             interrupted = True
         finally:
             if target is not None:
+                self._resume_guests()
                 self._restore_build()
                 self._close_target(target, rd)
+                if self.cases is not None and self.cases.twin is not None:
+                    self._close_target(self.cases.twin.target, rd)
+                    if self.cases.pair is not None:
+                        self.cases.pair.close()
             for line in replay(journal):       # anything an interrupt cut short
                 self.ui.say(f"journal: {line}")
             self._machine_after(rd)
@@ -416,6 +431,10 @@ class Runner:
             try:
                 self._prepared[t.name] = WORKLOADS[t.workload].prepare(
                     {**t.fields}, target, pools.vdev_dir.path, self.ui.progress_text)
+                twin = self.cases.twin if self.cases is not None else None
+                if twin is not None:        # build turns: the twin guest gets its own copy, at the same path
+                    WORKLOADS[t.workload].prepare({**t.fields}, twin.target, pools.vdev_dir.path,
+                                                  self.ui.progress_text)
                 for name, ident in self._inputs().get(t.name, {}).items():     # said, before any iteration
                     self.ui.say(f"{t.name}: corpus {name} ready: {ident['stream']['bytes']} bytes, "
                                 f"sha256 {ident['stream']['sha256'][:12]}, on disk (synced)")
@@ -549,8 +568,43 @@ class Runner:
         info.machine = {"before": self.before.as_dict(), "after": after.as_dict(), "busier": self.busier}
         rd.write_run(info)
 
+    def _open_twin(self, log: proc.CommandLog, rd: ResultsDir, vdev_dir: Path, journal: Journal) -> None:
+        """Build turns: the twin guest as a second target with its own pools and module switch,
+        and the pair that pauses one guest while the other has its turn (guest/pair.py)."""
+        from .guest.pair import GuestPair
+        from .guest.vm import Guest, open_guest_target, twin_root
+        opts = self.opts
+        twin = open_guest_target(log, twin_root(), say=self.ui.say)
+        leftovers.on_the_target(twin, Path(opts.storage.vdev_dir), self.ui.say, cleanup=opts.cleanup,
+                                resume_owner=rd.path.name if opts.resume else None)
+        switch = ModuleSwitch(twin, self.plan.builds, journal, log)
+        switch.check()
+        runner = CaseRunner(twin, PoolManager(twin, vdev_dir, run_id=rd.path.name), journal, rd, self.ui,
+                            self.control, keep_failed=opts.output.keep_failed, verbose=opts.output.verbose,
+                            switch=switch)
+        runner.guest_name = "twin"
+        self.cases.twin = runner
+        self.cases.pair = GuestPair([Guest(), Guest(twin_root())])
+
+    def _resume_guests(self) -> None:
+        """Build turns: neither guest left paused, however the run ended."""
+        pair = self.cases.pair if self.cases is not None else None
+        if pair is None:
+            return
+        try:
+            for name in pair.resume_all():
+                self.ui.say(f"the {name} was paused when the run ended: resumed")
+        except ZfsperfError as e:
+            self.ui.say(f"warning: resuming the guests: {e}")
+
     def _restore_build(self) -> None:
         """The guest's own OpenZFS build loaded again after a build A/B, however the run ended."""
+        twin = self.cases.twin if self.cases is not None else None
+        if twin is not None and twin.switch is not None:
+            try:
+                twin.switch.restore()
+            except ZfsperfError as e:
+                self.ui.say(f"warning: loading the twin guest's own OpenZFS build back: {e}")
         if self.switch is None:
             return
         try:

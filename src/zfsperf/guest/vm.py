@@ -11,7 +11,12 @@
   host's own Python and zfsperf run inside: inguest.py) and one writable host directory,
   <guest dir>/exchange, at the same path in the guest, through which results come out. Nothing
   else of the host is writable from the guest.
+- Control: QEMU's machine protocol on a unix socket in the lab (qmp.sock, guest/qmp.py), through
+  which a guest is paused and resumed (build turns: guest/pair.py).
 - Every process is stopped by pid (QEMU's pid is in the state file).
+- A twin (build turns): a second lab beside the first, `<lab>/twin`, booted from the same cached
+  build with the same memory, vCPUs, disk size and shares; only its disk image, exchange directory,
+  key and port are its own.
 """
 
 from __future__ import annotations
@@ -25,11 +30,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .. import proc
+from .. import guard, proc
 from ..sshlink import Ssh
 from ..targets.ssh import open_ssh
 from ..errors import TargetError
 from .build import DEFAULT_VERSION, Build, Builder, find_build
+from .qmp import Qmp
 
 MEM_MB = int(os.environ.get("ZFSPERF_GUEST_MEM", "3072"))
 DISK_GB = int(os.environ.get("ZFSPERF_GUEST_DISK_GB", "16"))
@@ -37,6 +43,11 @@ DISK_GB = int(os.environ.get("ZFSPERF_GUEST_DISK_GB", "16"))
 
 def lab_root() -> Path:
     return Path(os.environ.get("ZFSPERF_GUEST_DIR", "/var/tmp/zfsperf-openzfs"))
+
+
+def twin_root() -> Path:
+    """The second guest's lab (build turns): beside the first's files, never the same ones."""
+    return lab_root() / "twin"
 
 
 def accelerator() -> str:
@@ -80,6 +91,27 @@ class Guest:
         return self.root / "exchange"
 
     @property
+    def qmp_socket(self) -> Path:
+        return self.root / "qmp.sock"
+
+    def qmp(self) -> Qmp:
+        """A QMP connection to this guest's QEMU (pause, resume, status)."""
+        return Qmp(self.qmp_socket)
+
+    def resume_if_paused(self, say=print) -> None:
+        """A guest found paused (a zfsperf that died mid-turn left it so: guest/pair.py) runs again
+        before it is used."""
+        if self.state() is None or not self.qmp_socket.exists():
+            return
+        q = self.qmp()
+        try:
+            if q.status() == "paused":
+                q.resume()
+                say(f"the guest in {self.root} was paused (a zfsperf that died mid-turn left it so): resumed")
+        finally:
+            q.close()
+
+    @property
     def key(self) -> Path:
         return self.root / "id_ed25519"
 
@@ -95,14 +127,17 @@ class Guest:
         return st if proc.pid_alive(st.qemu_pid) else None
 
     # ---------------------------------------------------------------- up / down
-    def up(self, series: str = DEFAULT_VERSION, say=print, timeout: float = 600) -> GuestState:
+    def up(self, series: str = DEFAULT_VERSION, say=print, timeout: float = 600, *,
+           watched: bool = False) -> GuestState:
+        """Boot the guest (or find it running). watched: its QEMU is stopped by the guard when this
+        zfsperf ends, however it ends (a guest booted for one command only)."""
         running = self.state()
         if running is not None:
             say(f"OpenZFS guest already running (qemu pid {running.qemu_pid}, {running.url()})")
             return running
         build = find_build(series) or Builder(series, say).run()
         self.root.mkdir(parents=True, exist_ok=True)
-        for f in ("known_hosts", "serial.log"):
+        for f in ("known_hosts", "serial.log", "qmp.sock"):
             (self.root / f).unlink(missing_ok=True)
         if not self.key.exists():
             res = proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "zfsperf-lab", "-f", str(self.key)])
@@ -124,7 +159,7 @@ class Guest:
         argv = ["qemu-system-x86_64", *(["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else
                                          ["-accel", "tcg,thread=multi", "-cpu", "max"]),
                 "-smp", str(min(4, os.cpu_count() or 2)), "-m", str(MEM_MB), "-display", "none", "-monitor", "none",
-                "-serial", f"file:{self.root / 'serial.log'}", "-no-reboot",
+                "-qmp", f"unix:{self.qmp_socket},server=on,wait=off", "-serial", f"file:{self.root / 'serial.log'}", "-no-reboot",
                 "-kernel", str(build.kernel_image), "-initrd", str(build.initramfs),
                 "-append", f"console=ttyS0 quiet loglevel=4 panic=-1 zfsperf.key={key} zfsperf.exchange={self.exchange}",
                 "-virtfs", f"local,path=/,mount_tag=hostroot,readonly=on,{share}",
@@ -136,6 +171,8 @@ class Guest:
         with open(self.root / "qemu.log", "wb") as qlog:
             p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
                                  start_new_session=True)
+        if watched:
+            guard.watch(p)
         st = GuestState(p.pid, port, accel, build.zfs_version, build.kernel, time.time(), str(build.dir),
                         exchange=str(self.exchange))
         self.state_file.write_text(json.dumps(asdict(st), indent=1))
@@ -208,12 +245,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def open_guest_target(log: proc.CommandLog = proc.NULL_LOG):
-    """`--target guest`: the running OpenZFS guest as an ssh target that knows its accelerator."""
-    lab = Guest()
+def open_guest_target(log: proc.CommandLog = proc.NULL_LOG, root: Path | None = None, say=print):
+    """`--target guest`: the running OpenZFS guest (root: the twin's lab) as an ssh target that
+    knows its accelerator; a guest a dead zfsperf left paused is resumed first."""
+    lab = Guest(root)
     st = lab.state()
     if st is None:
-        raise TargetError("no OpenZFS guest is running: start one with `zfsperf guest up`")
+        raise TargetError(f"no OpenZFS guest is running in {lab.root}: start one with `zfsperf guest up`")
+    lab.resume_if_paused(say)
     t = open_ssh(st.url(), log, options=lab.ssh_options())
     t.accelerator = st.accel          # the guest's state knows how QEMU runs it (a declared capability)
     return t

@@ -51,7 +51,10 @@ class CaseContext:
     sharers: int = 1                     # workloads filling this pool at once (a duet: 2)
     # taking turns over a module tunable: called before each of this side's rounds, it writes the
     # side's values and returns what they read back (recorded with the round)
-    before_turn: Callable[[], dict[str, str]] | None = None
+    before_turn: Callable[[], dict[str, Any]] | None = None
+    turn_key: str = "turn_tunables"      # where each turn's before_turn result is kept (extra)
+    after_turn: Callable[[], Any] | None = None    # after each of this side's turns, however it ended
+                                         # (build turns: the other guest resumed)
     spans: list[tuple[float, float]] = field(default_factory=list)   # taking turns: this side's
                                          # rounds, (start, end) in time.monotonic() seconds
     cross_checks: list[Any] = field(default_factory=list)   # metrics/crosscheck.CrossCheck: the
@@ -100,6 +103,9 @@ class Workload(Protocol):
     # the duets it can run (runfile.py checks a test's `duet` against it): "together" (both sides at
     # once, run() in a thread each), "turns" (round by round, run_turns()); () for none
     duet_modes: tuple[str, ...]
+    # its run_turns() takes sides on two targets (a pool each: build turns in two guests), reading
+    # each pool's own txgs and room; a workload whose turns assume one pool says False
+    turns_across_guests: bool
 
     def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
         """Workload-specific checks beyond types; raise InputError with where(field)."""

@@ -300,6 +300,7 @@ class FioWorkload:
     summary_figures = ["iops", "bw", "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99", "sync_lat_p99"]
     # one job set on each dataset at once, or the two taking turns in slices (run_turns)
     duet_modes = ("together", "turns")
+    turns_across_guests = False          # its turns assume one pool (not yet for build turns)
     directions = {"iops": 1, "bw": 1, "hosts": 0, "sync_ops": 0}
     fields = FIO_FIELDS
 

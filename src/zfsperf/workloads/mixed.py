@@ -40,6 +40,7 @@ class MixedWorkload:
         "slice": ((str, int, float), False), "settle": ((str, int, float), False),
     }
     duet_modes = ("turns",)                  # its reader and writer already share one pool: never "together"
+    turns_across_guests = False          # its turns assume one pool (not yet for build turns)
 
     def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
         for role in ("reader", "writer"):

@@ -59,6 +59,7 @@ class ReceiveWorkload:
     bandwidth_figure: str | None = "throughput"   # cross-checked against zpool iostat
     summary_figures = ["throughput", "blocks", "txgs", "per_stream", "receive_time"]
     duet_modes = ("together", "turns")   # both sides at once, or round by round (run_turns)
+    turns_across_guests = True           # run_turns reads each side's own pool (build turns)
     directions = {"throughput": 1, "per_stream": 1, "blocks": 1, "bytes": 0, "txgs": 0, "receive_time": -1}
     fields: dict[str, tuple[Any, bool]] = {
         "corpus": (dict, True),
@@ -254,18 +255,20 @@ class ReceiveWorkload:
         drifts over seconds (the pool filling, the machine) hits both alike. ctxs[0] goes first.
         Returns each side's figures, over its own rounds."""
         duration = parse_duration(ctxs[0].fields["duration"]) if ctxs[0].fields.get("duration") else 0.0
-        txg0, t0 = ctxs[0].target.txg(ctxs[0].pool.name), time.monotonic()
+        # one pool (a duet) or a pool each (build turns: two guests): each pool's own txgs and room
+        own = ctxs if ctxs[0].target is not ctxs[1].target else ctxs[:1]
+        txg0, t0 = [c.target.txg(c.pool.name) for c in own], time.monotonic()
 
         def room(rounds: list[list[Round]]) -> str | None:
             need = 1.25 * len(ORDER) * max(r[-1].nbytes for r in rounds)
-            if self._available(ctxs[0]) >= need:
+            if all(self._available(c) >= need for c in own):
                 return None
             return (f"turns ended after {sum(map(len, rounds))} rounds: the pool would not hold another group "
                     "(make vdev_size larger for the full duration)")
         rounds = take_turns(ctxs, lambda c: self._round(c, keep=True, txgs=False), duration=duration, room=room)
-        t1, txg1 = time.monotonic(), ctxs[0].target.txg(ctxs[0].pool.name)
-        txg_rate = (txg1 - txg0) / (t1 - t0) if txg0 is not None and txg1 is not None else None
-        return [self._figures(c, r, txg_rate) for c, r in zip(ctxs, rounds)]
+        t1, txg1 = time.monotonic(), [c.target.txg(c.pool.name) for c in own]
+        rates = [(b - a) / (t1 - t0) if a is not None and b is not None else None for a, b in zip(txg0, txg1)]
+        return [self._figures(c, r, rates[min(i, len(rates) - 1)]) for i, (c, r) in enumerate(zip(ctxs, rounds))]
 
     def _figures(self, ctx: CaseContext, rounds: list[Round], txg_rate: float | None) -> Figures:
         """A case's figures over its rounds' timed parts (and, when measuring, its cross-checks and

@@ -5,7 +5,9 @@ ABBA groups, so that a trend over the iteration (the pool filling, the machine w
 both alike to first order; at least one group, then more until the iteration's duration is over,
 its time budget is spent, a signal came, or the workload says the pool has no room for another
 group. Before each of a side's turns its before_turn hook runs (turns over a module tunable: the
-side's value written and read back, recorded with the turn); each turn's start and end are kept in
+side's value written and read back, recorded with the turn; build turns: the other guest paused,
+this one resumed, read back) and after it its after_turn hook (build turns: the other guest resumed,
+so that between turns both run and can be asked anything); each turn's start and end are kept in
 the side's spans (a profile's samples go to the side whose turn they fell in)."""
 
 from __future__ import annotations
@@ -38,12 +40,17 @@ def take_turns(ctxs: list[CaseContext], one: Callable[[CaseContext], R], *, dura
                     c.extra["duration_note"] = why
                 break
         side = ORDER[k % len(ORDER)]
-        hook = ctxs[side].before_turn
-        if hook is not None:
-            ctxs[side].extra.setdefault("turn_tunables", []).append(hook())
+        ctx = ctxs[side]
         t0 = time.monotonic()
-        done[side].append(one(ctxs[side]))
-        ctxs[side].spans.append((t0, time.monotonic()))
+        try:
+            if ctx.before_turn is not None:
+                ctx.extra.setdefault(ctx.turn_key, []).append(ctx.before_turn())
+            t0 = time.monotonic()
+            done[side].append(one(ctx))
+        finally:                 # build turns: the other guest runs again, however the turn ended
+            if ctx.after_turn is not None:
+                ctx.after_turn()
+        ctx.spans.append((t0, time.monotonic()))
         k += 1
     for c in ctxs:
         c.extra["turns"] = "ABBA"
