@@ -12,6 +12,9 @@ from zfsperf.errors import TargetError
 from zfsperf.guest.pair import GuestPair
 from zfsperf.guest.qmp import Qmp
 from zfsperf.guest.vm import Guest
+from zfsperf.report import buildfloor
+from zfsperf.report.compare import Comparison, FigureChange
+from zfsperf.units import ChangeVerdict
 
 RECV = """
 [defaults]
@@ -49,7 +52,10 @@ def test_build_turns_refuse_a_workload_whose_turns_share_one_pool_and_bisect(tmp
     assert res.returncode == 2 and "cannot take turns between two guests" in res.stderr, res.stderr
     res = zfsperf("guest", "bisect", "--zfs-src", str(tmp_path), "--good", "a", "--bad", "b", "-r", str(fio),
                   "--case", "f", "--figure", "iops", "--turns")
-    assert res.returncode == 2 and "--turns" in res.stderr, res.stderr
+    assert res.returncode == 2 and "cannot take turns between two guests" in res.stderr, res.stderr
+    recv = write_runfile(tmp_path, RECV)
+    res = zfsperf("guest", "ab", "--a", "2.3", "--b", "2.3", "-r", str(recv), "--turns", "--detect", "0")
+    assert res.returncode == 2 and "--detect" in res.stderr, res.stderr
 
 
 @pytest.fixture
@@ -99,3 +105,39 @@ def test_a_turn_pauses_the_other_guest_and_reads_both_back(two_qemus):
 def test_a_socket_without_qemu_is_a_target_error(tmp_path):
     with pytest.raises(TargetError, match="QMP socket"):
         Qmp(tmp_path / "nothing.sock")
+
+
+def test_rebuild_is_refused_for_two_sources_or_debians_build(tmp_path):
+    rf = write_runfile(tmp_path, RECV)
+    res = zfsperf("guest", "ab", "--a", "2.3", "--b", str(tmp_path), "-r", str(rf), "--rebuild")
+    assert res.returncode == 2 and "same --a and --b" in res.stderr, res.stderr
+    res = zfsperf("guest", "ab", "--a", "2.3", "--b", "2.3", "-r", str(rf), "--rebuild")
+    assert res.returncode == 2 and "Debian's build" in res.stderr, res.stderr
+
+
+def change(pct: float, verdict: str, ci: tuple[float, float]) -> "FigureChange":
+    return FigureChange(case="recv build=a → recv build=b", figure="throughput", unit="MiB/s", old=[1.0], new=[1.0],
+                        old_median=100.0, new_median=100 + pct, change_pct=pct, ci_pct=ci, p=0.03,
+                        verdict=verdict, design="turns", test="sign-flip", detectable_pct=2.0)
+
+
+def test_the_rebuild_floor_is_the_a_a_intervals_far_end_and_holds_smaller_build_changes(tmp_path):
+    """An A/A′ whose interval is −1.5 … +4.0 % makes a floor of 4 %: a later −3 % WORSE between two
+    builds of that test and figure is within noise, said why; a −9 % stays WORSE, its note naming
+    the floor; another figure or accelerator is untouched."""
+    tests = {"recv build=a → recv build=b": "recv"}
+    aa = Comparison(base=None, new=None, changes=[change(1.2, "not significant", (-1.5, 4.0))])
+    floors = buildfloor.measured(aa, tests, "tcg", "/r/aa")
+    assert floors["recv|throughput|tcg"]["floor_pct"] == 4.0
+    path = tmp_path / "floors.json"
+    buildfloor.save(path, floors)
+    small, large = change(-3.0, "worse", (-5.0, -1.0)), change(-9.0, "worse", (-11.0, -7.0))
+    cmp = Comparison(base=None, new=None, changes=[small, large])
+    said = buildfloor.apply(cmp, buildfloor.load(path), tests, "tcg")
+    assert said == ["builds of one source differ by up to 4.0 % here (recv, throughput: an A/A′ rebuild, /r/aa)"]
+    assert small.verdict == ChangeVerdict.WITHIN_NOISE and "within the rebuild floor" in small.note
+    assert large.verdict == ChangeVerdict.WORSE and large.note.startswith("builds of one source differ by up to 4.0 %")
+    assert small.detectable_pct == 4.0
+    native = change(-3.0, "worse", (-5.0, -1.0))
+    assert buildfloor.apply(Comparison(base=None, new=None, changes=[native]), buildfloor.load(path), tests,
+                            None) == [] and native.verdict == ChangeVerdict.WORSE

@@ -26,7 +26,7 @@ import contextlib
 import json
 import random
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -34,7 +34,7 @@ from . import proc
 from .errors import InputError, TargetError
 from .units import ChangeVerdict
 from .guest.build import VERSIONS, Builder, find_build
-from .guest.source import ModuleBuild, SourceBuilder, identify, parse_meta, read_meta, source_spec
+from .guest.source import ModuleBuild, SourceBuilder, cache_root, identify, parse_meta, read_meta, source_spec
 from .guest.switch import BuildRef
 
 DEFAULT_BLOCKS = 6            # the exact paired test needs 6 blocks to reach p < 0.05 at all
@@ -49,18 +49,22 @@ class Side:
     ref: BuildRef
 
 
-def resolve(spec: str, name: str, field: str, sb: SourceBuilder) -> Side:
-    """A side of the A/B, built (or found cached) and named `name` in case names."""
+def resolve(spec: str, name: str, field: str, sb: SourceBuilder, rebuild: bool = False) -> Side:
+    """A side of the A/B, built (or found cached) and named `name` in case names (rebuild: compiled
+    again in a second build tree, for the A/A′ floor)."""
+    if spec in VERSIONS and rebuild:
+        raise InputError(f"--rebuild compiles a source twice: {spec} is Debian's build (give DIR or DIR@REV)",
+                         field=field)
     if spec in VERSIONS:
         b = find_build(spec) or Builder(spec, sb.say, sb.log).run()
         return Side(spec, spec, BuildRef(name, f"OpenZFS {b.zfs_version} (Debian, the guest's own)", None,
                                          {"kind": "debian", "version": b.zfs_version, "kernel": b.kernel}))
     src, rev = _source(spec, field)
     if rev:
-        mb = sb.build_commit(src, rev)
+        mb = sb.build_commit(src, rev, rebuild=rebuild)
     else:
         identify(src)                      # bad input is refused before any build
-        mb = sb.build(src)
+        mb = sb.build(src, rebuild=rebuild)
     return Side(spec, mb.tree.series, _ref(name, mb))
 
 
@@ -102,11 +106,15 @@ def _ref(name: str, mb: ModuleBuild) -> BuildRef:
     return BuildRef(name, mb.tree.label, str(mb.modules), mb.info())
 
 
+FLOORS = "rebuild-floors.json"            # in the build cache: the A/A′ floors (report/buildfloor.py)
+
+
 @dataclass
 class AbResult:
     rc: int
     results_dir: Path | None
     comparison: Any | None              # report.compare.Comparison
+    floors: list[str] = field(default_factory=list)     # the rebuild floors measured or applied, in words
 
 
 def ensure_guest(series: str, say: Callable[[str], None]) -> tuple[Any, bool]:
@@ -150,9 +158,14 @@ def ensure_twin(lab: Any, say: Callable[[str], None]) -> tuple[Any, bool]:
 
 def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int | None, outdir: str,
            tags: list[str] | None, test: str | None, argv: list[str], say: Callable[[str], None],
-           defines: dict[str, str] | None = None, turns: bool = False) -> AbResult:
+           defines: dict[str, str] | None = None, turns: bool = False, detect: float | None = None,
+           rebuild: bool = False) -> AbResult:
     """One interleaved run of the runfile's selected tests on each build, and its paired comparison
-    (turns: the builds take turns in two guests, `blocks` iterations of ABBA groups)."""
+    (turns: the builds take turns in two guests, `blocks` iterations of ABBA groups; detect: more
+    iterations until the verdict is decided or could see `detect` %, runner --detect). rebuild: the
+    sides are one source built twice, and what the A/B measures is kept as the rebuild floor;
+    otherwise the floors kept so far are applied to its verdicts (report/buildfloor.py)."""
+    from .report import buildfloor
     from .report import compare
     from .report.model import load_run
     from .runner import RunOptions, Runner
@@ -161,22 +174,35 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     seed = seed if seed is not None else random.SystemRandom().randrange(2 ** 31)
     opts = RunOptions.of(runfile=runfile, tags=tags, test=test, iterations=blocks, outdir=outdir, target="guest",
                          interleave=True, seed=seed, builds=sides, argv=argv, defines=defines or {},
-                         keep_signal_handlers=False, store=None, check="warn", build_turns=turns)
+                         keep_signal_handlers=False, store=None, check="warn", build_turns=turns,
+                         detect=detect)
     runner = Runner(opts)
     rc = runner.run()
     if runner.results_dir is None:
         return AbResult(rc, None, None)
     run = load_run(runner.results_dir)
-    cmp = compare.compare_within(run, compare.ab_pairs(run))       # each case: first build -> second
-    (runner.results_dir / "compare.md").write_text(markdown(cmp, sides), encoding="utf-8")
-    return AbResult(rc, runner.results_dir, cmp)
+    pairs = compare.ab_pairs(run)
+    cmp = compare.compare_within(run, pairs)       # each case: first build -> second
+    tests = {f"{a.case} → {b.case}": a.test for a, b in pairs}
+    accel = run.run.accelerator()
+    floors_file = cache_root() / FLOORS
+    if rebuild:                  # an A/A′: what it measured is the floor of every later build verdict
+        floors = buildfloor.measured(cmp, tests, accel, str(runner.results_dir))
+        buildfloor.save(floors_file, floors)
+        said = [f"builds of one source differ by up to {f['floor_pct']:.1f} % here ({k.split('|')[0]}, "
+                f"{k.split('|')[1]}): recorded in {floors_file}" for k, f in sorted(floors.items())]
+    else:
+        said = buildfloor.apply(cmp, buildfloor.load(floors_file), tests, accel)
+    (runner.results_dir / "compare.md").write_text(markdown(cmp, sides, said), encoding="utf-8")
+    return AbResult(rc, runner.results_dir, cmp, said)
 
 
-def markdown(cmp: Any, sides: dict[str, BuildRef]) -> str:
-    """The A/B for a pull request: what each side was, then compare's paired verdicts."""
+def markdown(cmp: Any, sides: dict[str, BuildRef], floors: list[str] | None = None) -> str:
+    """The A/B for a pull request: what each side was, the rebuild floors, then compare's paired
+    verdicts."""
     from .report import compare
     out = ["builds:"] + [f"- **{b.name}**: {b.label}" + (f" (modules {b.modules})" if b.modules else "")
-                         for b in sides.values()]
+                         for b in sides.values()] + [f"- {line}" for line in floors or []]
     if compare.emulated(cmp):
         out.append(f"- {TCG_NOTE}")
     return "\n".join(out) + "\n\n" + compare.markdown(cmp)
@@ -189,6 +215,8 @@ def print_ab(res: AbResult, sides: dict[str, BuildRef]) -> None:
         print(f"build {b.name}: {b.label}")
     if res.comparison is None:
         return
+    for line in res.floors:
+        print(line)
     compare.render(res.comparison, Console().rich)
     if compare.emulated(res.comparison):
         print(f"note: {TCG_NOTE}")
@@ -213,14 +241,23 @@ def _stop_on_signals() -> Iterator[None]:
 
 def guest_ab(a: str, b: str, runfile: str, *, blocks: int = DEFAULT_BLOCKS, seed: int | None = None,
              outdir: str = "zfsperf-results", tags: list[str] | None = None, test: str | None = None,
-             argv: list[str] | None = None, say: Callable[[str], None] = print, turns: bool = False) -> int:
+             argv: list[str] | None = None, say: Callable[[str], None] = print, turns: bool = False,
+             detect: float | None = None, rebuild: bool = False) -> int:
+    """One A/B of two builds (rebuild: one source compiled twice, the A/A′ floor measured)."""
+    if rebuild and a != b:
+        raise InputError("--rebuild compiles one source twice: give the same --a and --b", field="--rebuild")
+    if rebuild and a in VERSIONS:
+        raise InputError(f"--rebuild compiles a source twice: {a} is Debian's build (give DIR or DIR@REV)",
+                         field="--rebuild")
     check_runfile(runfile, test, builds=2 if turns else 0)      # bad input before anything is built or booted
+    if detect is not None and not detect > 0:
+        raise InputError(f"--detect takes a change in per cent above 0, got {detect:g}", field="--detect")
     sa, sb_ = series_of(a, "--a"), series_of(b, "--b")
     if sa != sb_:
         raise InputError(f"--a is OpenZFS {sa}, --b is {sb_}: the guest runs one series' userland, so both "
                          "builds must be of one series", field="--b")
     sb = SourceBuilder(say)
-    side_a, side_b = resolve(a, "a", "--a", sb), resolve(b, "b", "--b", sb)
+    side_a, side_b = resolve(a, "a", "--a", sb), resolve(b, "b", "--b", sb, rebuild=rebuild)
     sides = {"a": side_a.ref, "b": side_b.ref}
     with _stop_on_signals():
         lab, booted = ensure_guest(side_a.series, say)
@@ -229,7 +266,7 @@ def guest_ab(a: str, b: str, runfile: str, *, blocks: int = DEFAULT_BLOCKS, seed
             if turns:
                 twin, twin_booted = ensure_twin(lab, say)
             res = run_ab(sides, runfile, blocks=blocks, seed=seed, outdir=outdir, tags=tags, test=test,
-                         argv=argv or [], say=say, turns=turns)
+                         argv=argv or [], say=say, turns=turns, detect=detect, rebuild=rebuild)
         finally:
             if twin_booted:
                 twin.down(say=say)
@@ -288,9 +325,16 @@ class Step:
 
 def guest_bisect(repo: str, good: str, bad: str, runfile: str, case: str, figure: str, *,
                  blocks: int = DEFAULT_BLOCKS, seed: int | None = None, outdir: str = "zfsperf-bisect",
-                 argv: list[str] | None = None, say: Callable[[str], None] = print) -> int:
-    """0: the first changed commit named; 1: no change between GOOD and BAD beyond the noise."""
-    rf = check_runfile(runfile, case, "--case")
+                 argv: list[str] | None = None, say: Callable[[str], None] = print, turns: bool = False,
+                 detect: float | None = None) -> int:
+    """0: the first changed commit named; 1: no change between GOOD and BAD beyond the noise.
+    turns: each step a build-turns A/B in two guests; detect: each step's iterations go on until its
+    verdict is decided -- worse or better, or the same within the margin -- or could see that
+    change (BAD's own step: `detect` %; every other step: half of BAD's change, the line between
+    GOOD's side and BAD's, or `detect` if smaller)."""
+    rf = check_runfile(runfile, case, "--case", builds=2 if turns else 0)
+    if detect is not None and not detect > 0:
+        raise InputError(f"--detect takes a change in per cent above 0, got {detect:g}", field="--detect")
     src = Path(repo).expanduser().resolve()
     if not (src / ".git").exists():
         raise InputError(f"{repo} is not a git repository", field="--zfs-src")
@@ -300,7 +344,7 @@ def guest_bisect(repo: str, good: str, bad: str, runfile: str, case: str, figure
     out.mkdir(parents=True, exist_ok=True)
     state_file = out / "bisect.json"
     settings = {"repo": str(src), "good": good, "bad": bad, "runfile": rf.source, "case": case, "figure": figure,
-                "blocks": blocks}
+                "blocks": blocks} | ({"turns": True, "detect": detect} if turns or detect is not None else {})
     state: dict[str, Any] = {"settings": settings, "steps": {}}
     if state_file.exists():
         old = json.loads(state_file.read_text())
@@ -311,31 +355,38 @@ def guest_bisect(repo: str, good: str, bad: str, runfile: str, case: str, figure
             raise InputError(f"{state_file} is a bisect with other settings: use another -o", field="-o")
     with _stop_on_signals():
         return _bisect(src, good, commits, runfile, case, figure, blocks, seed, out, argv or [], say, state,
-                       state_file)
+                       state_file, turns=turns, detect=detect)
 
 
 def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, figure: str, blocks: int,
             seed: int | None, out: Path, argv: list[str], say: Callable[[str], None], state: dict[str, Any],
-            state_file: Path) -> int:
+            state_file: Path, *, turns: bool = False, detect: float | None = None) -> int:
     bad = commits[-1][:12]
     sb = SourceBuilder(say)
     good_side = resolve(f"{src}@{good}", "good", "--good", sb)
     good_full = good_side.ref.info.get("commit") or good
-    guest: list[Any] = []                      # (lab, booted) once a step needs the guest
+    guest: list[Any] = []                      # (lab, booted) once a step needs the guest; then the twin's
     steps: dict[str, Step] = {k: Step(**v) for k, v in state["steps"].items()}
+    margin: list[float | None] = [detect]      # the change a step must be able to see (--detect)
 
     def measure(commit: str) -> Step:
         if commit in steps:
             return steps[commit]
         if not guest:
             guest.append(ensure_guest(good_side.series, say))
+            if turns:
+                guest.append(ensure_twin(guest[0][0], say))
         short = commit[:8]
         side = resolve(f"{src}@{commit}", short, f"commit {short}", sb)
         if side.series != good_side.series:
             raise InputError(f"commit {short} is OpenZFS {side.series}, {good} is {good_side.series}", field="--bad")
-        say(f"bisect: measuring {short} against {good_full[:8]} ({blocks} blocks)")
+        how = f"{blocks} iterations of turns" if turns else f"{blocks} blocks"
+        if margin[0] is not None:
+            how += f", more until decided or it could see {margin[0]:.1f} %"
+        say(f"bisect: measuring {short} against {good_full[:8]} ({how})")
         res = run_ab({"good": good_side.ref, short: side.ref}, runfile, blocks=blocks, seed=seed,
-                     outdir=str(out / "runs"), tags=None, test=case, argv=argv, say=say)
+                     outdir=str(out / "runs"), tags=None, test=case, argv=argv, say=say, turns=turns,
+                     detect=margin[0])
         ch = None
         if res.comparison is not None:
             ch = next((c for c in res.comparison.changes if c.figure == figure), None)
@@ -357,6 +408,8 @@ def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, f
             _print_steps(steps, commits)
             return 1
         direction = last.verdict
+        if (turns or detect is not None) and last.change_pct is not None:    # GOOD's side ends at half of it
+            margin[0] = min(abs(last.change_pct) / 2, detect if detect is not None else float("inf"))
 
         def changed(i: int) -> bool:
             st = measure(commits[i])
@@ -368,8 +421,9 @@ def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, f
             return False
         hi = first_changed(len(commits), changed)
     finally:
-        if guest and guest[0][1]:
-            guest[0][0].down(say=say)
+        for lab, booted in reversed(guest):     # the twin first, then the guest, each if booted here
+            if booted:
+                lab.down(say=say)
     first = commits[hi]
     _print_steps(steps, commits)
     print(f"first {direction} commit: {first}  {_subject(src, first)}")

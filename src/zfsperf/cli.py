@@ -186,8 +186,12 @@ def _add_guest(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-t", "--test", help="ab: only this test")
     p.add_argument("--blocks", type=int, default=None, help="ab, bisect: interleaved blocks (default 6; "
                    "with --turns: iterations of ABBA turns)")
-    p.add_argument("--turns", action="store_true", help="ab: the builds take turns in two identical guests, "
-                   "the idle one paused (QMP), round by round")
+    p.add_argument("--turns", action="store_true", help="ab, bisect: the builds take turns in two identical "
+                   "guests, the idle one paused (QMP), round by round")
+    p.add_argument("--rebuild", action="store_true", help="ab: --a and --b are one source, compiled twice (a "
+                   "second build tree): the A/A′ floor stated beside every later build verdict of the test")
+    p.add_argument("--detect", type=float, metavar="PCT", help="ab, bisect: more iterations until each verdict "
+                   "is decided or could see PCT %% (a bisect's steps after the first: half of BAD's change)")
     p.add_argument("--seed", type=int, help="ab, bisect: the seed of the block order")
     p.add_argument("-o", "--outdir", help="ab, bisect: where results go")
     p.add_argument("inside", nargs="*", help="run: the zfsperf command line for inside the guest, after --")
@@ -488,17 +492,19 @@ def _guest_ab_or_bisect(args: argparse.Namespace) -> int:
     for k in need[args.guest_action]:
         if not getattr(args, k):
             raise InputError(f"guest {args.guest_action} needs --{k.replace('_', '-')}", field=f"--{k}")
-    if args.turns and args.guest_action != "ab":
-        raise InputError("--turns is for guest ab (a bisect's steps run in blocks)", field="--turns")
+    if args.rebuild and args.guest_action != "ab":
+        raise InputError("--rebuild is for guest ab (the A/A′ floor of one source built twice)", field="--rebuild")
     blocks = ab.DEFAULT_BLOCKS if args.blocks is None else args.blocks
     if blocks < 2:
         raise InputError(f"--blocks takes a whole number >= 2, got {blocks}", field="--blocks")
     argv = redact_argv(["zfsperf", *sys.argv[1:]])
     if args.guest_action == "ab":
         return ab.guest_ab(args.a, args.b, args.runfile, blocks=blocks, seed=args.seed,
-                           outdir=args.outdir or "zfsperf-results", test=args.test, argv=argv, turns=args.turns)
+                           outdir=args.outdir or "zfsperf-results", test=args.test, argv=argv, turns=args.turns,
+                           detect=args.detect, rebuild=args.rebuild)
     return ab.guest_bisect(args.zfs_src, args.good, args.bad, args.runfile, args.case, args.figure, blocks=blocks,
-                           seed=args.seed, outdir=args.outdir or "zfsperf-bisect", argv=argv)
+                           seed=args.seed, outdir=args.outdir or "zfsperf-bisect", argv=argv, turns=args.turns,
+                           detect=args.detect)
 
 
 def cmd_lab(args: argparse.Namespace) -> int:

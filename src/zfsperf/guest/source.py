@@ -30,7 +30,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -53,20 +53,23 @@ class Tree:
     commit: str | None = None         # the git commit (None: not a git tree)
     dirty: bool = False               # uncommitted changes in a git tree
     content_hash: str | None = None   # sha256 of the files, when the commit alone does not say
+    rebuilt: bool = False             # compiled a second time, in a build tree of its own (the A/A′ floor)
 
     @property
     def key(self) -> str:
+        again = "-rebuilt" if self.rebuilt else ""
         if self.commit and not self.dirty:
-            return self.commit[:12]
+            return self.commit[:12] + again
         if self.commit:
-            return f"{self.commit[:12]}-dirty-{(self.content_hash or '')[:8]}"
-        return f"tree-{(self.content_hash or '')[:12]}"
+            return f"{self.commit[:12]}-dirty-{(self.content_hash or '')[:8]}{again}"
+        return f"tree-{(self.content_hash or '')[:12]}{again}"
 
     @property
     def label(self) -> str:
+        again = " (rebuilt in a second build tree)" if self.rebuilt else ""
         if self.commit:
-            return f"OpenZFS {self.version} @ {self.commit[:12]}" + (" (dirty)" if self.dirty else "")
-        return f"OpenZFS {self.version} (tree {(self.content_hash or '')[:12]})"
+            return f"OpenZFS {self.version} @ {self.commit[:12]}" + (" (dirty)" if self.dirty else "") + again
+        return f"OpenZFS {self.version} (tree {(self.content_hash or '')[:12]})" + again
 
 
 def read_meta(src: Path) -> tuple[str, str]:
@@ -132,6 +135,12 @@ def build_tree_for(src: Path) -> Path:
     lines = res.stdout.split() if res is not None and res.ok else []
     key = f"git-{lines[-1][:12]}" if lines else hashlib.sha256(str(src.resolve()).encode()).hexdigest()[:12]
     return cache_root() / "trees" / key
+
+
+def _second(bt: Path, rebuild: bool) -> Path:
+    """The build tree of a rebuild: beside the source's own, never the same directory (its objects,
+    paths and link order are made afresh)."""
+    return bt.with_name(bt.name + "-rebuild") if rebuild else bt
 
 
 def build_tree_of_import(src: Path) -> Path:
@@ -256,22 +265,24 @@ class SourceBuilder:
             debian.host_tools(self._kernel)
         return self._kernel
 
-    def build(self, src: Path) -> ModuleBuild:
-        """Modules of the tree at `src` as it is (a git work tree: its commit, dirty or not)."""
-        tree = identify(src)                  # bad input is refused before anything is written
-        bt = build_tree_for(src)
+    def build(self, src: Path, rebuild: bool = False) -> ModuleBuild:
+        """Modules of the tree at `src` as it is (a git work tree: its commit, dirty or not).
+        rebuild: compiled again in a second build tree of the source's own (the A/A′ floor: the
+        same source, another build), cached apart from the first."""
+        tree = replace(identify(src), rebuilt=rebuild)     # bad input is refused before anything is written
+        bt = _second(build_tree_for(src), rebuild)
         with build_tree_lock(bt, self.say):
             return self._build(tree, bt)
 
-    def build_commit(self, repo: Path, rev: str) -> ModuleBuild:
+    def build_commit(self, repo: Path, rev: str, rebuild: bool = False) -> ModuleBuild:
         """Modules of commit `rev` of the git repository `repo`, exported with `git archive` to a
-        stage directory (the repository and its work tree are not touched)."""
+        stage directory (the repository and its work tree are not touched); rebuild as build()."""
         full = commit_of(repo, rev)
-        bt = build_tree_for(repo)
+        bt = _second(build_tree_for(repo), rebuild)
         with build_tree_lock(bt, self.say):
             stage = cache_root() / "stage" / hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:12]
             export_commit(repo, full, stage)
-            mb = self._build(identify(stage, full), bt)
+            mb = self._build(replace(identify(stage, full), rebuilt=rebuild), bt)
         mb.tree.path = str(repo.resolve())
         return mb
 
