@@ -585,3 +585,99 @@ def test_a_resumed_run_plans_from_run_json_and_leaves_the_options_alone(h, tmp_p
     assert len(r.plan.done) == 2 * max(2, runner_mod.MIN_BLOCKS)       # blocks: at least MIN_BLOCKS each
     c = o.choice
     assert (c.iterations, c.seed, c.interleave, c.tags, c.test) == (None, None, False, None, None)
+
+
+class _Tagged(list):
+    """A target's event list that also writes each event, tagged with the target, to a shared one."""
+    def __init__(self, shared: list, tag: str) -> None:
+        super().__init__()
+        self.shared, self.tag = shared, tag
+
+    def append(self, e) -> None:
+        super().append(e)
+        self.shared.append((self.tag, *e))
+
+
+class _FakePair:
+    """GuestPair's calls, as events: which guest a turn ran in, and both resumed after it."""
+    def __init__(self, shared: list) -> None:
+        self.shared, self.states = shared, {"guest": "running", "twin": "running"}
+
+    def names(self) -> list[str]:
+        return ["guest", "twin"]
+
+    def turn_to(self, index: int, log=None):
+        def turn() -> dict:
+            self.states = {n: "running" if i == index else "paused" for i, n in enumerate(self.names())}
+            self.shared.append(("pair", "turn", self.names()[index]))
+            return {"running": self.names()[index], "states": dict(self.states)}
+        return turn
+
+    def resume_all(self) -> list[str]:
+        paused = [n for n, s in self.states.items() if s != "running"]
+        self.states = {n: "running" for n in self.states}
+        self.shared.append(("pair", "resumed", *paused))
+        return paused
+
+    def close(self) -> None:
+        self.shared.append(("pair", "closed"))
+
+
+def test_build_turns_give_each_build_a_guest_crosswise_and_pause_the_other_in_each_turn(h, tmp_path, monkeypatch):
+    """guest ab --turns on two fake guests: every iteration loads build A in one guest and B in the
+    other (crosswise from one iteration to the next), makes a pool in each, runs ABBA turns, each
+    in its build's guest after the pair paused the other, both resumed after every turn; the
+    pools are destroyed and each guest gets its own build back when the run ends."""
+    from zfsperf.guest import pair as pair_mod, vm
+    from zfsperf.workloads.turns import take_turns
+    from helpers import FakeTarget
+
+    shared: list = []
+    twin = FakeTarget(tmp_path / "twin")
+    h.target.events, twin.events = _Tagged(shared, "guest"), _Tagged(shared, "twin")
+    fake_pair = _FakePair(shared)
+    monkeypatch.setattr(vm, "open_guest_target", lambda log, root=None, say=print: twin)
+    monkeypatch.setattr(pair_mod, "GuestPair", lambda guests: fake_pair)
+
+    class Turns(ScriptedWorkload):
+        duet_modes = ("turns",)
+        turns_across_guests = True
+
+        def run(self, ctx):
+            ctx.target.events.append(("workload", ctx.case_id, ctx.iteration))
+            return self.script(ctx)
+
+        def run_turns(self, ctxs):
+            return [figs[-1] for figs in take_turns(ctxs, self.run, duration=0)]
+    monkeypatch.setitem(workloads.WORKLOADS, "turny", Turns(h.target))
+    monkeypatch.setitem(runner_mod.HEADLINE, "turny", "throughput")
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "turny"\n', iterations=2)
+    code, d, recs = h.run(rf, interleave=True, seed=3, builds=_builds(), build_turns=True)
+    assert code == 0, recs
+    work = [i for i, e in enumerate(shared) if e[1] == "workload"]
+    its = sorted({shared[i][3] for i in work})
+    assert its == list(range(1, len(its) + 1)) and len(its) >= 6
+    for it in its:
+        mine = [i for i in work if shared[i][3] == it]
+        assert len(mine) == 4                             # one ABBA group
+        for i in mine:
+            tag, _w, case, _it = shared[i]
+            build = case.rsplit("build=", 1)[1]
+            assert tag == ("guest" if (it % 2 == 1) == (build == "a") else "twin"), (it, shared[i])
+            turn = max(k for k in range(i) if shared[k][:2] == ("pair", "turn"))
+            assert shared[turn][2] == tag and all(shared[k][1] != "workload" for k in range(turn + 1, i))
+            assert shared[i + 1][:2] == ("pair", "resumed")   # the other guest runs again after the turn
+        first, last = mine[0], mine[-1]
+        for g in ("guest", "twin"):                       # a pool each, made before the turns, gone after
+            create = max(k for k in range(first) if shared[k][:2] == (g, "run") and shared[k][2][:2] == ["zpool", "create"])
+            destroy = next(k for k in range(last, len(shared)) if shared[k][:2] == (g, "run")
+                           and shared[k][2][:2] == ["zpool", "destroy"])
+            assert create < first and destroy > last
+    for g in (h.target, twin):                            # each guest's own build back at the end
+        assert g.module == "own" and g.pools == {}
+    run = json.loads((d / "run.json").read_text())
+    assert run["selection"]["build_turns"] is True and run["turns"] == ["t"]
+    assert run["builds"]["a"]["srcversion_twin"] == "SRC-/hostroot/builds/a/zfs.ko"
+    for r in recs:
+        assert r.detail["guest"] in ("guest", "twin") and len(r.detail["turn_guests"]) == 2
+        assert all(t["running"] == r.detail["guest"] for t in r.detail["turn_guests"])

@@ -436,12 +436,9 @@ class CaseRunner:
                 o.skipped = lacking
             return finish()
         pair = self.pair if a.build != b.build else None
-        life = Lifecycle(self.hosts(it)[0] if pair else self, t, it, log, a.tunables, a.build if pair else None)
-        lives = {a.id: life, b.id: Lifecycle(self.hosts(it)[1], t, it, log, b.tunables, b.build, procs=life.procs)
-                 if pair else life}
+        lives = self._lives(a, b, it, log, pair)
+        life = lives[a.id]                        # the one lifecycle (build turns: side A's)
         own = list({id(x): x for x in lives.values()}.values())     # each lifecycle once
-        for x in own:
-            x.target.log = log
         ctxs: dict[str, CaseContext] = {}
         try:
             tunable_turns = pair is None and a.tunables != b.tunables
@@ -519,25 +516,45 @@ class CaseRunner:
                     if verdict is not None:
                         rec.steady = verdict
             for c in (a, b):
-                res, o = results.get(c.id), outcomes[c.id]
-                if isinstance(res, BaseException):
-                    absorb(o, res, t.timeout, log)
-                elif res is not None:
-                    records[c.id].figures = as_figures(res)
-                    records[c.id].add_detail(ctxs[c.id].extra)
-                    if pair is not None:
-                        records[c.id].add_detail({"guest": lives[c.id].runner.guest_name})
-                    o.figures = res
-                    o.unmet = [m for m in (e.check(res) for e in t.expect) if m]
+                if pair is not None:
+                    ctxs[c.id].extra["guest"] = lives[c.id].runner.guest_name
+                self._side_result(results.get(c.id), outcomes[c.id], records[c.id], ctxs[c.id], t, log)
         except Exception as e:  # noqa: BLE001 - the same mapping as a single case's, for both sides
             for o in outcomes.values():
                 absorb(o, e, t.timeout, log)
-        try:
+        try:                                      # build turns: the twin's lifecycle closed first
             for x in own[1:]:
                 x.close(list(outcomes.values()))
         finally:
             life.close(list(outcomes.values()))
         return finish()
+
+    def _lives(self, a: Case, b: Case, it: int, log: proc.CommandLog,
+               pair: GuestPair | None) -> dict[str, Lifecycle]:
+        """Each side's lifecycle: one for both (a duet on one pool), or one per guest (build turns:
+        the guests given to the builds crosswise by iteration, one process set for both)."""
+        if pair is None:
+            life = Lifecycle(self, a.test, it, log, a.tunables)
+            self.target.log = log
+            return {a.id: life, b.id: life}
+        host_a, host_b = self.hosts(it)
+        life = Lifecycle(host_a, a.test, it, log, a.tunables, a.build)
+        lives = {a.id: life, b.id: Lifecycle(host_b, b.test, it, log, b.tunables, b.build, procs=life.procs)}
+        for x in lives.values():
+            x.target.log = log
+        return lives
+
+    @staticmethod
+    def _side_result(res: Any, o: CaseOutcome, record: CaseRecord, ctx: CaseContext, t: TestSpec,
+                     log: proc.CommandLog) -> None:
+        """One side of a duet: what its workload raised or returned, into its outcome and record."""
+        if isinstance(res, BaseException):
+            absorb(o, res, t.timeout, log)
+        elif res is not None:
+            record.figures = as_figures(res)
+            record.add_detail(ctx.extra)
+            o.figures = res
+            o.unmet = [m for m in (e.check(res) for e in t.expect) if m]
 
     def _precondition(self, ctx: CaseContext, wl: Any, sampler: Sampler, spec: steady.SteadySpec,
                       active: int | None) -> SteadyRecord:

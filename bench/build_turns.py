@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Build turns against blocks in the OpenZFS guest: an A/A of one build, both ways, in windows.
+
+Two real `zfsperf guest ab --a 2.3 --b 2.3` runs of one receive test (the guest's own build on both
+sides: nothing differs but the case's name), each cut into windows of --block iterations (--step
+apart; --step = --block: disjoint windows, independent comparisons):
+
+  blocks   today's design: the two builds' cases in interleaved blocks in one guest, the module
+           loaded again before each case's pool (paired by block)
+  turns    `--turns`: each build in a guest of its own (crosswise every iteration), ABBA turns for
+           the test's duration, the other guest paused (paired by iteration)
+
+For each: the A/A false alarms (better/WORSE called on identical builds; goal <= 5 %), the change
+called with 80 % power when one side's values are scaled (power.py's method), compare's three
+outcomes per window, and the machine time. Under TCG only relative CPU-bound figures mean
+anything: these are the designs' noise under emulation, not speeds.
+
+Usage: bench/build_turns.py [--iterations 30] [--block 6] [--step 6] [--duration 4s] [--keep DIR] [--reuse]
+                            [--designs turns,blocks]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from power import arms_and_windows, paired, report, three_way, whole  # noqa: E402
+
+RUNFILE = """
+[defaults]
+iterations = 1
+timeout = "20m"
+[defaults.pool]
+vdevs = 1
+vdev_size = "256M"
+[[test]]
+name = "recv"
+workload = "receive"
+corpus = {{ kind = "random", size = "8M", seed = 7 }}
+threads = 1
+duration = "{duration}"
+steady = {{ mode = "off" }}
+"""
+
+
+def measure(out: Path, design: str, iterations: int, duration: str, reuse: bool) -> tuple[Path, float]:
+    kept = out / design
+    done = sorted(kept.glob("2*/results.jsonl")) if kept.exists() else []
+    if reuse and done:
+        d = done[-1].parent
+        return d, json.loads((d / "elapsed.json").read_text())["seconds"]
+    rf = out / "recv.toml"
+    rf.write_text(RUNFILE.format(duration=duration))
+    argv = [sys.executable, "-m", "zfsperf.cli", "guest", "ab", "--a", "2.3", "--b", "2.3", "-r", str(rf),
+            "--blocks", str(iterations), "-o", str(kept)] + (["--turns"] if design == "turns" else [])
+    t0 = time.monotonic()
+    res = subprocess.run(argv, capture_output=True, text=True)
+    seconds = time.monotonic() - t0
+    if res.returncode != 0:
+        raise SystemExit(f"the {design} A/A failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
+    d = sorted(kept.glob("2*/results.jsonl"))[-1].parent
+    (d / "elapsed.json").write_text(json.dumps({"seconds": seconds}))
+    return d, seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--iterations", type=int, default=30, help="iterations (blocks) of each A/A run")
+    ap.add_argument("--block", type=int, default=6, help="pairs per comparison window")
+    ap.add_argument("--step", type=int, help="windows start this many pairs apart (default: --block, disjoint)")
+    ap.add_argument("--duration", default="4s", help="the receive test's duration (turns: of its ABBA groups)")
+    ap.add_argument("--designs", default="turns,blocks")
+    ap.add_argument("--keep", help="keep the runs here (default: a temporary directory)")
+    ap.add_argument("--reuse", action="store_true", help="with --keep: judge the kept runs again")
+    args = ap.parse_args()
+    out = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zfsperf-build-turns-"))
+    out.mkdir(parents=True, exist_ok=True)
+    step = args.step or args.block
+    print(f"A/A of the guest's own OpenZFS build against itself, {args.iterations} iterations a design, "
+          f"windows of {args.block} pairs {step} apart; runs in {out}", flush=True)
+    results = {}
+    for design in args.designs.split(","):
+        d, seconds = measure(out, design, args.iterations, args.duration, args.reuse)
+        a, b, comps = arms_and_windows(d, args.block, step)
+        per_window = seconds * args.block / max(len(a), 1)
+        title = f"{design} ({len(a)} pairs, {per_window / 60:.1f} min a window)"
+        results[design] = report(title, comps, paired, seconds)
+        results[design]["three_way"] = three_way(comps)
+        results[design]["whole"] = whole(a, b)
+        results[design]["minutes_per_window"] = round(per_window / 60, 2)
+    (out / "build_turns.json").write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
