@@ -33,6 +33,9 @@ class GuestPair:
         self.qmps: list[Qmp] = []
         try:
             for g in guests:
+                if not g.qmp_socket.exists():
+                    raise TargetError(f"the guest in {g.root} has no QMP socket (booted by an older zfsperf?): "
+                                      "stop it with `zfsperf guest down` and run again")
                 self.qmps.append(g.qmp())
         except BaseException:
             self.close()

@@ -103,7 +103,10 @@ class Guest:
         before it is used."""
         if self.state() is None or not self.qmp_socket.exists():
             return
-        q = self.qmp()
+        try:
+            q = Qmp(self.qmp_socket, timeout=5)
+        except TargetError:           # QEMU takes one QMP client: a build-turns run holds it, and decides
+            return
         try:
             if q.status() == "paused":
                 q.resume()
