@@ -681,3 +681,45 @@ def test_build_turns_give_each_build_a_guest_crosswise_and_pause_the_other_in_ea
     for r in recs:
         assert r.detail["guest"] in ("guest", "twin") and len(r.detail["turn_guests"]) == 2
         assert all(t["running"] == r.detail["guest"] for t in r.detail["turn_guests"])
+
+
+def test_a_rebuild_a_a_keeps_its_floor_and_a_later_build_change_inside_it_is_not_called(h, tmp_path, monkeypatch):
+    """run_ab on the fake target: an A/A′ (rebuild) whose pairs differ by up to 3 % keeps the far end
+    of its interval as the floor of the test's headline (in the build cache); a later A/B whose B
+    is 1 % slower in every pair -- significant, and inside the floor -- is "within noise", said in
+    its note and in compare.md; one 30 % slower stays WORSE with the floor beside it."""
+    from zfsperf import buildab, machine
+    from zfsperf.report import buildfloor
+    monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(machine, "RunLock", lambda: RunLock(tmp_path / "run.lock"))    # the harness's lock
+    noise = [1.0, 1.03, 0.99, 1.02, 0.98, 1.01, 1.0, 0.97, 1.02, 0.99, 1.03, 0.98]
+    slower = [1.0]
+
+    def script(ctx):
+        n = ctx.iteration - 1
+        b = "build=b" in ctx.case_id
+        return {"throughput": figure(100 * (noise[n % len(noise)] if b else 1.0) * (slower[0] if b else 1.0), "MiB/s")}
+    h.wl.script = script
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=6)
+    sides = _builds()
+
+    def ab(rebuild: bool) -> buildab.AbResult:
+        return buildab.run_ab(sides, str(rf), blocks=6, seed=1, outdir=str(tmp_path / "o"), tags=None, test=None,
+                              argv=["guest", "ab"], say=lambda _m: None, rebuild=rebuild)
+    res = ab(True)
+    assert res.rc == 0
+    floors = buildfloor.load(tmp_path / "cache" / buildab.FLOORS)
+    f = floors["t|throughput|native"]
+    assert 2.0 < f["floor_pct"] < 6.0 and f["run"] == str(res.results_dir)
+    assert res.floors and "builds of one source differ by up to" in res.floors[0]
+    noise[:] = [1.0] * len(noise)
+    slower[0] = 0.99
+    res = ab(False)
+    ch = next(c for c in res.comparison.changes if c.figure == "throughput")
+    assert ch.verdict == "within noise" and "within the rebuild floor" in ch.note, ch
+    assert "builds of one source differ by up to" in (res.results_dir / "compare.md").read_text()
+    slower[0] = 0.7
+    res = ab(False)
+    ch = next(c for c in res.comparison.changes if c.figure == "throughput")
+    assert ch.verdict == "worse" and ch.note.startswith("builds of one source differ by up to"), ch
+

@@ -184,7 +184,7 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     pairs = compare.ab_pairs(run)
     cmp = compare.compare_within(run, pairs)       # each case: first build -> second
     tests = {f"{a.case} → {b.case}": a.test for a, b in pairs}
-    accel = run.run.accelerator()
+    accel = run.run.accelerator
     floors_file = cache_root() / FLOORS
     if rebuild:                  # an A/A′: what it measured is the floor of every later build verdict
         floors = buildfloor.measured(cmp, tests, accel, str(runner.results_dir))
