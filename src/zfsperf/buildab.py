@@ -8,6 +8,11 @@ disk, userland and pool for both sides: only the module differs. `compare` on th
 paired verdict per case, with its interval and the change the data could have seen; the
 markdown of that verdict (compare.md in the run's directory) is what goes into a pull request.
 
+With --turns the two builds take turns instead, each in a guest of its own (the lab's and its
+twin, booted here and stopped after; guest/pair.py pauses the one whose turn it is not), and with
+--rebuild one source is compiled twice and the A/A′ it gives is kept as the floor of every later
+build verdict of that test and figure (report/buildfloor.py).
+
 A side is a series of Debian's build (`2.3`: the guest's own module), an OpenZFS source tree
 (`DIR`: what is checked out there, dirty or not), or one commit of a git repository (`DIR@REV`,
 exported with `git archive`, the repository untouched). Both sides run with the guest's userland,

@@ -575,10 +575,14 @@ class Runner:
         from .guest.vm import Guest, open_guest_target, twin_root
         opts = self.opts
         twin = open_guest_target(log, twin_root(), say=self.ui.say)
-        leftovers.on_the_target(twin, Path(opts.storage.vdev_dir), self.ui.say, cleanup=opts.cleanup,
-                                resume_owner=rd.path.name if opts.resume else None)
-        switch = ModuleSwitch(twin, self.plan.builds, journal, log)
-        switch.check()
+        try:
+            leftovers.on_the_target(twin, Path(opts.storage.vdev_dir), self.ui.say, cleanup=opts.cleanup,
+                                    resume_owner=rd.path.name if opts.resume else None)
+            switch = ModuleSwitch(twin, self.plan.builds, journal, log)
+            switch.check()
+        except BaseException:           # the twin's ssh connection closed with it (the run's finally knows no twin yet)
+            twin.close()
+            raise
         runner = CaseRunner(twin, PoolManager(twin, vdev_dir, run_id=rd.path.name), journal, rd, self.ui,
                             self.control, keep_failed=opts.output.keep_failed, verbose=opts.output.verbose,
                             switch=switch)
