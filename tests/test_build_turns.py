@@ -92,6 +92,8 @@ def test_a_turn_pauses_the_other_guest_and_reads_both_back(two_qemus):
     finally:
         pair.close()
     q = Qmp(two_qemus[0].qmp_socket)     # QEMU takes one QMP client at a time: the next one, once closed
+    with pytest.raises(TargetError, match="timed out"):     # a second client meanwhile waits, and gives up
+        Qmp(two_qemus[0].qmp_socket, timeout=1)
     try:
         assert q.status() == "running"
         q.pause()

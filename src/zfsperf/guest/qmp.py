@@ -31,11 +31,14 @@ class Qmp:
             self.sock.close()
             raise TargetError(f"QMP socket {self.path}: {e}") from None
         self._buf = b""
-        greeting = self._message()
-        if "QMP" not in greeting:
+        try:                          # QEMU greets one client at a time: a second one waits, then times out
+            greeting = self._message()
+            if "QMP" not in greeting:
+                raise TargetError(f"QMP socket {self.path}: no QMP greeting ({greeting})")
+            self.execute("qmp_capabilities")
+        except BaseException:
             self.close()
-            raise TargetError(f"QMP socket {self.path}: no QMP greeting ({greeting})")
-        self.execute("qmp_capabilities")
+            raise
 
     def _message(self) -> dict[str, Any]:
         while b"\n" not in self._buf:
