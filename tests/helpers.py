@@ -490,3 +490,20 @@ def level_run(level: float, rng: random.Random, cv: float = 0.01, n: int = 5) ->
 
 def throughput_change(res) -> dict:
     return next(c for c in json.loads(res.stdout)["changes"] if c["figure"] == "throughput")
+
+
+# one small receive test, one iteration: the runfile of the build A/B tests (guest and fast)
+RECV = """
+[defaults]
+iterations = 1
+timeout = "10m"
+[defaults.pool]
+vdevs = 1
+vdev_size = "128M"
+[[test]]
+name = "recv"
+workload = "receive"
+corpus = { kind = "random", size = "4M", seed = 7 }
+threads = 1
+steady = { mode = "off" }
+"""

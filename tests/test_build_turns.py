@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from helpers import write_runfile, zfsperf
+from helpers import RECV, write_runfile, zfsperf
 from zfsperf.errors import TargetError
 from zfsperf.guest.pair import GuestPair
 from zfsperf.guest.qmp import Qmp
@@ -15,20 +15,6 @@ from zfsperf.guest.vm import Guest
 from zfsperf.report import buildfloor
 from zfsperf.report.compare import Comparison, FigureChange
 from zfsperf.units import ChangeVerdict
-
-RECV = """
-[defaults]
-iterations = 1
-[defaults.pool]
-vdevs = 1
-vdev_size = "128M"
-[[test]]
-name = "recv"
-workload = "receive"
-corpus = { kind = "random", size = "4M", seed = 7 }
-threads = 1
-steady = { mode = "off" }
-"""
 
 
 @pytest.mark.parametrize("change, field, words", [
@@ -41,7 +27,8 @@ def test_build_turns_refuse_what_they_cannot_hold_before_booting(tmp_path, chang
     t0 = time.monotonic()
     res = zfsperf("guest", "ab", "--a", "2.3", "--b", "2.3", "-r", str(rf), "--turns")
     assert res.returncode == 2, res.stderr
-    assert words in res.stderr and f"{rf}:7" in res.stderr and field in res.stderr, res.stderr
+    line = RECV.splitlines().index("[[test]]") + 1                       # the test's own line
+    assert words in res.stderr and f"{rf}:{line}:" in res.stderr and field in res.stderr, res.stderr
     assert time.monotonic() - t0 < 60                     # nothing was built or booted
 
 

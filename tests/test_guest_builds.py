@@ -19,27 +19,12 @@ from pathlib import Path
 import pytest
 
 from helpers import why
-from helpers import last_dir, openzfs_repo, records, write_runfile, zfsperf
+from helpers import RECV, last_dir, openzfs_repo, records, write_runfile, zfsperf
 from zfsperf.guest.vm import Guest, open_guest_target
 from zfsperf.leftovers import leftover_pools, remove_pools_and_files
 from zfsperf.sshlink import Ssh
 
 pytestmark = pytest.mark.guest
-
-RECV = """
-[defaults]
-iterations = 1
-timeout = "10m"
-[defaults.pool]
-vdevs = 1
-vdev_size = "128M"
-[[test]]
-name = "recv"
-workload = "receive"
-corpus = { kind = "random", size = "4M", seed = 7 }
-threads = 1
-steady = { mode = "off" }
-"""
 
 
 @pytest.fixture(scope="module")

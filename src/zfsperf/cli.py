@@ -494,6 +494,8 @@ def _guest_ab_or_bisect(args: argparse.Namespace) -> int:
             raise InputError(f"guest {args.guest_action} needs --{k.replace('_', '-')}", field=f"--{k}")
     if args.rebuild and args.guest_action != "ab":
         raise InputError("--rebuild is for guest ab (the A/A′ floor of one source built twice)", field="--rebuild")
+    if args.detect is not None and not args.detect > 0:
+        raise InputError(f"--detect takes a change in per cent above 0, got {args.detect:g}", field="--detect")
     blocks = ab.DEFAULT_BLOCKS if args.blocks is None else args.blocks
     if blocks < 2:
         raise InputError(f"--blocks takes a whole number >= 2, got {blocks}", field="--blocks")
