@@ -293,13 +293,16 @@ def make_long(kind: str, n: int, noise: float, rng: np.random.Generator) -> tupl
 
 def long_detectors() -> dict[str, Callable[[list[dict], str], "int | None"]]:
     """The detectors on a long series (headline given): the changepoint method with its window
-    scaled to the series (the default), fixed at 10 (before), and with a 15 % tolerance (what a
+    scaled to the series (the default), the same without a wandering level counted (the default
+    before 2026-11-27), fixed at 10 (before the window scaled), and with a 15 % tolerance (what a
     rater accepts as one level on zfs-fuse's wandering series), SNIA's vote at 10 and 50, fio's
     slope rule at 50, and "always steady" (the onset is sample 1)."""
-    scaled, fixed, loose = Criteria(), Criteria(window=10, scale=False), Criteria(tolerance=0.15)
+    scaled, fixed, loose = Criteria(), Criteria(window=10, scale=False, wander=False), Criteria(tolerance=0.15)
+    before = Criteria(wander=False)
     snia10, snia50 = Criteria(window=10, method="snia"), Criteria(window=50, method="snia")
     return {
         "changepoint, W scales": lambda s, h: decide(s, scaled, headline=h).onset,
+        "changepoint, no wander": lambda s, h: decide(s, before, headline=h).onset,
         "changepoint, W = 10": lambda s, h: decide(s, fixed, headline=h).onset,
         "changepoint, tol 15 %": lambda s, h: decide(s, loose, headline=h).onset,
         "SNIA, W = 10": lambda s, h: decide(s, snia10).onset,

@@ -135,7 +135,8 @@ def recorded_criteria(rec: SteadyRecord) -> Criteria:
     return Criteria(window=int(k.get("window", d.window)), range=float(k.get("range", d.range)),
                     slope=float(k.get("slope", d.slope)), quorum=float(k.get("quorum", d.quorum)),
                     method=str(k.get("method", rec.method or "snia")), tolerance=float(k.get("tolerance", d.tolerance)),
-                    scale=bool(k.get("scale", False)))       # a verdict recorded before the window scaled: fixed
+                    scale=bool(k.get("scale", False)),       # a verdict recorded before the window scaled: fixed
+                    wander=bool(k.get("wander", False)))     # ... or before a wandering level counted
 
 
 def redecide(raw: list[dict[str, Any]], rec: SteadyRecord) -> tuple[Verdict, list[dict[str, Any]]]:

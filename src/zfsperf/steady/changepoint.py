@@ -15,7 +15,9 @@ Details that make it hold on real data (bench/steady_eval.py measures each):
 - trailing segments whose levels are within `tolerance` (5 %) of the last one are one segment;
 - that segment must not trend (a slope significant at p < 0.01 that moves it more than
   `tolerance`); a fill that levels off is cut to the tail where it has (see steady_stretch);
-- the steady stretch reaches back over blocks still within `tolerance` of the final level.
+- the steady stretch reaches back over blocks still within `tolerance` of the final level;
+- a level that wanders further than `tolerance` but keeps coming back (an ARC hit-ratio swing, txg
+  stalls, a receive's rounds) is a steady state too: see returning_stretch.
 The system is steady when the headline metric of the workload (its throughput or IOPS) is steady
 — a veto, not a vote — and a quorum of the other readable, non-zero metrics are; the onset is the
 latest onset among the metrics that passed. Unreadable and all-zero metrics are reported, never
@@ -43,6 +45,9 @@ CLIP_SIGMAS = 4.0
 MAX_GRID = 150          # change points are searched among at most this many positions
 TREND_P = 0.01
 TAIL_P = 0.05           # a tail cut from a trending segment must show less than this
+RETURNS = 8             # a wandering level: its W-sample moving mean crosses the stretch's mean this often
+QUARTERS = 4            # ... and each of its quarters' means is within WANDER x tolerance of the stretch's
+WANDER = 2.0
 # the headline metric when the workload names none, or its own is not readable: first one read
 HEADLINE_FALLBACK = ("workload_mibs", "workload_iops", "pool_mibs", "pool_kops")
 
@@ -177,6 +182,42 @@ def steady_stretch(y: np.ndarray, starts: list[int], c: Criteria) -> tuple[int |
     return s, level, exc
 
 
+def returns(y: np.ndarray, w: int) -> int:
+    """How often the w-sample moving mean of y crosses y's mean: the times its level came back."""
+    side = np.sign(np.convolve(y - y.mean(), np.ones(w) / w, mode="valid"))
+    side = side[side != 0]
+    return int(np.count_nonzero(side[1:] != side[:-1]))
+
+
+def returning_stretch(y: np.ndarray, starts: list[int], c: Criteria) -> tuple[int, int] | None:
+    """(first index, returns) of the earliest stretch whose level wanders further than `tolerance`
+    but keeps coming back, or None. Real series settle that way: zfs-fuse's throughput moves by
+    10-20 % over tens of seconds, an ARC hit ratio swings as the ARC evicts, a receive's rounds
+    burst; the segments between change points then differ by more than the tolerance and no final
+    segment is a level, though a rater sees one (bench/long). Tried from each segment start,
+    earliest first, on stretches of at least RETURNS windows; a stretch is one when
+      - its W-sample moving mean crosses the stretch's mean RETURNS times or more: at least four
+        excursions each way, so a wander seen only a few times in the run (a period of a third of
+        it) or a drift seen once is not taken for a level;
+      - each of its QUARTERS means is within WANDER x tolerance of the stretch's: the excursions
+        even out;
+      - it does not trend beyond `tolerance` (as a final segment must not): a fill still rising
+        slowly is not declared early.
+    Stretches shorter than RETURNS windows (every default iteration: 10-60 samples) never get here."""
+    for s0 in starts:
+        tail = y[s0:]
+        if len(tail) < RETURNS * c.window:
+            return None
+        level = float(tail.mean())
+        quarters = np.array([float(q.mean()) for q in np.array_split(tail, QUARTERS)])
+        if float(np.max(np.abs(quarters - level))) > WANDER * c.tolerance * abs(level):
+            continue
+        back = returns(tail, c.window)
+        if back >= RETURNS and not trending(tail, c.tolerance):
+            return s0, back
+    return None
+
+
 def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
     idx = np.flatnonzero(~np.isnan(values))
     y = values[idx]
@@ -194,6 +235,12 @@ def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
     starts = segments(yc, sigma)
     cps = [int(idx[i]) for i in starts[1:]]
     s, level, exc = steady_stretch(yc, starts, c)
+    back = None
+    wander = returning_stretch(yc, starts, c) if c.wander else None
+    if wander is not None and (s is None or wander[0] < s):       # the earlier of the two stretches
+        s, back = wander
+        b, _a, _p = _line(yc[s:])
+        level, exc = float(yc[s:].mean()), abs(b) * (n - s - 1)
     if s is None:
         return MetricCheck(name, readable=True, mean=level, range=float(np.ptp(y[starts[-1]:])), excursion=exc,
                            kind="no steady state",
@@ -203,7 +250,7 @@ def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
         before = float(np.median(yc[max(0, s - c.window):s]))
         kind = "warm-up" if better_or_worse(level - before, metric_direction(name)) == ChangeVerdict.BETTER else "slowdown"
     return MetricCheck(name, readable=True, mean=level, range=float(np.ptp(y[s:])), excursion=exc, kind=kind,
-                       onset=int(idx[s]) + 1, changepoints=cps)
+                       onset=int(idx[s]) + 1, changepoints=cps, returns=back)
 
 
 def decide(samples: list[dict[str, Any]], c: Criteria, *, active_bytes: int | None = None,

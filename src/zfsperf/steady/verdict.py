@@ -29,6 +29,7 @@ class Criteria:
     method: str = "changepoint"
     tolerance: float = 0.05     # changepoint: a level change or trend below this share of the level is none
     scale: bool = True          # changepoint: the window grows with the series (for_series); False: as given
+    wander: bool = True         # changepoint: a level that wanders and comes back is steady (returning_stretch)
 
     def for_series(self, n: int) -> "Criteria":
         """The criteria a series of n samples is judged by: the changepoint window scaled to its
@@ -57,7 +58,8 @@ def num(x: float) -> float | None:
 class MetricCheck:
     """One metric's answer. SNIA fills range/excursion and the two oks over its window; the
     changepoint method fills kind (flat, warm-up, slowdown, no steady state, too short), the onset
-    of the final segment and the change points it found."""
+    of the steady stretch, the change points it found and, for a level that wanders and comes
+    back, how often it came back."""
     name: str
     readable: bool
     mean: float = math.nan
@@ -69,6 +71,7 @@ class MetricCheck:
     kind: str | None = None               # changepoint class
     onset: int | None = None              # changepoint: the 1-based first sample of the steady segment
     changepoints: list[int] = field(default_factory=list)
+    returns: int | None = None            # changepoint: a level that wanders and came back this often
 
     @property
     def steady(self) -> bool:
@@ -88,6 +91,8 @@ class MetricCheck:
             out.update(range_ok=self.range_ok, slope_ok=self.slope_ok)
         else:
             out.update(kind=self.kind, onset=self.onset, changepoints=self.changepoints)
+            if self.returns is not None:
+                out["returns"] = self.returns
         if self.zero:
             out["zero"] = True
         return out
