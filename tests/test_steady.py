@@ -320,7 +320,7 @@ def _judged(name: str) -> tuple[list[dict], str, int | None]:
     return bins, e["headline"], 1 + sum(b["t"] < at for b in bins[1:])
 
 
-def test_a_level_that_wanders_and_comes_back_is_steady_and_one_seen_three_times_is_not():
+def test_a_level_that_wanders_and_comes_back_is_steady_and_one_seen_three_times_is_not(tmp_path):
     """Real series settle with a wandering level: zfs-fuse's throughput moves 10-20 % over tens of
     seconds, an ARC hit ratio swings as the ARC evicts, a receive's rounds burst. The default called
     every steady real series in bench/long "no steady state" (its segments differ by more than the
@@ -343,6 +343,13 @@ def test_a_level_that_wanders_and_comes_back_is_steady_and_one_seen_three_times_
         for never in (three, drift):
             v = decide(synthetic({k: never for k in LOAD}, 0.05, seed), headline="workload_mibs")
             assert not v.steady, (seed, v.onset)
+    # zfsperf steady names it, and --json keeps the count
+    p = tmp_path / "swing.jsonl"
+    p.write_text("\n".join(json.dumps(x) for x in synthetic({k: swing for k in LOAD}, 0.05, 0)))
+    res = zfsperf("steady", str(p), "--headline", "workload_mibs")
+    row = next(x for x in res.stdout.splitlines() if x.startswith("workload_mibs "))
+    back = json.loads(zfsperf("steady", str(p), "--json").stdout)["metrics"]["workload_mibs"]["returns"]
+    assert res.returncode == 0 and f"(a wandering level: crossed its mean {back} times)" in row, res.stdout
     # before: its last half-swing taken for the level (or none at all)
     v = decide(synthetic({k: swing for k in LOAD}, 0.05, 0), Criteria(wander=False), headline="workload_mibs")
     assert not v.steady or v.onset > 270, v.onset

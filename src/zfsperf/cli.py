@@ -590,7 +590,7 @@ def cmd_steady(args: argparse.Namespace) -> int:
         mark = " (headline)" if name == v.headline else ""
         onset = "-" if m.onset is None else str(m.onset)
         cps = ", ".join(str(i + 1) for i in m.changepoints) or "-"
-        back = "" if m.returns is None else f" (a wandering level, back {m.returns} times)"
+        back = "" if m.returns is None else f" (a wandering level: crossed its mean {m.returns} times)"
         print(f"{name:<28} {level:>14} {m.kind or '':<16} {onset:>6}  {cps}{mark}{back}")
     return 0
 

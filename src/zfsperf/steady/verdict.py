@@ -59,7 +59,7 @@ class MetricCheck:
     """One metric's answer. SNIA fills range/excursion and the two oks over its window; the
     changepoint method fills kind (flat, warm-up, slowdown, no steady state, too short), the onset
     of the steady stretch, the change points it found and, for a level that wanders and comes
-    back, how often it came back."""
+    back, how often its moving mean crossed the stretch's mean."""
     name: str
     readable: bool
     mean: float = math.nan
@@ -71,7 +71,7 @@ class MetricCheck:
     kind: str | None = None               # changepoint class
     onset: int | None = None              # changepoint: the 1-based first sample of the steady segment
     changepoints: list[int] = field(default_factory=list)
-    returns: int | None = None            # changepoint: a level that wanders and came back this often
+    returns: int | None = None            # changepoint: a wandering level, how often it crossed its mean
 
     @property
     def steady(self) -> bool:
