@@ -240,6 +240,42 @@ def test_a_signal_abandons_the_case_and_resume_finishes_the_run(h, tmp_path, sig
     assert h.tunables_now() == TUNABLES and h.target.pools == {}
 
 
+def test_a_signal_ends_a_case_whose_process_ignores_it_within_the_grace(h, tmp_path, monkeypatch):
+    """CI: a SIGINT'd run on zfs-fuse was still running 4 min later (so every later run in that lane
+    was refused by the one-run lock). After a signal the waits for a case's processes ran to the
+    case timeout, so one process that outlived its SIGTERM held the run for minutes. Now a
+    signal bounds them to SIGNAL_GRACE: the process is SIGKILLed by the teardown and the run ends."""
+    import subprocess
+    import time
+    import zfsperf.workloads.base as base
+    from zfsperf import proc as zproc
+    monkeypatch.setattr(base, "SIGNAL_GRACE", 2.0)
+    started: list[subprocess.Popen] = []
+
+    def script(ctx):
+        # a process that ignores SIGTERM and SIGINT (as one stuck in a FUSE request does)
+        p = ctx.procs.add(subprocess.Popen(["sh", "-c", "trap '' TERM INT; sleep 120 & wait; sleep 120"],
+                                           start_new_session=True))
+        started.append(p)
+        time.sleep(0.3)                         # its traps in place
+        interrupt_self(signal.SIGINT)
+        try:                                    # waited for the way receive and fio wait
+            p.wait(timeout=max(0.1, ctx.remaining()))
+        except subprocess.TimeoutExpired:
+            raise ctx.overdue("the stubborn process") from None
+        return {"throughput": figure(1.0, "MiB/s")}
+    h.wl.script = script
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=1)
+    t0 = time.monotonic()
+    code, d, recs = h.run(rf)
+    took = time.monotonic() - t0
+    assert code != 0 and recs == [] and json.loads((d / "run.json").read_text())["interrupted"] is True
+    assert took < 30, f"{took:.1f} s: the case timeout is 60 s"      # 2 s grace + 5 s SIGTERM grace
+    assert started and not zproc.pid_alive(started[0].pid)
+    log = "".join(f.read_text() for f in (d / "logs").rglob("*.log"))
+    assert "still running 2 s after a signal asked it to end" in log, log[-2000:]
+
+
 def test_target_lab_is_refused_by_name(tmp_path):
     """`lab` names only the embedded zfs-fuse daemon (glossary): `--target lab`, once an old spelling
     of the guest, is an input error that says which target to use, before anything is started."""

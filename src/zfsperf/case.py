@@ -63,6 +63,7 @@ def absorb(outcome: CaseOutcome, e: BaseException, timeout: float, log: proc.Com
         return
     if isinstance(e, CaseTimeout):
         outcome.killed = f"timeout of {timeout:g} s: {e}"
+        log.write(f"# {e}")                 # also when a signal overtakes it (no record is kept then)
     elif isinstance(e, Unavailable):
         outcome.skipped = str(e)
     elif isinstance(e, (WorkloadFailed, TargetError, InputError, OSError)):
@@ -598,7 +599,7 @@ class CaseRunner:
         worker.join(max(0.1, ctx.remaining()))
         self.control.check()
         if worker.is_alive():
-            raise CaseTimeout("a precondition round was still running at the case timeout")
+            raise ctx.overdue("a precondition round")
         if errors:
             raise errors[0]
         samples = sampler.snapshot()

@@ -268,6 +268,7 @@ class ProcessSet:
         self._procs: list[subprocess.Popen] = []
         self._lock = threading.Lock()
         self.cancelled = False
+        self.cancelled_at: float | None = None   # time.monotonic() of the first cancel()
 
     def add(self, p: subprocess.Popen) -> subprocess.Popen:
         with self._lock:
@@ -281,6 +282,8 @@ class ProcessSet:
 
         Safe inside a signal handler: no lock, no wait, no output (the handler may have
         interrupted this very object's add() or stop_all()); stop_all() later waits and kills."""
+        if self.cancelled_at is None:
+            self.cancelled_at = time.monotonic()
         self.cancelled = True
         for p in list(self._procs):          # a list copy is atomic under the GIL
             _term_group(p)

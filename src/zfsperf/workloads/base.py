@@ -23,6 +23,9 @@ class WorkloadFailed(Exception):
     """The workload ran and failed: the case is FAIL with this text (never PASS)."""
 
 
+SIGNAL_GRACE = 15.0    # seconds a signalled case's processes get to end before its waits give up
+
+
 class CaseTimeout(Exception):
     """The case ran past its timeout: KILLED."""
 
@@ -87,7 +90,19 @@ class CaseContext:
         return self.stop is not None and self.stop.is_set()
 
     def remaining(self) -> float:
-        return self.deadline - time.monotonic()
+        """Seconds left to wait for this case's processes: to the case timeout, and once a signal
+        has asked them to end (procs.cancel()), no more than SIGNAL_GRACE after it. A process that
+        ignores SIGTERM (or hangs in a FUSE request) is then SIGKILLed by the teardown: a Ctrl-C'd
+        run ends within seconds, never at the case timeout (minutes)."""
+        left = self.deadline - time.monotonic()
+        at = self.procs.cancelled_at
+        return left if at is None else min(left, at + SIGNAL_GRACE - time.monotonic())
+
+    def overdue(self, what: str) -> "CaseTimeout":
+        """The error for a wait that remaining() ended: what was still running, and when."""
+        when = ("at the case timeout" if self.procs.cancelled_at is None
+                else f"{SIGNAL_GRACE:g} s after a signal asked it to end")
+        return CaseTimeout(f"{what} still running {when}")
 
 
 class Workload(Protocol):

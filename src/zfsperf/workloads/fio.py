@@ -26,7 +26,7 @@ from ..results.directory import fio_json_path, log_path
 from ..sshlink import ssh_failed_to_start
 from ..targets.base import Target
 from ..units import parse_duration, parse_size
-from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
+from .base import CaseContext, Figures, WorkloadFailed, figure
 from .turns import take_turns
 
 RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite")
@@ -279,7 +279,7 @@ class FioRun:
         signalled = False
         while p.poll() is None:
             if ctx.remaining() <= 0:
-                raise CaseTimeout("fio still running at the case timeout")
+                raise ctx.overdue("fio")
             if ctx.stopping() and not signalled:
                 p.send_signal(2)                          # SIGINT: fio ends its jobs and prints results
                 signalled = True

@@ -23,7 +23,7 @@ from ..units import MIB, parse_duration, parse_size
 from ..metrics import crosscheck
 from ..metrics.crosscheck import CrossCheck
 from . import corpus as corpus_mod
-from .base import CaseContext, CaseTimeout, Figures, WorkloadFailed, figure
+from .base import CaseContext, Figures, WorkloadFailed, figure
 from .turns import ORDER, take_turns
 
 
@@ -182,7 +182,7 @@ class ReceiveWorkload:
             for (name, argv, p), w in zip(procs, waiters):
                 w.join(max(0.1, ctx.remaining()))
                 if w.is_alive():                # only a timeout is KILLED
-                    raise CaseTimeout(f"receive into {name} still running at the case timeout")
+                    raise ctx.overdue(f"receive into {name}")
             for i, (name, argv, p) in enumerate(procs):
                 out = outs[i]
                 if isinstance(out, BaseException):
@@ -395,7 +395,7 @@ class ReceiveWorkload:
             try:
                 _out, err = p.communicate(timeout=max(1.0, ctx.remaining()))
             except subprocess.TimeoutExpired:
-                raise CaseTimeout(f"receive into {name} still running at the case timeout") from None
+                raise ctx.overdue(f"receive into {name}") from None
             end = time.monotonic()
             rc, text = p.returncode, (err or b"").decode(errors="replace").strip()
             if not self._ssh_refused(ctx, name, rc, end - start, text):
