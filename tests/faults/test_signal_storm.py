@@ -46,6 +46,7 @@ def _start(rf, params, out):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     started = threading.Event()
     lines: list[str] = []
+    errs: list[str] = []
 
     def read():
         for ln in p.stdout:
@@ -54,7 +55,21 @@ def _start(rf, params, out):
                 started.set()
     t = threading.Thread(target=read, daemon=True)
     t.start()
+    # stderr read as it comes too: a pipe nobody reads would stop the run at its 64 KiB
+    p.errs, p.err_reader = errs, threading.Thread(target=lambda: errs.extend(p.stderr), daemon=True)
+    p.err_reader.start()
     return p, started, lines, t
+
+
+def _stuck(p, out, seen: set[int], lines: list[str], what: str) -> str:
+    """A run still going long after its signal: what it was doing (its live processes, the end of
+    its case logs), then it is killed with -9 -- its guard cleans up after it -- so that the tests
+    after this one are not refused by its one-run lock."""
+    live = [f"{c} {' '.join(proc.pid_cmdline(c))}" for c in sorted(seen) if proc.pid_alive(c)]
+    logs = "".join(f"==== {f.name}\n{f.read_text(errors='replace')[-1500:]}" for f in sorted(out.rglob("*.log")))
+    p.kill()
+    p.wait(timeout=60)
+    return f"still running 240 s after its signal; live: {live}\n{what}{''.join(lines)[-1500:]}\n{logs}"
 
 
 def _watch_children(p, seen: set[int], until: float) -> None:
@@ -75,7 +90,8 @@ def test_signals_at_random_points_always_clean(tmp_path, params, lab, trials):
     p.wait(timeout=300)
     span = time.monotonic() - t0
     reader.join(5)
-    assert p.returncode == 0, "".join(lines) + p.stderr.read()
+    p.err_reader.join(5)
+    assert p.returncode == 0, "".join(lines) + "".join(p.errs)
 
     rng = random.Random(20261122)
     signalled, late = [], 0
@@ -99,9 +115,13 @@ def test_signals_at_random_points_always_clean(tmp_path, params, lab, trials):
             continue
         p.send_signal(sig)
         _watch_children(p, seen, time.monotonic() + 120)
-        p.wait(timeout=120)
+        try:
+            p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail(_stuck(p, out, seen, lines, f"trial {i}: {sig.name} after {delay:.2f} s\n"))
         reader.join(5)
-        err = p.stderr.read()
+        p.err_reader.join(5)
+        err = "".join(p.errs)
         what = f"trial {i}: {sig.name} after {delay:.2f} s\n" + "".join(lines) + err
         # it had run every case and printed its whole summary: the signal came after the end (while
         # the interpreter was exiting, Python's own default handler may be back: killed by it, -sig)
