@@ -129,7 +129,7 @@ class _Replay:
 
     def capabilities(self):
         from types import SimpleNamespace
-        return SimpleNamespace(iostat_forms=["-Hp", "-w", "-l"])
+        return SimpleNamespace(iostat_forms=["-Hp", "-w", "-l"], remote=False)
 
     def run(self, argv):
         from zfsperf import proc
@@ -167,6 +167,37 @@ def test_a_pool_latency_report_that_never_came_is_unavailable_not_a_failed_case(
     got = pl.finish()
     assert set(got) == {"unavailable"}, got
     assert "zpool iostat -Hp -y -l tank 5 1` printed no report (exit status 1: cannot open 'tank'" in got["unavailable"]
+
+
+def test_a_report_process_ssh_failed_to_start_is_started_again(tmp_path):
+    """CI, the guest lane beside the host lane: a fio case's `pool_latency` was unavailable (no
+    report), so the guest test found no columns. On a loaded guest ssh now and then refuses a
+    shared-connection session: exit 255 at once, the command never ran. That report process is
+    started again (as fio and receive already were), and the record says how late its interval began."""
+    from types import SimpleNamespace
+    from zfsperf.metrics.iostat import PoolLatency
+
+    class Refused(_Replay):
+        starts: list[str] = []
+
+        def capabilities(self):
+            return SimpleNamespace(iostat_forms=["-Hp", "-w", "-l"], remote=True)
+
+        def popen(self, argv, stderr=None):
+            import subprocess
+            self.starts.append(" ".join(argv))
+            if "-l" in argv and sum("-l" in a.split() for a in self.starts) == 1:   # refused once, by ssh
+                return subprocess.Popen(["sh", "-c", "exit 255"], stdout=subprocess.PIPE, stderr=stderr)
+            return super().popen(argv, stderr=stderr)
+
+    pl = PoolLatency(Refused(tmp_path, {"-w": "zpool_iostat_-Hp_-w_-y_tank_5_1.txt",
+                                        "-l": "zpool_iostat_-Hp_-y_-l_tank_2_5.txt"}), "tank", 5)
+    pl.start()
+    got = pl.finish()
+    assert "unavailable" not in got, got
+    assert got["histograms"] and got["average_wait_ns"]
+    assert list(got["late_s"]) == ["-Hp -y -l"] and 0.2 <= got["late_s"]["-Hp -y -l"] < 5, got
+    assert Refused.starts.count("zpool iostat -Hp -y -l tank 5 1") == 2
 
 
 def test_a_cut_short_interval_does_not_wait_for_its_report(tmp_path):

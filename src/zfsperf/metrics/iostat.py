@@ -5,9 +5,12 @@ The first report is the average since import; later ones are per-interval."""
 from __future__ import annotations
 
 import subprocess
+import threading
+import time
 from typing import Sequence
 
 from ..errors import InputError
+from ..sshlink import RETRY_DELAYS, ssh_failed_to_start
 from ..units import parse_human
 
 FIELDS = ("alloc", "free", "read_ops", "write_ops", "read_bw", "write_bw")
@@ -177,15 +180,27 @@ def parse_hp_histogram(text: str, columns: list[str], source: str = "zpool iosta
 class PoolLatency:
     """Pool-side latency over a measured interval (OpenZFS): one `zpool iostat -Hp -y -w POOL T 1`
     (histogram deltas) and one `-Hp -y -l POOL T 1` (average waits) started with the measurement.
-    2.1 rejects -w together with -l, so they are two processes."""
+    2.1 rejects -w together with -l, so they are two processes.
+
+    On an ssh target a loaded guest now and then refuses a shared-connection session (ssh exits 255
+    at once, the command never ran): such a report process is started again, at most once per
+    RETRY_DELAYS, and the record says how late its interval began (`late_s`)."""
 
     def __init__(self, target, pool: str, seconds: float) -> None:
         self.target, self.pool = target, pool
         self.seconds = max(1, int(round(seconds)))
         self.columns: list[str] = []
         self.procs: list = []
+        self.late: dict[str, float] = {}           # flags -> seconds the restarted interval began late
+        self._done: dict[str, tuple[bytes, bytes, int]] = {}
+        self._threads: list[threading.Thread] = []
+        self._abandoned = False
+        self._lock = threading.Lock()
         forms = target.capabilities().iostat_forms
         self.available = "-w" in forms and "-Hp" in forms
+
+    def _argv(self, flags: list[str]) -> list[str]:
+        return ["zpool", "iostat", *flags, self.pool, str(self.seconds), "1"]
 
     def start(self) -> None:
         if not self.available:
@@ -196,34 +211,67 @@ class PoolLatency:
         except InputError:
             self.available = False
             return
+        t0 = time.monotonic()
         for flags in (["-Hp", "-y", "-w"], ["-Hp", "-y", "-l"]):
-            self.procs.append((flags, self.target.popen(["zpool", "iostat", *flags, self.pool, str(self.seconds), "1"],
-                                                        stderr=subprocess.PIPE)))
+            p = self.target.popen(self._argv(flags), stderr=subprocess.PIPE)
+            self.procs.append((flags, p))
+            t = threading.Thread(target=self._collect, args=(flags, p, t0), name="zpool-iostat-interval", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _collect(self, flags: list[str], p: subprocess.Popen, t0: float) -> None:
+        """The report of one process, started again while ssh failed to start it."""
+        key = " ".join(flags)
+        started = time.monotonic()
+        remote = self.target.capabilities().remote
+        for delay in (*RETRY_DELAYS, None):
+            out, err = p.communicate()
+            if (delay is None or self._abandoned or not remote or out
+                    or not ssh_failed_to_start(p.returncode, time.monotonic() - started)):
+                break
+            time.sleep(delay)
+            with self._lock:                       # no new process once abandon() has stopped them
+                if self._abandoned:
+                    break
+                started = time.monotonic()
+                p = self.target.popen(self._argv(flags), stderr=subprocess.PIPE)
+                self.procs = [(f, p if f == flags else q) for f, q in self.procs]
+            self.late[key] = round(started - t0, 3)
+        self._done[key] = (out or b"", err or b"", p.returncode)
+
+    def _stop(self) -> None:
+        with self._lock:
+            self._abandoned = True
+            for _flags, p in self.procs:
+                if p.poll() is None:
+                    p.kill()
 
     def abandon(self) -> None:
         """The measured interval was cut short (a signal, a timeout, fio failed): its report is not
         waited for. A reader that waited would hold a Ctrl-C'd run for up to the interval, twice."""
-        for _flags, p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.communicate()
-        self.procs = []
+        self._stop()
+        for t in self._threads:
+            t.join(5)
+        self.procs, self._threads = [], []
 
     def finish(self, timeout: float = 30) -> dict:
         if not self.available:
             return {"unavailable": f"{self.target.impl} has no `zpool iostat -w/-l` (pool v23 on zfs-fuse)"}
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        if any(t.is_alive() for t in self._threads):      # past the timeout: stop it, report what is there
+            self._stop()
+            for t in self._threads:
+                t.join(10)
         texts, missing = [], []
-        for flags, p in self.procs:
-            try:
-                out, err = p.communicate(timeout=timeout)
-            except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired: stop it, report what is there
-                p.kill()
-                out, err = p.communicate()
-            text, err = (x.decode(errors="replace") if isinstance(x, bytes) else (x or "") for x in (out, err))
+        for flags in (["-Hp", "-y", "-w"], ["-Hp", "-y", "-l"]):
+            out, err, rc = self._done.get(" ".join(flags), (b"", b"", None))
+            text, err = (x.decode(errors="replace") for x in (out, err))
             texts.append(text)
             if not any(line.split("\t")[0] == self.pool for line in text.splitlines()):
                 missing.append(f"`zpool iostat {' '.join(flags)} {self.pool} {self.seconds} 1` printed no report "
-                               f"(exit status {p.returncode}{': ' + err.strip()[:200] if err.strip() else ''})")
+                               f"(exit status {rc}{': ' + err.strip()[:200] if err.strip() else ''})")
         if missing:
             # a report that never came is a measurement that was not made: said, not faked; a
             # report that came in a shape zfsperf does not know is still an error (parsed below)
@@ -231,6 +279,9 @@ class PoolLatency:
         hist = parse_hp_histogram(texts[0], self.columns, pool=self.pool)
         rows = parse_hp_reports(texts[1], self.pool, ["-l"])
         waits = {k: v for k, v in (rows[-1] if rows else {}).items() if k in LATENCY_FIELDS}
-        return {"seconds": self.seconds, "columns": self.columns,
-                "histograms": {c: h for c, h in hist.items() if any(n for _b, n in h)},
-                "average_wait_ns": waits}
+        out: dict = {"seconds": self.seconds, "columns": self.columns,
+                     "histograms": {c: h for c, h in hist.items() if any(n for _b, n in h)},
+                     "average_wait_ns": waits}
+        if self.late:
+            out["late_s"] = dict(self.late)
+        return out
