@@ -337,11 +337,10 @@ def as_runner_judges(det: Callable[[list[dict], str], "int | None"]) -> Callable
     from zfsperf.steady import timescale
 
     def judged(samples: list[dict], headline: str) -> "int | None":
-        run = timescale.running(samples, headline)
+        dts = np.diff([x["t"] for x in samples])
+        interval = float(np.median(dts)) if len(dts) else 1.0
+        run, bins = timescale.judged(samples, headline, interval, timescale.span(interval, None))
         start = next(i for i, x in enumerate(samples) if x is run[0])
-        dts = np.diff([x["t"] for x in run])
-        width = timescale.span(float(np.median(dts)) if len(dts) else 1.0, None)
-        bins = timescale.bin_means(run, width)
         onset = det(bins, headline)
         if onset is None:
             return None

@@ -311,9 +311,8 @@ def _judged(name: str) -> tuple[list[dict], str, int | None]:
     e = next(x for x in tomllib.loads((here / "labels.toml").read_text())["series"] if x["file"].startswith(name))
     with gzip.open(here / e["file"], "rt") as f:
         raw = decision_samples([json.loads(line) for line in f if line.strip()])
-    run = timescale.running(raw, e["headline"])
-    width = timescale.span(float(np.median(np.diff([x["t"] for x in run]))), None)
-    bins = timescale.bin_means(run, width)
+    interval = float(np.median(np.diff([x["t"] for x in raw])))
+    _run, bins = timescale.judged(raw, e["headline"], interval, timescale.span(interval, None))
     if e["onset"] == "never":
         return bins, e["headline"], None
     at = raw[int(e["onset"]) - 1]["t"]

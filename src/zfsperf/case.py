@@ -48,8 +48,7 @@ def judge_steady(samples: list[dict[str, Any]], spec: steady.SteadySpec, wl: Any
     bins of whole cycles, decided, and the time scale said in the record."""
     cycle, what = wl.cycle(ctx, figures)
     width = steady.timescale.span(spec.interval, cycle)
-    raw = steady.timescale.running(steady.decision_samples(samples), wl.series_headline)
-    judged = steady.timescale.bin_means(raw, width) if width > 1.5 * spec.interval else raw
+    raw, judged = steady.timescale.judged(steady.decision_samples(samples), wl.series_headline, spec.interval, width)
     out = steady.summary(steady.decide(judged, spec.criteria, headline=wl.series_headline), judged, spec)
     out.timescale = {"span_s": round(width, 3), "cycle": what, "raw_samples": len(raw),
                      "samples": len(judged)}

@@ -143,8 +143,7 @@ def redecide(raw: list[dict[str, Any]], rec: SteadyRecord) -> tuple[Verdict, lis
     """An iteration's verdict decided again from its recorded series, exactly as the run decided it:
     its criteria, its headline, and the samples at its recorded time scale (the running series in
     bins of the recorded span). Returns the verdict and the samples it judged."""
-    judged = timescale.running(decision_samples(raw), rec.headline)
-    width = (rec.timescale or {}).get("span_s")
-    if width and width > 1.5 * float((rec.criteria or {}).get("interval", 0) or 0):
-        judged = timescale.bin_means(judged, float(width))
+    width = float((rec.timescale or {}).get("span_s") or 0)
+    _raw, judged = timescale.judged(decision_samples(raw), rec.headline,
+                                    float((rec.criteria or {}).get("interval", 0) or 0), width)
     return decide(judged, recorded_criteria(rec), headline=rec.headline), judged

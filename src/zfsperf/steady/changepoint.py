@@ -121,6 +121,12 @@ def _slope_se(seg: np.ndarray) -> tuple[float, float]:
     return float(fit.slope), float(fit.stderr) if math.isfinite(fit.stderr) else math.inf
 
 
+def level_and_excursion(tail: np.ndarray) -> tuple[float, float]:
+    """A steady stretch's level (its mean) and the excursion of its line (|slope| x span)."""
+    b, _a, _p = _line(tail)
+    return float(tail.mean()), abs(b) * (len(tail) - 1)
+
+
 def steady_stretch(y: np.ndarray, starts: list[int], c: Criteria) -> tuple[int | None, float, float]:
     """(first index of the steady stretch or None, its level, the excursion of its line).
     1. Trailing segments whose levels are within `tolerance` of the final one are one segment;
@@ -165,9 +171,7 @@ def steady_stretch(y: np.ndarray, starts: list[int], c: Criteria) -> tuple[int |
             s = next((cand for cand in range(s0 + step, last + 1, step)
                       if not trending(y[cand:], c.tolerance, TAIL_P)),
                      None)
-    tail = y[s if s is not None else s0:]
-    b, _a, _p = _line(tail)
-    level, exc = float(tail.mean()), abs(b) * (len(tail) - 1)
+    level, exc = level_and_excursion(y[s if s is not None else s0:])
     if s is None:
         return None, level, exc
     # reach back towards the level the series ends at: a fill still rising slowly has a stretch mean
@@ -239,8 +243,7 @@ def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
     wander = returning_stretch(yc, starts, c) if c.wander else None
     if wander is not None and (s is None or wander[0] < s):       # the earlier of the two stretches
         s, back = wander
-        b, _a, _p = _line(yc[s:])
-        level, exc = float(yc[s:].mean()), abs(b) * (n - s - 1)
+        level, exc = level_and_excursion(yc[s:])
     if s is None:
         return MetricCheck(name, readable=True, mean=level, range=float(np.ptp(y[starts[-1]:])), excursion=exc,
                            kind="no steady state",

@@ -78,3 +78,11 @@ def bin_means(samples: list[dict[str, Any]], width: float) -> list[dict[str, Any
             metrics[n] = sum(vals) / len(vals) if vals else None
         out.append({"t": g[-1]["t"], "metrics": metrics})
     return out
+
+
+def judged(samples: list[dict[str, Any]], headline: str | None, interval: float,
+           width: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the samples while the workload ran, what is judged): the running samples in bins of
+    `width` seconds, or as they are when a bin would hold fewer than 1.5 samples of `interval`."""
+    raw = running(samples, headline)
+    return raw, (bin_means(raw, width) if width > 1.5 * interval else raw)
