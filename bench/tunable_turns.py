@@ -11,8 +11,11 @@ with compare's paired test (the exact sign-flip test on the iterations' A/B rati
 with one arm scaled by 1 + d, as bench/power.py does for the zfs-fuse designs. Under TCG the
 figures are relative CPU-bound differences, not speeds.
 
+With --values 128K,1M it is the real A/B instead (the receive-batching PR's question): compare's
+own verdict on the whole run, and how many disjoint windows called it.
+
 Usage: bench/tunable_turns.py [--iterations 120] [--block 6] [--size 8M] [--duration 4s]
-                              [--keep DIR] [--reuse]
+                              [--values 1M,1048576] [--keep DIR] [--reuse]
 Needs the guest's build cached (`zfsperf guest up` once); it boots and stops the guest itself
 when none is running.
 """
@@ -27,7 +30,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from power import arms_and_windows, paired, report, three_way, whole  # noqa: E402
+from power import ALPHA, arms_and_windows, paired, report, three_way, whole  # noqa: E402
+from zfsperf.report import abstats  # noqa: E402
 
 RUNFILE = """
 [defaults]
@@ -46,7 +50,7 @@ threads = 1
 duration = "{duration}"
 duet = "turns"
 steady = {{ mode = "off" }}
-tunables = {{ zfs_recv_write_batch_size = ["1M", "1048576"] }}
+tunables = {{ zfs_recv_write_batch_size = ["{a}", "{b}"] }}
 """
 
 
@@ -56,6 +60,8 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=6, help="iterations (pairs) per comparison window")
     ap.add_argument("--size", default="8M", help="the small-records stream")
     ap.add_argument("--duration", default="4s", help="receive rounds per iteration last this long")
+    ap.add_argument("--values", default="1M,1048576",
+                    help="zfs_recv_write_batch_size's two values, A,B (default: one value written two ways, an A/A)")
     ap.add_argument("--keep", help="keep the results here (default: a temporary directory)")
     ap.add_argument("--reuse", action="store_true", help="with --keep: judge the run kept there again")
     args = ap.parse_args()
@@ -66,7 +72,8 @@ def main() -> None:
         seconds = float((out / "seconds").read_text())
     else:
         rf = out / "aa.toml"
-        rf.write_text(RUNFILE.format(iterations=args.iterations, size=args.size, duration=args.duration))
+        va, vb = args.values.split(",")
+        rf.write_text(RUNFILE.format(iterations=args.iterations, size=args.size, duration=args.duration, a=va, b=vb))
         t0 = time.monotonic()
         res = subprocess.run([sys.executable, "-m", "zfsperf.cli", "guest", "run", "--", "run", "-q", "-r", str(rf),
                               "-o", str(out / "aa"), "--no-history"], capture_output=True, text=True)
@@ -76,13 +83,27 @@ def main() -> None:
         (out / "seconds").write_text(f"{seconds:.1f}")
     d = kept.resolve()
     a, b, windows = arms_and_windows(d, args.block, args.block)          # step = block: disjoint windows
+    va, vb = args.values.split(",")
+    aa = va.upper() in ("1M", "1048576") and vb.upper() in ("1M", "1048576")
     print(f"OpenZFS guest, receive of a {args.size} small-records stream in turns, rounds for {args.duration} an "
-          f"iteration, zfs_recv_write_batch_size 1M against 1048576 (one value, written two ways): {len(a)} "
+          f"iteration, zfs_recv_write_batch_size {va} against {vb}"
+          f"{' (one value, written two ways)' if aa else ''}: {len(a)} "
           f"iterations, {len(windows)} disjoint windows of {args.block}; results in {d}")
     per_window = seconds * args.block / max(1, len(a))
-    report(f"tunable turns, {args.block} iterations", windows, paired, per_window * len(windows))
-    three_way(windows)
+    if aa:
+        report(f"tunable turns, {args.block} iterations", windows, paired, per_window * len(windows))
+        three_way(windows)
+    else:                                 # a real A/B: how many windows of --block iterations call it
+        ests = [abstats.paired(list(x), list(y)) for x, y in windows]
+        called = [e for e in ests if e is not None and e.p is not None and e.p < ALPHA]
+        up = sum(1 for e in called if e.ratio > 1)
+        print(f"  windows of {args.block} iterations that call it: {len(called)} of {len(ests)} "
+              f"({up} B faster, {len(called) - up} B slower)", flush=True)
     whole(a, b)
+    if not aa:                            # the real A/B: compare's own verdict on the whole run
+        res = subprocess.run([sys.executable, "-m", "zfsperf.cli", "compare", str(d)], capture_output=True, text=True)
+        print("zfsperf compare (the whole run):")
+        print("\n".join(f"  {ln}" for ln in res.stdout.splitlines() if "throughput" in ln or "turns" in ln))
     print(f"machine time: {seconds / 60:.1f} min in all, {per_window / 60:.1f} min a window of {args.block}")
 
 

@@ -92,7 +92,7 @@ class CaseContext:
     def remaining(self) -> float:
         """Seconds left to wait for this case's processes: to the case timeout, and once a signal
         has asked them to end (procs.cancel()), no more than SIGNAL_GRACE after it. A process that
-        ignores SIGTERM (or hangs in a FUSE request) is then SIGKILLed by the teardown: a Ctrl-C'd
+        outlives its SIGTERM is then SIGKILLed by the teardown: a Ctrl-C'd
         run ends within seconds, never at the case timeout (minutes)."""
         left = self.deadline - time.monotonic()
         at = self.procs.cancelled_at
