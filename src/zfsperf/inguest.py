@@ -12,7 +12,8 @@ OpenZFS's userland from the guest build first on PATH.
 - Signals: SIGINT, SIGTERM and SIGHUP to `zfsperf guest run` are passed on to zfsperf in the guest
   (its pid is in a pidfile there), which restores its tunables and removes its pools as it does
   on any machine; its exit status is this command's.
-- A guest this command booted is stopped when it ends; a guest that was already up stays up.
+- A guest this command booted is stopped when it ends, however it ends (watched by the guard: kill -9
+  included); a guest that was already up stays up.
 """
 
 from __future__ import annotations
@@ -194,8 +195,8 @@ def guest_run(args: list[str], series: str, say: Callable[[str], None] = print) 
     lab = Guest()
     st = lab.state()
     booted = st is None
-    if st is None:
-        st = lab.up(series, say=say)
+    if st is None:                      # one booted for this command: stopped by the guard however it ends
+        st = lab.up(series, say=say, watched=True)
     try:
         if not st.hostroot or not st.exchange:
             raise TargetError("the running OpenZFS guest has no view of the host's root (booted by an older "
