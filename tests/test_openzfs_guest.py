@@ -103,7 +103,7 @@ def test_receive_sweep_and_fio_on_openzfs(guest, tmp_path):
 DIRTY = "zfs_dirty_data_max"
 DIRTY_TURNS = f"""
 [defaults]
-iterations = 6
+iterations = 8
 timeout = "20m"
 [defaults.pool]
 vdevs = 1
@@ -123,8 +123,9 @@ tunables = {{ {DIRTY} = ["268435456", "262144"] }}
 def test_a_module_tunable_taking_turns_is_called_observed_and_restored(guest, tmp_path):
     """A real runtime tunable change, taking turns on one pool in the guest, is called with its
     direction: zfs_dirty_data_max 256 MiB → 256 KiB makes the write throttle (from 60 % of it)
-    delay every receive tx. Measured when the test was written: -36.2 % [-37.8 … -34.3 %], all six
-    pairs agreeing; 10 runs of this test's runfile, 10 called WORSE (docs/benchmarks.md). While it
+    delay every receive tx. At 6 iterations, 10 quiet runs of this runfile and one in CI (beside the
+    host lane) were all WORSE, by -36.7 … -39.0 %; the CI run's least pair was -9.7 %. 8 iterations:
+    one pair the other way (a small one) still leaves p < 0.05 (docs/benchmarks.md). While it
     runs the guest's parameter takes both values; the per-round read-back is in each record, the
     writes in ABBA order in the case log; afterwards the value from before is back."""
     param = f"{PARAMS}/{DIRTY}"
@@ -142,7 +143,7 @@ def test_a_module_tunable_taking_turns_is_called_observed_and_restored(guest, tm
     assert guest_sh(guest, "cat", param).strip() == before         # and put back
     d = last_dir(out)
     recs = records(d)
-    assert len(recs) == 12 and {r["status"] for r in recs} == {"PASS"}
+    assert len(recs) == 16 and {r["status"] for r in recs} == {"PASS"}
     for r in recs:
         v = r["sweep"][DIRTY]
         assert r["tunables"][DIRTY] == {"before": before, "set": str(v), "scope": "runtime"}
@@ -152,7 +153,7 @@ def test_a_module_tunable_taking_turns_is_called_observed_and_restored(guest, tm
     assert written[:4] == ["268435456", "262144", "262144", "268435456"], written   # ABBA, A first on odd
     ch = next(c for c in json.loads(zfsperf("compare", str(d), "--json", "--no-history").stdout)["changes"]
               if c["figure"] == "throughput")
-    assert ch["design"] == "turns" and ch["verdict"] == "worse" and ch["ci_pct"][1] < -10, ch
+    assert ch["design"] == "turns" and ch["verdict"] == "worse" and ch["ci_pct"][1] < 0, ch
 
 
 LOADED = ONE_SMALL_POOL + """[[test]]
@@ -209,6 +210,7 @@ def test_a_guest_run_killed_while_its_guest_boots_leaves_no_qemu(guest, tmp_path
     guest booted (kill -9, or a SIGTERM, which nothing handles then) it left the QEMU running: the
     guest it boots is now watched by the guard. (A second lab root: the session's guest stays up.)"""
     import os
+    from zfsperf import proc
     root = tmp_path / "lab2"
     p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "guest", "run", "--", "info"],
                          env={**os.environ, "ZFSPERF_GUEST_DIR": str(root)},
@@ -223,9 +225,9 @@ def test_a_guest_run_killed_while_its_guest_boots_leaves_no_qemu(guest, tmp_path
         p.kill()
         p.wait()
     deadline = time.monotonic() + 30
-    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+    while proc.pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.5)
-    alive = os.path.exists(f"/proc/{pid}")
+    alive = proc.pid_alive(pid)
     if alive:                                   # never left behind by the test itself
         os.kill(pid, 9)
     assert not alive, "the QEMU that `guest run` booted outlived it"
