@@ -2,9 +2,11 @@
 zfs-fuse lab's namespace so that its sessions reach the lab's daemon), a key made for the test, and
 zfsperf creating, measuring and destroying its pool over ssh."""
 
+import contextlib
 import json
 from pathlib import Path
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -21,11 +23,13 @@ from zfsperf.sshlink import Ssh, parse_url
 SSHD = "/usr/sbin/sshd"
 
 
-@pytest.fixture(scope="module")
-def sshd(lab, tmp_path_factory):
+@contextlib.contextmanager
+def sshd_running(prefix: list[str], d: Path, extra: str = ""):
+    """An sshd on 127.0.0.1 (in the namespace prefix enters), with a key made for it: its ssh:// URL
+    and its listening process while it runs (ZFSPERF_SSH_OPTS set to reach it), stopped by pid
+    afterwards, its whole process group."""
     if not os.path.exists(SSHD):
         pytest.fail("sshd is missing: `make test` installs openssh-server (scripts/install-deps.sh --test)")
-    d = tmp_path_factory.mktemp("sshd")
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "id")], check=True)
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "host")], check=True)
     (d / "authorized_keys").write_text((d / "id.pub").read_text())
@@ -42,10 +46,11 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
+{extra}
 """)
     made_privsep = not os.path.isdir("/run/sshd")
     os.makedirs("/run/sshd", exist_ok=True)
-    p = subprocess.Popen(lab.prefix() + [SSHD, "-D", "-e", "-f", str(d / "sshd_config")],
+    p = subprocess.Popen(prefix + [SSHD, "-D", "-e", "-f", str(d / "sshd_config")],
                          stdout=subprocess.DEVNULL, stderr=open(d / "sshd.log", "w"), start_new_session=True)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
@@ -57,15 +62,82 @@ StrictModes no
     opts = f"-i {d}/id -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
     old = os.environ.get("ZFSPERF_SSH_OPTS")
     os.environ["ZFSPERF_SSH_OPTS"] = opts
-    yield f"ssh://root@127.0.0.1:{port}"
-    if old is None:
-        os.environ.pop("ZFSPERF_SSH_OPTS", None)
-    else:
-        os.environ["ZFSPERF_SSH_OPTS"] = old
-    proc.stop_pid(p.pid, proc=p, group=True)
-    assert p.poll() is not None
-    if made_privsep:
-        os.rmdir("/run/sshd")
+    try:
+        yield f"ssh://root@127.0.0.1:{port}", p
+    finally:
+        if old is None:
+            os.environ.pop("ZFSPERF_SSH_OPTS", None)
+        else:
+            os.environ["ZFSPERF_SSH_OPTS"] = old
+        proc.stop_pid(p.pid, proc=p, group=True)
+        assert p.poll() is not None
+        with contextlib.suppress(ProcessLookupError):      # sessions left when the listener went first
+            os.killpg(p.pid, signal.SIGKILL)
+        if made_privsep:
+            os.rmdir("/run/sshd")
+
+
+@pytest.fixture(scope="module")
+def sshd(lab, tmp_path_factory):
+    with sshd_running(lab.prefix(), tmp_path_factory.mktemp("sshd")) as (url, _listener):
+        yield url
+
+
+def test_a_command_the_connection_refused_a_session_for_runs_once_one_is_free(tmp_path):
+    """The guest lane's ssh failures: a loaded guest now and then refuses a session on the shared
+    connection, and ssh exits 255 at once (the command never ran). Here for real: an sshd that
+    allows one session a connection, whose listener is gone once the shared connection is up (so
+    ssh's fallback, a connection of its own, is refused too). A command started while the one
+    session is busy is started again (sshlink's one retry policy, which receive, fio and the
+    pool-latency reports share) and runs once the session is free; with none free for longer than
+    the retries wait, it fails with ssh's 255."""
+    from zfsperf.sshlink import RETRY_DELAYS
+    with sshd_running([], tmp_path, "MaxSessions 1") as (url, listener):
+        ssh = Ssh(url)
+        try:
+            assert ssh.run(["true"]).ok                      # the shared connection, open
+            proc.stop_pid(listener.pid, proc=listener)       # no new connection from now on
+
+            def hold(seconds: float) -> subprocess.Popen:    # the one session, busy for that long
+                p = subprocess.Popen(ssh.wrap(["sleep", str(seconds)]), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                time.sleep(0.4)
+                assert p.poll() is None, "the held session ended at once"
+                return p
+
+            held = hold(1.5)
+            t0 = time.monotonic()
+            res = ssh.run(["echo", "ran"])
+            assert res.ok and res.stdout == "ran\n", (res.returncode, res.stderr)
+            assert time.monotonic() - t0 >= 0.5, "the second session was not refused: the test shows nothing"
+            assert held.wait(10) == 0
+            held = hold(sum(RETRY_DELAYS) + 3)
+            res = ssh.run(["echo", "ran"])
+            assert res.returncode == 255 and "refused" in res.stderr, (res.returncode, res.stderr)
+            assert held.wait(20) == 0
+        finally:
+            ssh.close()
+
+
+def test_the_retry_policy_tries_as_often_as_its_delays_and_stops_when_told(monkeypatch):
+    """again_while_refused: no retry for a result ssh started; one per RETRY_DELAYS, each after its
+    delay, while refused; none once before() says no (a cancelled case, an abandoned interval)."""
+    from zfsperf import sshlink
+    slept: list[float] = []
+    monkeypatch.setattr(sshlink.time, "sleep", slept.append)
+    tries: list[int] = []
+
+    def attempt() -> int:
+        tries.append(1)
+        return 255
+    assert sshlink.again_while_refused(0, attempt, lambda r: r == 255) == 0 and not tries
+    assert sshlink.again_while_refused(255, attempt, lambda r: r == 255) == 255
+    assert len(tries) == len(sshlink.RETRY_DELAYS) and slept == list(sshlink.RETRY_DELAYS)
+    asked: list[float] = []
+    tries.clear()
+    assert sshlink.again_while_refused(255, attempt, lambda r: r == 255,
+                                       before=lambda d: asked.append(d) or len(asked) < 2) == 255
+    assert len(tries) == 1 and asked == list(sshlink.RETRY_DELAYS[:2])
 
 
 def test_url_validation():

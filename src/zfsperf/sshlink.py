@@ -10,7 +10,7 @@ import shlex
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from . import proc
 from .errors import InputError
@@ -20,7 +20,9 @@ URL_RE = re.compile(r"^ssh://(?:(?P<user>[A-Za-z0-9._][A-Za-z0-9._-]*)@)?(?P<hos
 ZFS_FUSE_SOCKET = "/var/run/zfs/zfs_socket"
 
 
-RETRY_DELAYS = (0.2, 0.5, 1.0)     # seconds before each retry of a command ssh failed to start
+RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0)     # seconds before each retry of a command ssh failed to start
+
+T = TypeVar("T")
 
 
 def ssh_failed_to_start(returncode: int, elapsed: float, limit: float = 2.0) -> bool:
@@ -29,15 +31,24 @@ def ssh_failed_to_start(returncode: int, elapsed: float, limit: float = 2.0) -> 
     return returncode == 255 and elapsed <= limit
 
 
-def retry_ssh_failure(run) -> proc.Completed:
-    """Run (a zero-argument callable), again after each of RETRY_DELAYS while ssh failed to start it."""
-    res = run()
+def again_while_refused(first: T, attempt: Callable[[], T], refused: Callable[[T], bool], *,
+                        before: Callable[[float], bool] | None = None) -> T:
+    """The one retry policy of a remote command: first (what one attempt gave) and, while
+    refused(that result) says ssh failed to start it (so the command never ran), attempt() again
+    after each of RETRY_DELAYS. before(delay), when given, is asked before each wait (to log it)
+    and ends the retries by returning False (a cancelled case, an abandoned interval)."""
+    res = first
     for delay in RETRY_DELAYS:
-        if not ssh_failed_to_start(res.returncode, res.elapsed):
+        if not refused(res) or (before is not None and not before(delay)):
             break
         time.sleep(delay)
-        res = run()
+        res = attempt()
     return res
+
+
+def retry_ssh_failure(run: Callable[[], proc.Completed]) -> proc.Completed:
+    """Run (a zero-argument callable), again while ssh failed to start it."""
+    return again_while_refused(run(), run, lambda r: ssh_failed_to_start(r.returncode, r.elapsed))
 
 
 def parse_url(url: str) -> tuple[str | None, str, int]:

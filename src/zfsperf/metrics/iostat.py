@@ -10,7 +10,7 @@ import time
 from typing import Sequence
 
 from ..errors import InputError
-from ..sshlink import RETRY_DELAYS, ssh_failed_to_start
+from ..sshlink import again_while_refused, ssh_failed_to_start
 from ..units import parse_human
 
 FIELDS = ("alloc", "free", "read_ops", "write_ops", "read_bw", "write_bw")
@@ -177,6 +177,9 @@ def parse_hp_histogram(text: str, columns: list[str], source: str = "zpool iosta
     return {c: sorted(d.items()) for c, d in out.items()}
 
 
+_Report = tuple[bytes, bytes, int | None, float]    # a report process's stdout, stderr, exit status, seconds
+
+
 class PoolLatency:
     """Pool-side latency over a measured interval (OpenZFS): one `zpool iostat -Hp -y -w POOL T 1`
     (histogram deltas) and one `-Hp -y -l POOL T 1` (average waits) started with the measurement.
@@ -192,7 +195,7 @@ class PoolLatency:
         self.columns: list[str] = []
         self.procs: list = []
         self.late: dict[str, float] = {}           # flags -> seconds the restarted interval began late
-        self._done: dict[str, tuple[bytes, bytes, int]] = {}
+        self._done: dict[str, tuple[bytes, bytes, int | None]] = {}
         self._threads: list[threading.Thread] = []
         self._abandoned = False
         self._lock = threading.Lock()
@@ -222,22 +225,28 @@ class PoolLatency:
     def _collect(self, flags: list[str], p: subprocess.Popen, t0: float) -> None:
         """The report of one process, started again while ssh failed to start it."""
         key = " ".join(flags)
-        started = time.monotonic()
         remote = self.target.capabilities().remote
-        for delay in (*RETRY_DELAYS, None):
+
+        def wait(p: subprocess.Popen, started: float) -> _Report:
             out, err = p.communicate()
-            if (delay is None or self._abandoned or not remote or out
-                    or not ssh_failed_to_start(p.returncode, time.monotonic() - started)):
-                break
-            time.sleep(delay)
+            return out or b"", err or b"", p.returncode, time.monotonic() - started
+
+        def again() -> _Report | None:
             with self._lock:                       # no new process once abandon() has stopped them
                 if self._abandoned:
-                    break
+                    return None
                 started = time.monotonic()
-                p = self.target.popen(self._argv(flags), stderr=subprocess.PIPE)
-                self.procs = [(f, p if f == flags else q) for f, q in self.procs]
+                q = self.target.popen(self._argv(flags), stderr=subprocess.PIPE)
+                self.procs = [(f, q if f == flags else o) for f, o in self.procs]
             self.late[key] = round(started - t0, 3)
-        self._done[key] = (out or b"", err or b"", p.returncode)
+            return wait(q, started)
+
+        def refused(r: _Report | None) -> bool:
+            return (r is not None and remote and not r[0] and r[2] is not None
+                    and ssh_failed_to_start(r[2], r[3]))
+
+        got = again_while_refused(wait(p, time.monotonic()), again, refused, before=lambda _d: not self._abandoned)
+        self._done[key] = got[:3] if got is not None else (b"", b"", None)
 
     def _stop(self) -> None:
         with self._lock:

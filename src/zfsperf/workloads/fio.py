@@ -23,7 +23,7 @@ from ..metrics import fiojson
 from ..metrics.iostat import PoolLatency
 from ..metrics.quantize import quantize
 from ..results.directory import fio_json_path, log_path
-from ..sshlink import ssh_failed_to_start
+from ..sshlink import again_while_refused, ssh_failed_to_start
 from ..targets.base import Target
 from ..units import parse_duration, parse_size
 from .base import CaseContext, Figures, WorkloadFailed, figure
@@ -247,16 +247,24 @@ class FioRun:
     def run(self) -> tuple[str, str, int]:
         """Run fio once; on a remote target a quick exit 255 with no output is ssh's own failure
         (a loaded guest refusing a session: fio never started), retried like any ssh command."""
-        for delay in (0.5, 1.0, 2.0, None):
+        remote = self.ctx.target.capabilities().remote and not self.clients
+
+        def once() -> tuple[str, str, int, float]:
             t0 = time.monotonic()
             out, err, rc = self._run_once()
-            quick_ssh_failure = (ssh_failed_to_start(rc, time.monotonic() - t0, limit=5) and not out.strip()
-                                 and self.ctx.target.capabilities().remote and not self.clients)
-            if not quick_ssh_failure or delay is None or self.ctx.procs.cancelled:
-                return out, err, rc
+            return out, err, rc, time.monotonic() - t0
+
+        def refused(r: tuple[str, str, int, float]) -> bool:
+            return remote and not r[0].strip() and ssh_failed_to_start(r[2], r[3], limit=5)
+
+        def retrying(delay: float) -> bool:
+            if self.ctx.procs.cancelled:
+                return False
             self.ctx.log.write(f"# ssh failed to start fio (exit 255): retried in {delay} s")
             self.text = []
-            time.sleep(delay)
+            return True
+
+        out, err, rc, _s = again_while_refused(once(), once, refused, before=retrying)
         return out, err, rc
 
     def _run_once(self) -> tuple[str, str, int]:

@@ -13,11 +13,12 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InputError, shown
-from ..sshlink import RETRY_DELAYS, ssh_failed_to_start
+from ..sshlink import again_while_refused, ssh_failed_to_start
 from ..targets.base import Target
 from ..units import MIB, parse_duration, parse_size
 from ..metrics import crosscheck
@@ -191,8 +192,11 @@ class ReceiveWorkload:
                 ctx.log.write(f"$ {' '.join(target.wrap(argv))} < {stream.on_target or stream.path}\n# exit {p.returncode}, "
                               f"{(ends[i] or t0) - t0:.3f} s" + (f"\n  ! {text}" if text else ""))
                 rc = p.returncode
-                if rc != 0 and self._ssh_refused(ctx, name, rc, (ends[i] or t0) - starts[i], text):
-                    rc, text, starts[i], ends[i] = self._again(ctx, name, argv, stream)
+                if rc != 0:
+                    rc, text, starts[i], ends[i] = again_while_refused(
+                        (rc, text, starts[i], ends[i] or t0), partial(self._again, ctx, name, argv, stream),
+                        lambda r, name=name: self._ssh_refused(ctx, name, r[0], r[3] - r[2], r[1]),
+                        before=partial(self._retrying, ctx, name))
                 if rc != 0:
                     errors.append(f"{name}: {text or f'exit status {rc}'}")
         finally:
@@ -382,26 +386,26 @@ class ReceiveWorkload:
         return (ctx.target.capabilities().remote and not text and ssh_failed_to_start(rc, elapsed)
                 and not ctx.target.run(["zfs", "list", "-H", "-o", "name", name]).ok)
 
+    @staticmethod
+    def _retrying(ctx: CaseContext, name: str, delay: float) -> bool:
+        if ctx.procs.cancelled:
+            return False
+        ctx.log.write(f"# ssh failed to start the receive into {name} (exit 255, nothing ran): again in {delay} s")
+        return True
+
     def _again(self, ctx: CaseContext, name: str, argv: list[str],
                stream: corpus_mod.Stream) -> tuple[int, str, float, float]:
-        """The receive into name run again after ssh failed to start it, as often as ssh's own
-        retries allow; its exit status, what it said, and its own start and end."""
-        rc, text, start, end = 255, "", time.monotonic(), time.monotonic()
-        for delay in RETRY_DELAYS:
-            ctx.log.write(f"# ssh failed to start the receive into {name} (exit 255, nothing ran): again in {delay} s")
-            time.sleep(delay)
-            start = time.monotonic()
-            p = ctx.procs.add(ctx.target.popen(argv, stdin_file=stream.on_target or stream.path))
-            try:
-                _out, err = p.communicate(timeout=max(1.0, ctx.remaining()))
-            except subprocess.TimeoutExpired:
-                raise ctx.overdue(f"receive into {name}") from None
-            end = time.monotonic()
-            rc, text = p.returncode, (err or b"").decode(errors="replace").strip()
-            if not self._ssh_refused(ctx, name, rc, end - start, text):
-                break
-        ctx.log.write(f"# the receive into {name} again: exit {rc}, {end - start:.3f} s")
-        return rc, text, start, end
+        """The receive into name run once more (ssh failed to start it before): its exit status, what
+        it said, and its own start and end."""
+        start = time.monotonic()
+        p = ctx.procs.add(ctx.target.popen(argv, stdin_file=stream.on_target or stream.path))
+        try:
+            _out, err = p.communicate(timeout=max(1.0, ctx.remaining()))
+        except subprocess.TimeoutExpired:
+            raise ctx.overdue(f"receive into {name}") from None
+        end = time.monotonic()
+        ctx.log.write(f"# the receive into {name} again: exit {p.returncode}, {end - start:.3f} s")
+        return p.returncode, (err or b"").decode(errors="replace").strip(), start, end
 
     def _verify(self, ctx: CaseContext, parent: str, threads: int, snapshot: str = "") -> None:
         """Every receive must have left its dataset and THE snapshot its stream creates (for an
