@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from power import ALPHA, arms_and_windows, paired, report, three_way, whole  # noqa: E402
 from zfsperf.report import abstats  # noqa: E402
+from zfsperf.units import parse_size  # noqa: E402
 
 RUNFILE = """
 [defaults]
@@ -65,6 +66,8 @@ def main() -> None:
     ap.add_argument("--keep", help="keep the results here (default: a temporary directory)")
     ap.add_argument("--reuse", action="store_true", help="with --keep: judge the run kept there again")
     args = ap.parse_args()
+    va, vb = args.values.split(",")
+    aa = parse_size(va) == parse_size(vb)          # one value, written two ways
     out = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zfsperf-tunable-turns-"))
     out.mkdir(parents=True, exist_ok=True)
     kept = out / "aa" / "current"
@@ -72,7 +75,6 @@ def main() -> None:
         seconds = float((out / "seconds").read_text())
     else:
         rf = out / "aa.toml"
-        va, vb = args.values.split(",")
         rf.write_text(RUNFILE.format(iterations=args.iterations, size=args.size, duration=args.duration, a=va, b=vb))
         t0 = time.monotonic()
         res = subprocess.run([sys.executable, "-m", "zfsperf.cli", "guest", "run", "--", "run", "-q", "-r", str(rf),
@@ -83,8 +85,6 @@ def main() -> None:
         (out / "seconds").write_text(f"{seconds:.1f}")
     d = kept.resolve()
     a, b, windows = arms_and_windows(d, args.block, args.block)          # step = block: disjoint windows
-    va, vb = args.values.split(",")
-    aa = va.upper() in ("1M", "1048576") and vb.upper() in ("1M", "1048576")
     print(f"OpenZFS guest, receive of a {args.size} small-records stream in turns, rounds for {args.duration} an "
           f"iteration, zfs_recv_write_batch_size {va} against {vb}"
           f"{' (one value, written two ways)' if aa else ''}: {len(a)} "
@@ -93,14 +93,14 @@ def main() -> None:
     if aa:
         report(f"tunable turns, {args.block} iterations", windows, paired, per_window * len(windows))
         three_way(windows)
+        whole(a, b)
     else:                                 # a real A/B: how many windows of --block iterations call it
         ests = [abstats.paired(list(x), list(y)) for x, y in windows]
         called = [e for e in ests if e is not None and e.p is not None and e.p < ALPHA]
         up = sum(1 for e in called if e.ratio > 1)
         print(f"  windows of {args.block} iterations that call it: {len(called)} of {len(ests)} "
               f"({up} B faster, {len(called) - up} B slower)", flush=True)
-    whole(a, b)
-    if not aa:                            # the real A/B: compare's own verdict on the whole run
+        whole(a, b)
         res = subprocess.run([sys.executable, "-m", "zfsperf.cli", "compare", str(d)], capture_output=True, text=True)
         print("zfsperf compare (the whole run):")
         print("\n".join(f"  {ln}" for ln in res.stdout.splitlines() if "throughput" in ln or "turns" in ln))
