@@ -24,7 +24,6 @@ when every lane passed (or selected nothing), else the first failing lane's.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

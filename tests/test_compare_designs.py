@@ -10,7 +10,6 @@ import random
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from helpers import why

@@ -38,7 +38,7 @@ from .targets.base import Target
 from .tunables import Journal, replay
 from .ui import Console
 from .case import CaseRunner
-from .guest.switch import BuildRef, ModuleSwitch
+from .guest.switch import ModuleSwitch
 from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .workloads.corpus import Corpus

@@ -30,8 +30,8 @@ def test_foreign_pool_untouched(tmp_path, lab, target):
         assert lab.run(["zfs", "list", "-H", "-o", "name", f"{name}/keepme"]).ok
         from zfsperf.pool import PoolManager
         pm = PoolManager(target, tmp_path / "x", run_id="t")
-        ok, why = pm.may_destroy(name)
-        assert not ok and "existed before" in why
+        ok, reason = pm.may_destroy(name)
+        assert not ok and "existed before" in reason
     finally:
         lab.run(["zpool", "destroy", name])
 

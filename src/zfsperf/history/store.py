@@ -48,7 +48,7 @@ from typing import Any, Iterable, Iterator
 
 from ..errors import InputError, ZfsperfError, shown
 from ..redact import redact, scrub
-from ..report.model import RunData, load_run
+from ..report.model import RunData
 
 SCHEMA_VERSION = 4
 RUN_COLUMNS = ("path", "name", "started", "host", "os", "kernel", "implementation", "zfs_version", "pool_version",

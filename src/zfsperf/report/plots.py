@@ -85,7 +85,6 @@ def steady_chart(series_path: Path, verdict: SteadyRecord | None, title: str | N
     else:
         judged = timescale.running(decision_samples(raw), None)
         v = decide(judged, Criteria(), headline=None)
-    crit = v.criteria
     names = sorted({n for s in samples for n in s["metrics"]
                     if any(isinstance(x["metrics"].get(n), (int, float)) for x in samples)})
     if headline in names:

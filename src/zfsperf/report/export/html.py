@@ -26,6 +26,7 @@ def _plots():
 
 if TYPE_CHECKING:
     from . import Exported
+    from ..summary import RunReport
 
 NAME, FILENAME = "html", "report.html"
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from . import Exported
+    from ..summary import RunReport
 
 NAME, FILENAME = "openmetrics", "report.prom"
 
