@@ -11,6 +11,7 @@ pause is a real cost (a sleep, not emulated CPU work): the verdict is about the 
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -71,13 +72,19 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
         # the builds change guests every iteration: odd ones A in the lab's guest, even ones in the twin
         here = "guest" if (r["iteration"] % 2) == (r["sweep"]["build"] == "a") else "twin"
         assert r["guest"] == here, r
-        assert r["turns"] == "ABBA" and len(r["turn_guests"]) >= 2
+        assert r["turns"] == "ABBA" and len(r["turn_guests"]) >= 2 and r["settle_turns"] == 1
         for t in r["turn_guests"]:          # every turn: its guest running, the other paused
             assert t["running"] == here and t["states"][here] == "running", t
             assert [v for k, v in t["states"].items() if k != here] == ["paused"], t
     log = (d / "logs" / "recv__build=a.iter1.log").read_text()
     assert "# turn: guest running, twin paused (QMP query-status)" in log
     assert "# turn: guest paused, twin running (QMP query-status)" in log
+    # one settling turn a side first, its receive left out: the counted rounds are the others
+    settling = [m.start() for m in re.finditer(r"# a settling turn of side [AB] ", log)]
+    receives = [m.start() for m in re.finditer(r"^\$ .* zfs receive ", log, re.M)]
+    it1 = next(r for r in recs if r["iteration"] == 1 and r["sweep"]["build"] == "a")
+    assert len(settling) == 2 and settling[0] < receives[0] < settling[1] < receives[1], log
+    assert len(receives) == 2 + 2 * it1["rounds"], (len(receives), it1["rounds"])
     # the paused-guest design named, and the planted cost called worse with its interval
     assert "each build in a guest of its own" in out, out
     line = next(ln for ln in res.stdout.splitlines() if "throughput" in ln and "build=a" in ln)

@@ -663,7 +663,9 @@ def test_build_turns_give_each_build_a_guest_crosswise_and_pause_the_other_in_ea
     """guest ab --turns on two fake guests: every iteration loads build A in one guest and B in the
     other (crosswise from one iteration to the next), makes a pool in each, runs ABBA turns, each
     in its build's guest after the pair paused the other, both resumed after every turn; the
-    pools are destroyed and each guest gets its own build back when the run ends."""
+    pools are destroyed and each guest gets its own build back when the run ends. Before the group
+    each side has one settling turn (the first receive after both guests made their pools was about
+    20 % slower and twice as variable), run the same way and left out of its figures."""
     from zfsperf.guest import pair as pair_mod, vm
     from zfsperf.workloads.turns import take_turns
     from helpers import FakeTarget
@@ -684,8 +686,16 @@ def test_build_turns_give_each_build_a_guest_crosswise_and_pause_the_other_in_ea
             return self.script(ctx)
 
         def run_turns(self, ctxs):
-            return [figs[-1] for figs in take_turns(ctxs, self.run, duration=0)]
-    monkeypatch.setitem(workloads.WORKLOADS, "turny", Turns(h.target))
+            return [figs[0] for figs in take_turns(ctxs, self.run, duration=0, settled=True)]
+
+    seen: set = set()
+
+    def first_is_slow(ctx):            # a side's first turn of an iteration: 10 times slower
+        key = (ctx.case_id, ctx.iteration)
+        slow = key not in seen
+        seen.add(key)
+        return {"throughput": figure(10.0 if slow else 100.0, "MiB/s")}
+    monkeypatch.setitem(workloads.WORKLOADS, "turny", Turns(h.target, first_is_slow))
     monkeypatch.setitem(runner_mod.HEADLINE, "turny", "throughput")
     rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "turny"\n', iterations=2)
     code, d, recs = h.run(rf, interleave=True, seed=3, builds=_builds(), build_turns=True)
@@ -695,7 +705,8 @@ def test_build_turns_give_each_build_a_guest_crosswise_and_pause_the_other_in_ea
     assert its == list(range(1, len(its) + 1)) and len(its) >= 6
     for it in its:
         mine = [i for i in work if shared[i][3] == it]
-        assert len(mine) == 4                             # one ABBA group
+        assert len(mine) == 6                             # a settling turn a side, then one ABBA group
+        assert shared[mine[0]][2] != shared[mine[1]][2]
         for i in mine:
             tag, _w, case, _it = shared[i]
             build = case.rsplit("build=", 1)[1]
@@ -716,6 +727,7 @@ def test_build_turns_give_each_build_a_guest_crosswise_and_pause_the_other_in_ea
     assert run["builds"]["a"]["srcversion_twin"] == "SRC-/hostroot/builds/a/zfs.ko"
     for r in recs:
         assert r.detail["guest"] in ("guest", "twin") and len(r.detail["turn_guests"]) == 2
+        assert r.detail["settle_turns"] == 1 and r.figures["throughput"].value == 100.0, r.figures
         assert all(t["running"] == r.detail["guest"] for t in r.detail["turn_guests"])
 
 

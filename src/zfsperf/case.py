@@ -19,7 +19,7 @@ from .errors import InputError, TargetError, Unavailable, ZfsperfError
 from .metrics import crosscheck, taskq, txgtable
 from .metrics.profile import Profiler, add_folded, fold, named_share, write_folded
 from .metrics.sampler import Sampler
-from .tunables import Journal, TunableSession
+from .tunables import Journal
 from .tunables.scope import Scope
 from .pool import Pool, PoolManager
 from .results.record import CaseOutcome, CaseRecord, Status, SteadyMode, SteadyRecord, as_figures
@@ -460,7 +460,8 @@ class CaseRunner:
                                          deadline=deadline, prepared=prepared, workdir=rd.path,
                                          case_id=c.slug, iteration=it, procs=life.procs, sharers=1 if pair else 2,
                                          before_turn=hook, turn_key="turn_guests" if pair else "turn_tunables",
-                                         after_turn=pair.resume_all if pair else None)
+                                         after_turn=pair.resume_all if pair else None,
+                                         settle_turns=1 if pair else 0)
             life.watch()
             wl = WORKLOADS[t.workload]
 

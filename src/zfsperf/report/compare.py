@@ -117,8 +117,9 @@ DESIGNS = {
 }
 # turns whose sides are two builds (guest ab --turns): the same statistics, a different machine
 BUILD_TURNS = ("one run, each build in a guest of its own taking turns round by round (ABBA), the other guest "
-               "paused; the builds change guests every iteration: within-iteration ratios (what drifts over "
-               "seconds hits both alike)")
+               "paused; the builds change guests every iteration{settled}: within-iteration ratios (what drifts "
+               "over seconds hits both alike)")
+SETTLED = ", and each side's first turn (after the fresh pools) is run and left out"
 # One run a side and no history: a change is judged only beyond the run-to-run drift seen between
 # separate runs of identical settings. Measured on zfs-fuse on a 2-core machine (docs/benchmarks.md):
 # consecutive default runs differed by up to +33.3 % (threads=4: 586.5 → 781.7 MiB/s) while each
@@ -633,7 +634,11 @@ def design_lines(cmp: Comparison) -> list[str]:
     out = []
     for d in sorted({ch.design for ch in cmp.changes}, key=list(DESIGNS).index):
         tests = sorted({ch.test for ch in cmp.changes if ch.design == d})
-        text = BUILD_TURNS if d is Design.TURNS and cmp.base.run.selection.get("build_turns") else DESIGNS[d]
+        if d is Design.TURNS and cmp.base.run.selection.get("build_turns"):
+            settled = any(r.detail.get("settle_turns") for r in cmp.base.records)
+            text = BUILD_TURNS.format(settled=SETTLED if settled else "")
+        else:
+            text = DESIGNS[d]
         out.append(f"design: {text}; test: {', '.join(tests)}; α = {ALPHA}")
     return out
 

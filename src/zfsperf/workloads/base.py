@@ -58,6 +58,8 @@ class CaseContext:
     turn_key: str = "turn_tunables"      # where each turn's before_turn result is kept (extra)
     after_turn: Callable[[], Any] | None = None    # after each of this side's turns, however it ended
                                          # (build turns: the other guest resumed)
+    settle_turns: int = 0                # taking turns: each side's first turns of the iteration, run
+                                         # and left out (build turns: a fresh pool in each guest)
     spans: list[tuple[float, float]] = field(default_factory=list)   # taking turns: this side's
                                          # rounds, (start, end) in time.monotonic() seconds
     cross_checks: list[Any] = field(default_factory=list)   # metrics/crosscheck.CrossCheck: the

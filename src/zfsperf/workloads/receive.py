@@ -93,7 +93,6 @@ class ReceiveWorkload:
             if spec.get("kind") not in corpus_mod.KINDS:
                 raise InputError(f"corpus.kind must be one of {', '.join(corpus_mod.KINDS)}, got "
                                  f"{shown(spec.get('kind'))}", **where("corpus"))
-            from ..units import parse_size
             try:
                 size = parse_size(spec.get("size", "256M"))
             except ValueError as e:
@@ -269,7 +268,8 @@ class ReceiveWorkload:
                 return None
             return (f"turns ended after {sum(map(len, rounds))} rounds: the pool would not hold another group "
                     "(make vdev_size larger for the full duration)")
-        rounds = take_turns(ctxs, lambda c: self._round(c, keep=True, txgs=False), duration=duration, room=room)
+        rounds = take_turns(ctxs, lambda c: self._round(c, keep=True, txgs=False), duration=duration, room=room,
+                            settled=True)
         t1, txg1 = time.monotonic(), [c.target.txg(c.pool.name) for c in own]
         rates = [(b - a) / (t1 - t0) if a is not None and b is not None else None for a, b in zip(txg0, txg1)]
         return [self._figures(c, r, rates[min(i, len(rates) - 1)]) for i, (c, r) in enumerate(zip(ctxs, rounds))]
