@@ -19,7 +19,7 @@ from .errors import InputError, TargetError, Unavailable, ZfsperfError
 from .metrics import crosscheck, taskq, txgtable
 from .metrics.profile import Profiler, add_folded, fold, named_share, write_folded
 from .metrics.sampler import Sampler
-from .tunables import Journal
+from .tunables import Journal, applied_entry
 from .tunables.scope import Scope
 from .pool import Pool, PoolManager
 from .results.record import CaseOutcome, CaseRecord, Status, SteadyMode, SteadyRecord, as_figures
@@ -119,8 +119,7 @@ class Lifecycle:
                    if self.session is not None else None)
         if at_load:
             assert switch is not None
-            applied = (applied or {}) | {k: {"before": switch.original[k], "set": v, "scope": str(Scope.LOAD)}
-                                         for k, v in at_load.items()}
+            applied = (applied or {}) | {k: applied_entry(switch.original[k], v, Scope.LOAD) for k, v in at_load.items()}
         self.pool = self.runner.pools.create(self.test.pool, fs_properties=fs_properties)
         return self.pool, applied
 

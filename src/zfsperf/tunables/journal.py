@@ -105,6 +105,13 @@ def replay(journal: Journal, say: Callable[[str], None] | None = None, *, skip: 
     return done
 
 
+def applied_entry(before: str | None, value: str, scope: Scope) -> dict[str, Any]:
+    """What a case records of one tunable it applied (record.tunables[name]): its value before the
+    case, the value set, and how it applies (its scope), however it was applied (written, or
+    loaded as a module option)."""
+    return {"before": before, "set": value, "scope": str(scope)}
+
+
 class TunableSession:
     """Sets tunables for one case through the journal and puts every one back."""
 
@@ -138,7 +145,7 @@ class TunableSession:
                 self.log.write(f"# tunable {name}: {old} -> {value} (reads back {now}; scope "
                                f"{scopes[name][0]}: {scopes[name][1]})")
             self._check(name, value, now, "")
-            applied[name] = {"before": old, "set": value, "scope": str(scopes[name][0])}
+            applied[name] = applied_entry(old, value, scopes[name][0])
         return applied
 
     def switch(self, values: dict[str, str]) -> dict[str, str]:
