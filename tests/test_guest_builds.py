@@ -80,7 +80,7 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     assert "# turn: guest running, twin paused (QMP query-status)" in log
     assert "# turn: guest paused, twin running (QMP query-status)" in log
     # one settling turn a side first, its receive left out: the counted rounds are the others
-    settling = [m.start() for m in re.finditer(r"# a settling turn of side [AB] ", log)]
+    settling = [m.start() for m in re.finditer(r"^# a settling turn of recv__build=[ab] \(", log, re.M)]
     receives = [m.start() for m in re.finditer(r"^\$ .* zfs receive ", log, re.M)]
     it1 = next(r for r in recs if r["iteration"] == 1 and r["sweep"]["build"] == "a")
     assert len(settling) == 2 and settling[0] < receives[0] < settling[1] < receives[1], log

@@ -722,6 +722,9 @@ def test_build_turns_give_each_build_a_guest_crosswise_and_pause_the_other_in_ea
             assert create < first and destroy > last
     for g in (h.target, twin):                            # each guest's own build back at the end
         assert g.module == "own" and g.pools == {}
+    log = (d / "logs" / "t__build=a.iter1.log").read_text()
+    assert [ln.split(" (")[0] for ln in log.splitlines() if ln.startswith("# a settling turn of ")] == \
+        ["# a settling turn of t__build=a", "# a settling turn of t__build=b"], log
     run = json.loads((d / "run.json").read_text())
     assert run["selection"]["build_turns"] is True and run["turns"] == ["t"]
     assert run["builds"]["a"]["srcversion_twin"] == "SRC-/hostroot/builds/a/zfs.ko"

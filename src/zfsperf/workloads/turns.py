@@ -11,7 +11,7 @@ so that between turns both run and can be asked anything); each turn's start and
 the side's spans (a profile's samples go to the side whose turn they fell in).
 
 A workload may ask for settling turns (ctxs[0].settle_turns, build turns: 1): before the first
-group each side runs that many turns, hooks and all, in the group's order (A B), and they are left
+group each side runs that many turns, hooks and all, in the group's order (the first side's, then the other's), and they are left
 out (not counted, not in the spans, their read-backs not kept), so that what the first turns after
 the iteration's set-up pay (in build turns the first receive after both guests made their pools
 was about 20 % slower and twice as variable) falls on no side's figures."""
@@ -40,7 +40,7 @@ def take_turns(ctxs: list[CaseContext], one: Callable[[CaseContext], R], *, dura
         if ctxs[0].remaining() <= 0 or ctxs[0].procs.cancelled:
             break
         ctx = ctxs[side]
-        ctx.log.write(f"# a settling turn of side {'AB'[side]} (first of its iteration): run, not counted")
+        ctx.log.write(f"# a settling turn of {ctx.case_id} (first of its iteration): run, not counted")
         try:
             if ctx.before_turn is not None:
                 ctx.before_turn()
