@@ -19,7 +19,7 @@ was about 20 % slower and twice as variable) falls on no side's figures."""
 from __future__ import annotations
 
 import time
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from .base import CaseContext
 
@@ -41,13 +41,7 @@ def take_turns(ctxs: list[CaseContext], one: Callable[[CaseContext], R], *, dura
             break
         ctx = ctxs[side]
         ctx.log.write(f"# a settling turn of {ctx.case_id} (first of its iteration): run, not counted")
-        try:
-            if ctx.before_turn is not None:
-                ctx.before_turn()
-            one(ctx)
-        finally:
-            if ctx.after_turn is not None:
-                ctx.after_turn()
+        _turn(ctx, one)
     until = time.monotonic() + duration
     k = 0
     while True:
@@ -61,15 +55,10 @@ def take_turns(ctxs: list[CaseContext], one: Callable[[CaseContext], R], *, dura
                 break
         side = ORDER[k % len(ORDER)]
         ctx = ctxs[side]
-        t0 = time.monotonic()
-        try:
-            if ctx.before_turn is not None:
-                ctx.extra.setdefault(ctx.turn_key, []).append(ctx.before_turn())
-            t0 = time.monotonic()
-            done[side].append(one(ctx))
-        finally:                 # build turns: the other guest runs again, however the turn ended
-            if ctx.after_turn is not None:
-                ctx.after_turn()
+        read_back, result, t0 = _turn(ctx, one)
+        if ctx.before_turn is not None:
+            ctx.extra.setdefault(ctx.turn_key, []).append(read_back)
+        done[side].append(result)
         ctx.spans.append((t0, time.monotonic()))
         k += 1
     for c in ctxs:
@@ -77,3 +66,15 @@ def take_turns(ctxs: list[CaseContext], one: Callable[[CaseContext], R], *, dura
         if settle:
             c.extra["settle_turns"] = settle
     return done
+
+
+def _turn(ctx: CaseContext, one: Callable[[CaseContext], R]) -> tuple[Any, R, float]:
+    """One turn of a side: its before_turn hook (what it read back), one(ctx) (its result, and when
+    it started), its after_turn hook however the turn ended (build turns: the other guest runs again)."""
+    try:
+        read_back = ctx.before_turn() if ctx.before_turn is not None else None
+        t0 = time.monotonic()
+        return read_back, one(ctx), t0
+    finally:
+        if ctx.after_turn is not None:
+            ctx.after_turn()
