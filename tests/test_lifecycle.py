@@ -545,30 +545,32 @@ def test_a_pool_scope_tunable_on_the_target_cannot_take_turns(h, tmp_path):
     assert (_params(h) / "zio_taskq_batch_pct").read_text().strip() == "80" and not Journal().entries()
 
 
-@pytest.mark.parametrize("b_level,verdict", [(70.0, "worse"), (100.0, "same")])
-def test_detect_stops_on_a_decision_at_a_spent_level(h, tmp_path, b_level, verdict):
+@pytest.mark.parametrize("b_level,verdict,want,blocks,alpha", [(70.0, "worse", 1e-6, 8, 0.0127),
+                                                              (100.0, "same", 0.5, 12, 0.0331)])
+def test_detect_stops_on_a_decision_at_a_spent_level(h, tmp_path, b_level, verdict, want, blocks, alpha):
     """--detect looks after every block from the 6th and stops once every pair is decided, each
     look at its spent level (report.sequential): with at most 12 blocks, 0.005 at the 6th and
-    0.008 at the 7th, below what 6 or 7 pairs can give (0.031, 0.016), so a clear change or a
-    clear sameness is decided at the 8th (0.013 ≥ 2/2^8), not before; the level is recorded and
-    compare judges the run at it."""
+    0.008 at the 7th, below what 6 or 7 pairs can give (0.031, 0.016), so a clear change is decided
+    at the 8th (0.013 ≥ 2/2^8), not before; a sameness within the ±0.5 % asked for (a B 0.4 % noisy a
+    figure) at the 12th, its interval inside ±0.5 % only then; the level is recorded and compare
+    judges the run at it."""
     import random as _random
     rng = _random.Random(5)
     h.wl.script = lambda ctx: {"throughput": figure(float(ctx.fields["level"]) * (1 + rng.gauss(0, 0.004)),
                                                     "MiB/s")}
     rf = runfile(tmp_path / "r.toml", f'[[test]]\nname = "t"\nworkload = "scripted"\nmax_iterations = 12\n'
                  f'level = [100, {b_level}]\n', iterations=1)
-    code, d, recs = h.run(rf, interleave=True, detect=1e-6, seed=3)
+    code, d, recs = h.run(rf, interleave=True, detect=want, seed=3)
     assert code == 0
     det = json.loads((d / "run.json").read_text())["detect"]
-    assert det["stopped_by"] == "decided" and det["blocks"] == 8, det
-    assert det["sequential"]["looks"] == 3 and det["sequential"]["alpha"] == pytest.approx(0.0127, abs=0.001)
-    assert len(recs) == 16
+    assert det["stopped_by"] == "decided" and det["blocks"] == blocks, det
+    assert det["sequential"]["looks"] == blocks - 5 and det["sequential"]["alpha"] == pytest.approx(alpha, abs=0.001)
+    assert len(recs) == 2 * blocks
     from zfsperf.report.compare import ab_pairs, compare_within
     from zfsperf.report.model import load_run
     run = load_run(d)
     (ch,) = [c for c in compare_within(run, ab_pairs(run)).changes if c.figure == "throughput"]
-    assert ch.verdict == verdict and "α = 0.01" in ch.note, ch
+    assert ch.verdict == verdict and f"α = {det['sequential']['alpha']:.4f}" in ch.note, ch
 
 
 class RepeatingTransport(FakeTarget):
@@ -774,3 +776,27 @@ def test_a_rebuild_a_a_keeps_its_floor_and_a_later_build_change_inside_it_is_not
     ch = next(c for c in res.comparison.changes if c.figure == "throughput")
     assert ch.verdict == "worse" and ch.note.startswith("builds of one source differ by up to"), ch
 
+
+
+def test_detect_decides_same_only_within_the_change_it_asks_for(h, tmp_path):
+    """--detect 3 asks to see a change of 3 %: an interval inside ±5 % (compare's default margin)
+    but not inside ±3 % decides nothing. The defect: a B 1.5 % slower, whose run stopped at the 6th
+    block (1.9 % visible), was called "same within ±5 %" with its interval reaching below -3 %, and
+    a look could stop on such a "same". Now the looks and compare afterwards judge within ±3 %."""
+    import random as _random
+    rng = _random.Random(11)
+    h.wl.script = lambda ctx: {"throughput": figure(float(ctx.fields["level"]) * (1 + rng.gauss(0, 0.012)),
+                                                    "MiB/s")}
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nmax_iterations = 16\n'
+                 'level = [100, 98.5]\n', iterations=1)
+    code, d, _recs = h.run(rf, interleave=True, detect=3.0, seed=3)
+    assert code == 0
+    det = json.loads((d / "run.json").read_text())["detect"]
+    from zfsperf.report.compare import ab_pairs, compare_within
+    from zfsperf.report.model import load_run
+    run = load_run(d)
+    (ch,) = [c for c in compare_within(run, ab_pairs(run)).changes if c.figure == "throughput"]
+    wide = [c for c in compare_within(run, ab_pairs(run), margin_pct=5.0).changes if c.figure == "throughput"]
+    assert wide[0].verdict == "same" and not -3 <= wide[0].ci_pct[0], (det, wide[0])   # what it stopped on before
+    assert det["stopped_by"] != "decided" or ch.verdict != "same" or ch.margin_pct == 3.0, (det, ch)
+    assert ch.verdict != "same" or (ch.margin_pct == 3.0 and -3 <= ch.ci_pct[0] and ch.ci_pct[1] <= 3), ch

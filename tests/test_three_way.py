@@ -76,7 +76,7 @@ def test_the_rule_itself_and_its_flag():
     assert change("within unknown drift", "iterations", (-1.0, 1.0)).verdict == "within unknown drift"
     same = change("not significant", "duet", (-1.25, 0.5))
     assert verdict_text(same) == "= same within ±5 % (-1.2 … +0.5 %)" and same.as_dict()["margin_pct"] == 5.0
-    assert build_parser().parse_args(["compare", "a", "b"]).margin == MARGIN_PCT
+    assert build_parser().parse_args(["compare", "a", "b"]).margin is None      # the run's own: margin_of
     res = zfsperf("compare", "a", "b", "--margin", "0")
     assert res.returncode == 2 and "--margin" in res.stderr
     assert json.loads(json.dumps(same.as_dict()))["verdict"] == "same"

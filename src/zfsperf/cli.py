@@ -312,9 +312,10 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                         "e.g. throughput for receive, iops for fio; the others are shown, not gated)")
     p.add_argument("--noise", type=float, default=1.0, metavar="PCT",
                    help="significant changes smaller than PCT %% count as within noise (default 1)")
-    p.add_argument("--margin", type=float, default=5.0, metavar="PCT",
+    p.add_argument("--margin", type=float, metavar="PCT",
                    help="a change whose whole 95 %% interval lies inside ±PCT %% is \"same within ±PCT %%\" "
-                        "(designs in one run, several runs a side, or history; default 5)")
+                        "(designs in one run, several runs a side, or history; default 5, or a --detect "
+                        "run's own PCT)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--html", metavar="OUT", help="also write an HTML report of the comparison")
 
@@ -751,7 +752,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise InputError(f"{args.gate_figure} is a duration the runfile bounds, not a measure of speed: "
                          "it is never gated", field="--gate-figure")
     floor = compare.DRIFT_FLOOR_PCT if args.drift_floor is None else args.drift_floor
-    if not 0 < args.margin < 100:
+    if args.margin is not None and not 0 < args.margin < 100:
         raise InputError(f"--margin takes a percentage between 0 and 100, got {args.margin:g}", field="--margin")
     if args.vs:
         bases, news = [load_run(d) for d in args.dirs], [load_run(d) for d in args.vs]
@@ -767,7 +768,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         cmp = compare.compare_within(bases[0], compare.ab_pairs(bases[0], args.cases), args.noise, args.margin)
     else:
         cmp = compare.compare_runs(bases, news, args.noise, history=_noise_history(args, bases + news),
-                                   drift_floor_pct=floor, margin_pct=args.margin)
+                                   drift_floor_pct=floor,
+                                   margin_pct=compare.MARGIN_PCT if args.margin is None else args.margin)
     base, new = cmp.base, cmp.new
     figures = [f.strip() for f in args.figures.split(",")] if args.figures else None
     if args.format == "md":

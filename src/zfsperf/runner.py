@@ -480,7 +480,8 @@ class Runner:
     def _detected(self, rd: ResultsDir, states: list["_CaseState"], blocks: int, elapsed: float) -> bool:
         """--detect: after each block from the MIN_BLOCKS-th, a look at every A/B pair's headline
         (paired test over the blocks so far). The run stops when every pair is decided (better,
-        worse, or the same within the margin) at this look's spent level (report.sequential), or
+        worse, or the same within ±target: the change asked for, not a wider default margin) at
+        this look's spent level (report.sequential), or
         when another reason ends it: every pair's detectable change reached, max_iterations, the
         time budget. None of those depends on the change itself, so that look becomes the last and
         spends the α left. True when the run should stop; what it reached goes to run.json."""
@@ -493,7 +494,7 @@ class Runner:
         n_max = max(st.case.test.max_iterations for st in states)
 
         def headlines(alpha: float) -> dict[str, Any]:
-            changes = {(c.case, c.figure): c for c in compare_within(run, pairs, alpha=alpha).changes}
+            changes = {(c.case, c.figure): c for c in compare_within(run, pairs, margin_pct=target, alpha=alpha).changes}
             return {f"{a.case} → {b.case} {HEADLINE.get(a.workload, '')}":
                     changes.get((f"{a.case} → {b.case}", HEADLINE.get(a.workload, ""))) for a, b in pairs}
         why: StopReason | None = None
@@ -655,7 +656,7 @@ class Runner:
             d = self.detected
             worst = "-" if d["worst_pct"] is None else f"{d['worst_pct']:.2f} %"
             seq = d.get("sequential")
-            lines.append(f"Detect:\t\t{d['target_pct']:g} % wanted, {worst} reached after {d['blocks']} blocks "
+            lines.append(f"Detect:\t\t{d['target_pct']:g} % wanted (\"same\": within ±{d['target_pct']:g} %), {worst} reached after {d['blocks']} blocks "
                          f"(stopped by {d['stopped_by'] or 'the end of the run'})"
                          + (f"; judged at α = {seq['alpha']:.4f}, look {seq['looks']} of at most "
                             f"{seq['max_blocks'] - seq['first_look'] + 1} (α spent across looks)" if seq else ""))

@@ -44,7 +44,8 @@ NOISE_PCT = 1.0          # significant changes smaller than this are "within noi
 # The equivalence margin δ: a change whose whole 95 % interval lies inside ±δ is "same within ±δ"
 # (two one-sided tests at α/2 each, so at least as strict as TOST at α). 5 %: the smallest change the
 # changes users bring are argued about (OpenZFS pull requests quote 25 % or more), and about the
-# interval a turns design reaches on receive in 1.5 min (±1.5 %) three times over. --margin sets it.
+# interval a turns design reaches on receive in 1.5 min (±1.5 %) three times over. --margin sets it;
+# a --detect PCT run is judged within its own PCT (margin_of).
 MARGIN_PCT = 5.0
 # designs whose interval holds every variance the question has: only they can say "same" (one run a
 # side without history cannot: the drift between runs is unknown; unpaired cases carry drift)
@@ -464,14 +465,24 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
     return ch
 
 
+def margin_of(run: RunData) -> float:
+    """The equivalence margin a run is judged at by default: a --detect run's own PCT (it ran until
+    it could see that change, or decided: "same" then means within it, never a wider ±MARGIN_PCT),
+    else MARGIN_PCT."""
+    target = (run.run.detect or {}).get("target_pct")
+    return float(target) if target else MARGIN_PCT
+
+
 def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
-                   noise_pct: float = NOISE_PCT, margin_pct: float = MARGIN_PCT,
+                   noise_pct: float = NOISE_PCT, margin_pct: float | None = None,
                    alpha: float | None = None) -> Comparison:
     """Points of one run (an A/B sweep): paired by block when the run was interleaved, by iteration
     when they ran as a duet; else compared as independent samples (and said so). alpha: the level
     of the paired verdicts; by default ALPHA, or for a --detect run that looked after every block
-    the level of its last look (recorded in run.json: report.sequential)."""
+    the level of its last look (recorded in run.json: report.sequential). margin_pct: by default
+    the run's own (margin_of)."""
     cmp = Comparison(run, run, bases=[run], news=[run])
+    margin_pct = margin_of(run) if margin_pct is None else margin_pct
     seq = (run.run.detect or {}).get("sequential") or {}
     looked = alpha is None and seq.get("alpha") is not None
     if alpha is None:
