@@ -9,6 +9,8 @@ apart; --step = --block: disjoint windows, independent comparisons):
            loaded again before each case's pool (paired by block)
   turns    `--turns`: each build in a guest of its own (crosswise every iteration), ABBA turns for
            the test's duration, the other guest paused (paired by iteration)
+  rebuild  the A/A′: `--a SRC --b SRC --rebuild --turns`, one source (--zfs-src DIR@REV) compiled
+           twice, in turns; nothing differs but the module's layout (its floor is what this measures)
 
 For each: the A/A false alarms (better/WORSE called on identical builds; goal <= 5 %), the change
 called with 80 % power when one side's values are scaled (power.py's method), compare's three
@@ -16,7 +18,7 @@ outcomes per window, and the machine time. Under TCG only relative CPU-bound fig
 anything: these are the designs' noise under emulation, not speeds.
 
 Usage: bench/build_turns.py [--iterations 30] [--block 6] [--step 6] [--duration 4s] [--keep DIR] [--reuse]
-                            [--designs turns,blocks]
+                            [--designs turns,blocks,rebuild] [--zfs-src DIR@REV]
 """
 
 from __future__ import annotations
@@ -49,7 +51,17 @@ steady = {{ mode = "off" }}
 """
 
 
-def measure(out: Path, design: str, iterations: int, duration: str, reuse: bool) -> tuple[Path, float]:
+def sides(design: str, src: str | None) -> list[str]:
+    """The guest ab arguments of a design's two sides."""
+    if design == "rebuild":
+        if not src:
+            raise SystemExit("the rebuild design needs --zfs-src DIR@REV (one source, compiled twice)")
+        return ["--a", src, "--b", src, "--rebuild", "--turns"]
+    return ["--a", "2.3", "--b", "2.3"] + (["--turns"] if design == "turns" else [])
+
+
+def measure(out: Path, design: str, iterations: int, duration: str, reuse: bool,
+            src: str | None = None) -> tuple[Path, float]:
     kept = out / design
     done = sorted(kept.glob("2*/results.jsonl")) if kept.exists() else []
     if reuse and done:
@@ -57,8 +69,8 @@ def measure(out: Path, design: str, iterations: int, duration: str, reuse: bool)
         return d, json.loads((d / "elapsed.json").read_text())["seconds"]
     rf = out / "recv.toml"
     rf.write_text(RUNFILE.format(duration=duration))
-    argv = [sys.executable, "-m", "zfsperf.cli", "guest", "ab", "--a", "2.3", "--b", "2.3", "-r", str(rf),
-            "--blocks", str(iterations), "-o", str(kept)] + (["--turns"] if design == "turns" else [])
+    argv = [sys.executable, "-m", "zfsperf.cli", "guest", "ab", *sides(design, src), "-r", str(rf),
+            "--blocks", str(iterations), "-o", str(kept)]
     t0 = time.monotonic()
     res = subprocess.run(argv, capture_output=True, text=True)
     seconds = time.monotonic() - t0
@@ -75,18 +87,25 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=6, help="pairs per comparison window")
     ap.add_argument("--step", type=int, help="windows start this many pairs apart (default: --block, disjoint)")
     ap.add_argument("--duration", default="4s", help="the receive test's duration (turns: of its ABBA groups)")
-    ap.add_argument("--designs", default="turns,blocks")
+    ap.add_argument("--designs", default="turns,blocks", help="of turns, blocks, rebuild")
+    ap.add_argument("--zfs-src", help="rebuild: the source compiled twice (DIR, or DIR@REV of a git repository)")
     ap.add_argument("--keep", help="keep the runs here (default: a temporary directory)")
     ap.add_argument("--reuse", action="store_true", help="with --keep: judge the kept runs again")
     args = ap.parse_args()
+    designs = args.designs.split(",")
+    unknown = sorted(set(designs) - {"turns", "blocks", "rebuild"})
+    if unknown:
+        raise SystemExit(f"--designs: unknown {', '.join(unknown)} (turns, blocks, rebuild)")
+    for design in designs:                # each design's sides checked before anything runs
+        sides(design, args.zfs_src)
     out = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zfsperf-build-turns-"))
     out.mkdir(parents=True, exist_ok=True)
     step = args.step or args.block
-    print(f"A/A of the guest's own OpenZFS build against itself, {args.iterations} iterations a design, "
+    print(f"A/A of one OpenZFS build against itself, {args.iterations} iterations a design, "
           f"windows of {args.block} pairs {step} apart; runs in {out}", flush=True)
     results = {}
-    for design in args.designs.split(","):
-        d, seconds = measure(out, design, args.iterations, args.duration, args.reuse)
+    for design in designs:
+        d, seconds = measure(out, design, args.iterations, args.duration, args.reuse, args.zfs_src)
         a, b, comps = arms_and_windows(d, args.block, step)
         per_window = seconds * args.block / max(len(a), 1)
         title = f"{design} ({len(a)} pairs, {per_window / 60:.1f} min a window)"
