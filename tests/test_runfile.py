@@ -176,7 +176,7 @@ def test_scope_from_live_mode_bits_and_the_captured_releases():
 ])
 def test_a_refused_value_is_shown_as_the_runfile_spells_it(line, shown, tmp_path):
     rf = tmp_path / "r.toml"
-    rf.write_text(f'[[test]]\nname = "t"\nworkload = "receive"\ncorpus = {{ kind = "random", size = "1M" }}\n'
+    rf.write_text('[[test]]\nname = "t"\nworkload = "receive"\ncorpus = { kind = "random", size = "1M" }\n'
                   .replace('corpus = { kind = "random", size = "1M" }\n', "" if line.startswith("corpus") else
                            'corpus = { kind = "random", size = "1M" }\n') + line + "\n")
     with pytest.raises(InputError) as e:

@@ -121,7 +121,7 @@ def test_default_is_changepoint_and_steady_under_real_noise():
     IOPS swing ±30 %). The default method calls a flat series at 10 % and 15 % noise steady from
     its start; SNIA's own answer on the same series is kept to show the difference."""
     assert Criteria().method == "changepoint"
-    n, flat = 120, np.ones(120)
+    flat = np.ones(120)
     for noise in (0.10, 0.15):
         steady_cp = steady_snia = 0
         for seed in range(20):
@@ -137,7 +137,7 @@ def test_exponential_arc_fill_is_not_steady_before_it_has_filled():
     """A slow exponential ARC fill was called steady 100 % of the time, ~7.5 % below its
     final level. The changepoint onset is where the load is within the tolerance (5 %) of its
     final level (give or take W/2 samples), and a fill cut off before it levels is not steady."""
-    n, t = 120, np.arange(120, dtype=float)
+    t = np.arange(120, dtype=float)
     fill = 0.05 + 0.95 * (1 - np.exp(-t / 15))
     truth = int(np.nonzero(np.abs(fill - fill[-1]) > 0.05 * fill[-1])[0][-1]) + 2     # 1-based
     shape = {k: fill for k in (*LOAD, "arc_size_frac", "arc_hit_ratio")}
@@ -163,7 +163,7 @@ def test_slow_drift_is_never_steady():
 
 
 def test_step_onset_and_classes():
-    n, t = 120, np.arange(120, dtype=float)
+    t = np.arange(120, dtype=float)
     for factor, kind in ((1.4, "warm-up"), (0.7, "slowdown")):
         step = np.where(t < 48, 1.0, factor)
         v = decide(synthetic({k: step for k in LOAD}, 0.05, 3), headline="workload_mibs")
