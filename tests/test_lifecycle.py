@@ -800,3 +800,37 @@ def test_detect_decides_same_only_within_the_change_it_asks_for(h, tmp_path):
     assert wide[0].verdict == "same" and not -3 <= wide[0].ci_pct[0], (det, wide[0])   # what it stopped on before
     assert det["stopped_by"] != "decided" or ch.verdict != "same" or ch.margin_pct == 3.0, (det, ch)
     assert ch.verdict != "same" or (ch.margin_pct == 3.0 and -3 <= ch.ci_pct[0] and ch.ci_pct[1] <= 3), ch
+
+
+def test_a_tunable_aa_spelled_two_ways_takes_turns_with_a_write_before_every_round(h, tmp_path, monkeypatch):
+    """`tunables = { zfs_recv_write_batch_size = ["1M", 1048576] }` in turns: one value spelled two
+    ways, an A/A that pays what a real tunable A/B pays (a write and a read-back before every round).
+    The defect: once normalised the two sides' values were equal, so the case ran as a plain duet
+    in turns, nothing written between rounds and no turn_tunables kept (the guest bench's 246-
+    iteration A/A measured that, not what it said). Now every round of both sides is preceded by
+    its write, and each record keeps the value read back per round."""
+    from zfsperf.workloads.turns import take_turns
+    name = "zfs_recv_write_batch_size"
+
+    class Turns(ScriptedWorkload):
+        duet_modes = ("turns",)
+
+        def run(self, ctx):
+            ctx.target.events.append(("workload", ctx.case_id, ctx.iteration))
+            return self.script(ctx)
+
+        def run_turns(self, ctxs):
+            return [figs[0] for figs in take_turns(ctxs, self.run, duration=0)]
+    monkeypatch.setitem(workloads.WORKLOADS, "turny",
+                        Turns(h.target, lambda ctx: {"throughput": figure(100.0, "MiB/s")}))
+    rf = runfile(tmp_path / "r.toml", f'[[test]]\nname = "t"\nworkload = "turny"\nduet = "turns"\n'
+                 f'tunables = {{ {name} = ["1M", 1048576] }}\n', iterations=2)
+    code, _d, recs = h.run(rf)
+    assert code == 0 and len(recs) == 4
+    for r in recs:
+        assert r.tunables[name]["set"] == "1048576" and r.tunables[name]["scope"] == "runtime", r.tunables
+        assert r.detail.get("turn_tunables") == [{name: "1048576"}] * 2, r.detail    # ABBA: two rounds a side
+    ev = h.target.events
+    for i, e in enumerate(ev):                # every round: its side's value written just before it
+        if e[0] == "workload":
+            assert ev[i - 1] == ("set", name, "1048576"), ev[i - 3:i + 1]

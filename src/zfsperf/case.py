@@ -440,7 +440,9 @@ class CaseRunner:
         own = list({id(x): x for x in lives.values()}.values())     # each lifecycle once
         ctxs: dict[str, CaseContext] = {}
         try:
-            tunable_turns = pair is None and a.tunables != b.tunables
+            # turns over a swept tunable write it before every round, also when the two values are
+            # one value spelled two ways (an A/A that pays what the A/B pays: "1M" and 1048576)
+            tunable_turns = pair is None and any(isinstance(v, list) for v in t.tunables.values())
             entered = {id(x): x.enter(between_rounds=tunable_turns) for x in own}
             sides = {}
             for c in first:
