@@ -834,3 +834,28 @@ def test_a_tunable_aa_spelled_two_ways_takes_turns_with_a_write_before_every_rou
     for i, e in enumerate(ev):                # every round: its side's value written just before it
         if e[0] == "workload":
             assert ev[i - 1] == ("set", name, "1048576"), ev[i - 3:i + 1]
+
+
+def test_guest_ab_and_bisect_take_x_to_the_guests_leftovers(h, tmp_path, monkeypatch):
+    """Every guest run names a killed run's vdev files "(remove with -x)"; guest ab and bisect had no
+    -x to give. Now `guest ab -x` and `guest bisect -x` reach the run's own leftover handling, which
+    removes them on the guests, and without -x it only names them."""
+    from zfsperf import buildab, cli, machine
+    monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(machine, "RunLock", lambda: RunLock(tmp_path / "run.lock"))
+    seen: list[bool] = []
+    monkeypatch.setattr(runner_mod.leftovers, "on_the_target",
+                        lambda target, root, say, *, cleanup, resume_owner=None: seen.append(cleanup))
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=2)
+    for x in (True, False):
+        res = buildab.run_ab(_builds(), str(rf), blocks=2, seed=1, outdir=str(tmp_path / "o"), tags=None,
+                             test=None, argv=["guest", "ab"], say=lambda _m: None, cleanup=x)
+        assert res.rc == 0
+    assert seen == [True, False]
+    given: dict[str, object] = {}
+    monkeypatch.setattr(buildab, "guest_ab", lambda *a, **kw: given.update(ab=kw["cleanup"]) or 0)
+    monkeypatch.setattr(buildab, "guest_bisect", lambda *a, **kw: given.update(bisect=kw["cleanup"]) or 0)
+    assert cli.main(["guest", "ab", "--a", "2.3", "--b", "2.3", "-r", str(rf), "-x"]) == 0
+    assert cli.main(["guest", "bisect", "--zfs-src", str(tmp_path), "--good", "a", "--bad", "b", "-r", str(rf),
+                     "--case", "t", "--figure", "throughput"]) == 0
+    assert given == {"ab": True, "bisect": False}

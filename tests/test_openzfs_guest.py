@@ -183,11 +183,11 @@ def test_a_module_tunable_aa_in_turns_is_not_called_and_the_same_within_its_marg
     written two ways, so both arms pay the write and the read-back of every round (until 2026-11-27
     equal values once normalised wrote nothing between rounds: test_lifecycle has that defect's
     test). Not called, and "same within ±15 %" (--margin 15). Measured: bench/tunable_turns.py's A/A
-    of 246 iterations (taken before that fix, so without the writes), cut into 20 disjoint windows
-    of 12: none called, all 20 inside ±15 % (the widest interval end 13.7 %; inside ±5 %: 12 of 20,
-    so the default margin would make this test flaky); with the writes, one run of this test:
-    +0.8 % [-0.1 … +1.8 %]. A level-0.05 test calls an A/A 5 % of the time by design: a second run
-    is allowed (both failing: about 0.5 %)."""
+    of 246 iterations with the writes (2026-11-27), cut into 20 disjoint windows of 12: 1 called
+    (+1.3 % [+0.2 … +2.6 %]), all 20 inside ±15 % (the widest interval end 6.9 %; inside ±5 %: 17 of
+    20, so the default margin would make this test flaky); the earlier 246 without the writes: none
+    of 20 called, the widest end 13.7 %, hence 15. A level-0.05 test calls an A/A 5 % of the time by
+    design: a second run is allowed (both failing: about 0.25-0.5 %)."""
     for attempt in range(2):
         p = in_guest_popen("run", "-r", str(write_runfile(tmp_path, BATCH_AA)), "-o", str(tmp_path / f"o{attempt}"),
                            "--no-history")

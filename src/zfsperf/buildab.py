@@ -161,12 +161,13 @@ def ensure_twin(lab: Any, say: Callable[[str], None]) -> tuple[Any, bool]:
 def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int | None, outdir: str,
            tags: list[str] | None, test: str | None, argv: list[str], say: Callable[[str], None],
            defines: dict[str, str] | None = None, turns: bool = False, detect: float | None = None,
-           rebuild: bool = False) -> AbResult:
+           rebuild: bool = False, cleanup: bool = False) -> AbResult:
     """One interleaved run of the runfile's selected tests on each build, and its paired comparison
     (turns: the builds take turns in two guests, `blocks` iterations of ABBA groups; detect: more
     iterations until the verdict is decided or could see `detect` %, runner --detect). rebuild: the
     sides are one source built twice, and what the A/B measures is kept as the rebuild floor;
-    otherwise the floors kept so far are applied to its verdicts (report/buildfloor.py)."""
+    otherwise the floors kept so far are applied to its verdicts (report/buildfloor.py). cleanup: -x,
+    what earlier zfsperf runs left in the guests is removed first."""
     from .report import buildfloor
     from .report import compare
     from .report.model import load_run
@@ -177,7 +178,7 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     opts = RunOptions.of(runfile=runfile, tags=tags, test=test, iterations=blocks, outdir=outdir, target="guest",
                          interleave=True, seed=seed, builds=sides, argv=argv, defines=defines or {},
                          keep_signal_handlers=False, store=None, check="warn", build_turns=turns,
-                         detect=detect)
+                         detect=detect, cleanup=cleanup)
     runner = Runner(opts)
     rc = runner.run()
     if runner.results_dir is None:
@@ -244,7 +245,7 @@ def _stop_on_signals() -> Iterator[None]:
 def guest_ab(a: str, b: str, runfile: str, *, blocks: int = DEFAULT_BLOCKS, seed: int | None = None,
              outdir: str = "zfsperf-results", tags: list[str] | None = None, test: str | None = None,
              argv: list[str] | None = None, say: Callable[[str], None] = print, turns: bool = False,
-             detect: float | None = None, rebuild: bool = False) -> int:
+             detect: float | None = None, rebuild: bool = False, cleanup: bool = False) -> int:
     """One A/B of two builds (rebuild: one source compiled twice, the A/A′ floor measured)."""
     if rebuild and a != b:
         raise InputError("--rebuild compiles one source twice: give the same --a and --b", field="--rebuild")
@@ -266,7 +267,7 @@ def guest_ab(a: str, b: str, runfile: str, *, blocks: int = DEFAULT_BLOCKS, seed
             if turns:
                 twin, twin_booted = ensure_twin(lab, say)
             res = run_ab(sides, runfile, blocks=blocks, seed=seed, outdir=outdir, tags=tags, test=test,
-                         argv=argv or [], say=say, turns=turns, detect=detect, rebuild=rebuild)
+                         argv=argv or [], say=say, turns=turns, detect=detect, rebuild=rebuild, cleanup=cleanup)
         finally:
             if twin_booted:
                 twin.down(say=say)
@@ -326,7 +327,7 @@ class Step:
 def guest_bisect(repo: str, good: str, bad: str, runfile: str, case: str, figure: str, *,
                  blocks: int = DEFAULT_BLOCKS, seed: int | None = None, outdir: str = "zfsperf-bisect",
                  argv: list[str] | None = None, say: Callable[[str], None] = print, turns: bool = False,
-                 detect: float | None = None) -> int:
+                 detect: float | None = None, cleanup: bool = False) -> int:
     """0: the first changed commit named; 1: no change between GOOD and BAD beyond the noise.
     turns: each step a build-turns A/B in two guests; detect: each step's iterations go on until its
     verdict is decided -- worse or better, or the same within the margin -- or could see that
@@ -353,12 +354,12 @@ def guest_bisect(repo: str, good: str, bad: str, runfile: str, case: str, figure
             raise InputError(f"{state_file} is a bisect with other settings: use another -o", field="-o")
     with _stop_on_signals():
         return _bisect(src, good, commits, runfile, case, figure, blocks, seed, out, argv or [], say, state,
-                       state_file, turns=turns, detect=detect)
+                       state_file, turns=turns, detect=detect, cleanup=cleanup)
 
 
 def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, figure: str, blocks: int,
             seed: int | None, out: Path, argv: list[str], say: Callable[[str], None], state: dict[str, Any],
-            state_file: Path, *, turns: bool = False, detect: float | None = None) -> int:
+            state_file: Path, *, turns: bool = False, detect: float | None = None, cleanup: bool = False) -> int:
     bad = commits[-1][:12]
     sb = SourceBuilder(say)
     good_side = resolve(f"{src}@{good}", "good", "--good", sb)
@@ -384,7 +385,7 @@ def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, f
         say(f"bisect: measuring {short} against {good_full[:8]} ({how})")
         res = run_ab({"good": good_side.ref, short: side.ref}, runfile, blocks=blocks, seed=seed,
                      outdir=str(out / "runs"), tags=None, test=case, argv=argv, say=say, turns=turns,
-                     detect=margin[0])
+                     detect=margin[0], cleanup=cleanup)
         ch = None
         if res.comparison is not None:
             ch = next((c for c in res.comparison.changes if c.figure == figure), None)

@@ -194,6 +194,8 @@ def _add_guest(sub: argparse._SubParsersAction) -> None:
                    "is decided or could see PCT %% (a bisect's steps after the first: half of BAD's change)")
     p.add_argument("--seed", type=int, help="ab, bisect: the seed of the block order")
     p.add_argument("-o", "--outdir", help="ab, bisect: where results go")
+    p.add_argument("-x", "--cleanup", action="store_true", help="ab, bisect: first remove what earlier zfsperf "
+                   "runs left in the guests (their marked pools, their vdev files), as run -x does")
     p.add_argument("inside", nargs="*", help="run: the zfsperf command line for inside the guest, after --")
 
 
@@ -504,10 +506,10 @@ def _guest_ab_or_bisect(args: argparse.Namespace) -> int:
     if args.guest_action == "ab":
         return ab.guest_ab(args.a, args.b, args.runfile, blocks=blocks, seed=args.seed,
                            outdir=args.outdir or "zfsperf-results", test=args.test, argv=argv, turns=args.turns,
-                           detect=args.detect, rebuild=args.rebuild)
+                           detect=args.detect, rebuild=args.rebuild, cleanup=args.cleanup)
     return ab.guest_bisect(args.zfs_src, args.good, args.bad, args.runfile, args.case, args.figure, blocks=blocks,
                            seed=args.seed, outdir=args.outdir or "zfsperf-bisect", argv=argv, turns=args.turns,
-                           detect=args.detect)
+                           detect=args.detect, cleanup=args.cleanup)
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
