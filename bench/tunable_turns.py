@@ -6,8 +6,8 @@ One `zfsperf guest run -- run` of a receive test of a small-records stream in `d
 over an A/A sweep of a runtime tunable: `zfs_recv_write_batch_size = ["1M", "1048576"]`, one value
 written two ways. Before every round the tunable is written and read back, exactly as for a real
 A/B (128K against 1M), so the A/A pays every cost a tunable A/B pays (since 9bc253c: before it, two
-values equal once normalised wrote nothing between rounds, and the A/A of 2026-11-27 in
-docs/benchmarks.md ran that way). The run's iterations are cut
+values equal once normalised wrote nothing between rounds, and the first A/A of 2026-11-27 in
+docs/benchmarks.md ran that way; the second has the writes). The run's iterations are cut
 into disjoint windows of --block iterations (independent comparisons); each window is judged
 with compare's paired test (the exact sign-flip test on the iterations' A/B ratios), as is and
 with one arm scaled by 1 + d, as bench/power.py does for the zfs-fuse designs. Under TCG the
