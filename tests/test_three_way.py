@@ -76,6 +76,10 @@ def test_the_rule_itself_and_its_flag():
     assert change("within unknown drift", "iterations", (-1.0, 1.0)).verdict == "within unknown drift"
     same = change("not significant", "duet", (-1.25, 0.5))
     assert verdict_text(same) == "= same within ±5 % (-1.2 … +0.5 %)" and same.as_dict()["margin_pct"] == 5.0
+    half = FigureChange("c", "throughput", "MiB/s", [1.0], [1.0], 1.0, 1.0, 0.0, (-1.25, 0.5), 0.5,
+                        "not significant", design="turns")
+    half.judge_same(4.64534 / 2)             # a bisect step's margin: half of BAD's change, as computed
+    assert verdict_text(half) == "= same within ±2.32 % (-1.2 … +0.5 %)", verdict_text(half)
     assert build_parser().parse_args(["compare", "a", "b"]).margin is None      # the run's own: margin_of
     res = zfsperf("compare", "a", "b", "--margin", "0")
     assert res.returncode == 2 and "--margin" in res.stderr

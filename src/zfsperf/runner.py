@@ -656,7 +656,7 @@ class Runner:
             d = self.detected
             worst = "-" if d["worst_pct"] is None else f"{d['worst_pct']:.2f} %"
             seq = d.get("sequential")
-            lines.append(f"Detect:\t\t{d['target_pct']:g} % wanted (\"same\": within ±{d['target_pct']:g} %), {worst} reached after {d['blocks']} blocks "
+            lines.append(f"Detect:\t\t{d['target_pct']:.3g} % wanted (\"same\": within ±{d['target_pct']:.3g} %), {worst} reached after {d['blocks']} blocks "
                          f"(stopped by {d['stopped_by'] or 'the end of the run'})"
                          + (f"; judged at α = {seq['alpha']:.4f}, look {seq['looks']} of at most "
                             f"{seq['max_blocks'] - seq['first_look'] + 1} (α spent across looks)" if seq else ""))

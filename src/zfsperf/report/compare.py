@@ -631,7 +631,7 @@ def verdict_text(ch: FigureChange) -> str:
     if ch.verdict.decided and ch.ci_pct is not None:
         return f"{text} ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %)"
     if ch.verdict == ChangeVerdict.SAME and ch.ci_pct is not None and ch.margin_pct is not None:
-        return f"{text} within ±{ch.margin_pct:g} % ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %)"
+        return f"{text} within ±{ch.margin_pct:.3g} % ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %)"
     if ch.detectable_pct is not None and ch.verdict != ChangeVerdict.NONE:
         return f"{text} (could see ≥ {ch.detectable_pct:.1f} %)"
     return text
