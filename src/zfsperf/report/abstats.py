@@ -76,7 +76,7 @@ def _t_ci(mean: float, se: float, df: float) -> tuple[float, float] | None:
 
 
 @functools.cache
-def _sign_vectors(n: int) -> np.ndarray:
+def sign_vectors(n: int) -> np.ndarray:
     """Every ±1 vector of length n up to EXACT_SIGN_FLIPS (as rows), else a seeded Monte Carlo
     sample of 65536 whose first row is all +1."""
     if n <= EXACT_SIGN_FLIPS:
@@ -91,7 +91,7 @@ def sign_flip_p(d: np.ndarray) -> float:
     """Exact two-sided sign-flip permutation p of mean(d) (seeded Monte Carlo beyond 2^16)."""
     d = np.asarray(d, float)
     obs = abs(d.sum())
-    sums = np.abs(_sign_vectors(len(d)) @ d)
+    sums = np.abs(sign_vectors(len(d)) @ d)
     return float(np.mean(sums >= obs - 1e-12 * max(1.0, obs)))
 
 
