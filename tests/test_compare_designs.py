@@ -337,6 +337,11 @@ def test_turns_ab_of_a_real_property_is_worse_with_its_interval(tmp_path, lab):
     assert ch["design"] == "turns" and ch["verdict"] == "worse", ch
     lo, hi = ch["ci_pct"]
     assert lo <= ch["change_pct"] <= hi < 0 and ch["p"] <= 2 / 2 ** 6
+    # the gate on the one run: it judged no comparison (an in-run pair's label named no case, so no
+    # headline was found) and passed whatever the change; now it judges the pair and fails
+    gate = zfsperf("compare", str(d), "--fail-on-regression", "1")
+    assert "(1 comparisons, 1 with a p-value)" in gate.stderr, gate.stderr
+    assert gate.returncode == 1 and "regression: " in gate.stderr and " throughput " in gate.stderr, gate.stderr
 
 
 def test_detect_on_a_test_that_takes_turns(tmp_path, lab):

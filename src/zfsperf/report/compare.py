@@ -176,11 +176,14 @@ class Comparison:
     context: list[str] = field(default_factory=list)      # A against B, shown and never judged (the txgs)
     profiles: list[ProfileDiff] = field(default_factory=list)   # where the CPU went, A against B (--profile)
     classes: list[ClassChange] = field(default_factory=list)    # per-class latency histograms, A against B
+    workloads: dict[str, str] = field(default_factory=dict)     # an in-run pair's label "A → B": its workload
 
     def regressions(self, pct: float) -> list[FigureChange]:
         return [c for c in self.changes if c.verdict == ChangeVerdict.WORSE and abs(c.change_pct) >= pct]
 
     def workload_of(self, case: str) -> str:
+        if case in self.workloads:              # a pair inside one run (turns, duet, interleaved blocks)
+            return self.workloads[case]
         for run in (self.base, self.new):
             for cd in run.cases.values():
                 if cd.case == case:
@@ -489,6 +492,7 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
         alpha = float(seq["alpha"]) if looked else ALPHA
     turns = set(run.run.turns)
     for a, b in pairs:
+        cmp.workloads[f"{a.case} → {b.case}"] = a.workload
         _warn_unsteady(cmp, [(run.label, a), (run.label, b)])
         _txg_context(cmp, f"{a.case} → {b.case}", [a], [b])
         _taskq_context(cmp, f"{a.case} → {b.case}", [a], [b])
