@@ -19,6 +19,7 @@ import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from zfsperf import cli
@@ -246,3 +247,29 @@ def test_a_malformed_record_is_a_clear_error(run):
     from helpers import zfsperf
     res = zfsperf("report", str(run))
     assert res.returncode == 2 and "results.jsonl:3" in res.stderr and "value" in res.stderr
+
+
+def test_calls_beside_the_headline_are_said_to_be_per_figure(run):
+    """On the starvation mix's A/A in the guest (60 iterations in turns) compare called four of its
+    thirteen figures (the reader alone's IOPS, bandwidth and mean 'better', the mean ratio 'WORSE'),
+    its headline none: each figure is judged at α on its own. A note now says so whenever a figure
+    other than a case's headline is called, and names the headline; a headline call alone gets none."""
+    from zfsperf.report import compare
+    from zfsperf.report.model import load_run
+    data = load_run(run)
+    rng = np.random.default_rng(5)
+    same = list(rng.normal(100, 1, 8))
+    up = [v * 1.2 for v in same]
+
+    def cmp_of(*changes):
+        c = compare.Comparison(data, data, changes=list(changes), workloads={"x → y": "receive"})
+        return c, compare.notes(c)
+    head = compare.compare_values("x → y", "throughput", "MiB/s", same, up)
+    side = compare.compare_values("x → y", "blocks", "blocks/s", same, up)
+    flat = compare.compare_values("x → y", "throughput", "MiB/s", same, list(rng.normal(100, 1, 8)))
+    assert head.verdict.decided and side.verdict.decided and not flat.verdict.decided
+    _c, only_head = cmp_of(head, flat)
+    assert not any("other than a case's headline" in n for n in only_head)
+    _c, beside = cmp_of(flat, side)
+    (note,) = [n for n in beside if "other than a case's headline" in n]
+    assert note.startswith("Note: 1 of the calls") and "(throughput)" in note and "α 0.05" in note

@@ -697,10 +697,28 @@ def setup_lines(cmp: Comparison) -> list[str]:
     return [f"set-up differs: {c.text}" for c in cmp.setup]
 
 
+def by_chance(cmp: Comparison) -> str | None:
+    """Calls on figures other than a case's headline, each judged on its own at α: on identical
+    settings about one figure in 1/α is called by chance (the starvation mix's A/A in the guest:
+    some figure called in 2 of 10 windows of 6, its headline in none), so the words say so."""
+    off = [ch for ch in cmp.changes if ch.verdict.decided and ch.figure != headline(cmp.workload_of(ch.case))]
+    if not off:
+        return None
+    per_pair: dict[str, int] = {}
+    for ch in cmp.changes:
+        per_pair[ch.case] = per_pair.get(ch.case, 0) + (ch.p is not None)
+    heads = sorted({headline(cmp.workload_of(ch.case)) for ch in off} - {""})
+    return (f"{len(off)} of the calls are on figures other than a case's headline: each figure is judged on its "
+            f"own at α {ALPHA:g} (up to {max(per_pair.values())} a pair here), so on identical settings about one "
+            f"in {round(1 / ALPHA)} is called by chance; a case's verdict, and the gate's, is its headline figure"
+            + (f" ({', '.join(heads)})" if heads else ""))
+
+
 def notes(cmp: Comparison) -> list[str]:
     tcg = (["Note: figures taken under QEMU TCG (software emulation): only relative, CPU-bound differences "
             "mean anything; none of them is a speed"] if emulated(cmp) else [])
-    return tcg + ([f"Note: {n}" for n in sorted({ch.note for ch in cmp.changes if ch.note})]
+    chance = by_chance(cmp)
+    return tcg + ([f"Note: {chance}"] if chance else []) + ([f"Note: {n}" for n in sorted({ch.note for ch in cmp.changes if ch.note})]
             + [f"Context (not judged): {c}" for c in cmp.context]
             + [f"Profile (not judged): {d.summary_line()}" for d in cmp.profiles]
             + [f"Latency histogram (not judged): {c.line()}" for c in cmp.classes]
