@@ -700,7 +700,7 @@ def setup_lines(cmp: Comparison) -> list[str]:
 def by_chance(cmp: Comparison) -> str | None:
     """Calls on figures other than a case's headline, each judged on its own at α: on identical
     settings about one figure in 1/α is called by chance (the starvation mix's A/A in the guest:
-    some figure called in 2 of 10 windows of 6, its headline in none), so the words say so."""
+    some figure called in 7 of 30 windows of 6, its headline in 1), so the words say so."""
     off = [ch for ch in cmp.changes if ch.verdict.decided and ch.figure != headline(cmp.workload_of(ch.case))]
     if not off:
         return None
