@@ -369,6 +369,7 @@ class ScriptedWorkload:
     directions: dict[str, int] = {}
     fields = {"level": ((int, float), True), "mode": (str, True)}
     duet_modes: tuple[str, ...] = ()
+    turns_share_files = False
 
     def __init__(self, target: FakeTarget, script: Callable[[CaseContext], Figures] | None = None) -> None:
         self.target = target

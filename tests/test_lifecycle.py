@@ -545,6 +545,42 @@ def test_a_pool_scope_tunable_on_the_target_cannot_take_turns(h, tmp_path):
     assert (_params(h) / "zio_taskq_batch_pct").read_text().strip() == "80" and not Journal().entries()
 
 
+@pytest.mark.parametrize("share", [True, False])
+def test_tunable_turns_on_a_workload_that_keeps_its_files_run_both_sides_on_one_set_of_datasets(h, tmp_path,
+                                                                                                share):
+    """The defect: turns over a module tunable gave each side a dataset of its own (duetA, duetB),
+    so the two sides differed in more than the tunable; the starvation mix's A/A (the tunable
+    written 10 on both sides) found the second side's reader alone 1.5 % faster over 180
+    iterations. A workload whose turns keep their files (fio, the mix: turns_share_files) now
+    runs both sides of a tunable's turns on one set of datasets; one whose rounds make fresh
+    datasets per side (receive) keeps a dataset a side, and a dataset property's duet always does."""
+    h.wl.duet_modes = ("turns",)
+    h.wl.turns_share_files = share
+    seen: list[tuple[str, str]] = []
+
+    def turns(ctxs):
+        seen.extend((c.pool.fs, c.pool.mountpoint) for c in ctxs)
+        return [h.wl.run(c) for c in ctxs]
+    h.wl.run_turns = turns
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "d"\nworkload = "scripted"\nduet = "turns"\n'
+                 'tunables = { zfs_txg_timeout = [1, 2] }\n', iterations=2)
+    code, _d, recs = h.run(rf)
+    assert code == 0 and len(recs) == 4
+    made = [a[-1] for a in h.target.commands("zfs") if a[1] == "create"]
+    assert len(seen) == 4, seen
+    for it in (0, 1):                       # each iteration's two sides
+        (fa, ma), (fb, mb) = seen[2 * it:2 * it + 2]
+        assert (fa == fb and ma == mb) is share, seen
+        assert all(m.endswith("/" + f.split("/", 1)[1]) for f, m in ((fa, ma), (fb, mb))), seen
+    assert len(made) == (2 if share else 4) and all(m.split("/", 1)[1] in ("duet", "duetA", "duetB")
+                                                    for m in made), made
+    assert all((r.pool.get("sides") == "one set of datasets") is share for r in recs), [r.pool for r in recs]
+    code2, _d2, recs2 = _duet(h, tmp_path, "turns")                     # a property's duet: a dataset each
+    assert code2 == 0
+    made2 = [a[-1].split("/", 1)[1] for a in h.target.commands("zfs") if a[1] == "create"][len(made):]
+    assert sorted(made2) == ["duetA", "duetA", "duetB", "duetB"] and not any("sides" in r.pool for r in recs2), made2
+
+
 @pytest.mark.parametrize("b_level,verdict,want,blocks,alpha", [(70.0, "worse", 1e-6, 8, 0.0127),
                                                               (100.0, "same", 0.5, 12, 0.0331)])
 def test_detect_stops_on_a_decision_at_a_spent_level(h, tmp_path, b_level, verdict, want, blocks, alpha):

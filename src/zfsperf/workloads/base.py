@@ -123,6 +123,10 @@ class Workload(Protocol):
     # its run_turns() takes sides on two targets (a pool each: build turns in two guests), reading
     # each pool's own txgs and room; a workload whose turns assume one pool says False
     turns_across_guests: bool
+    # its run_turns() keeps a side's files from turn to turn (fio, the mix): sides that differ only
+    # in a module tunable then run on one set of datasets; False where each round makes fresh
+    # datasets named per side (receive), which keeps a dataset a side
+    turns_share_files: bool
 
     def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
         """Workload-specific checks beyond types; raise InputError with where(field)."""

@@ -309,6 +309,7 @@ class FioWorkload:
     # one job set on each dataset at once, or the two taking turns in slices (run_turns)
     duet_modes = ("together", "turns")
     turns_across_guests = False          # its turns assume one pool (not yet for build turns)
+    turns_share_files = True             # its slices keep their files: tunable turns share them
     directions = {"iops": 1, "bw": 1, "hosts": 0, "sync_ops": 0}
     fields = FIO_FIELDS
 

@@ -61,6 +61,7 @@ class ReceiveWorkload:
     summary_figures = ["throughput", "blocks", "txgs", "per_stream", "receive_time"]
     duet_modes = ("together", "turns")   # both sides at once, or round by round (run_turns)
     turns_across_guests = True           # run_turns reads each side's own pool (build turns)
+    turns_share_files = False            # each round receives into fresh datasets, named per side
     directions = {"throughput": 1, "per_stream": 1, "blocks": 1, "bytes": 0, "txgs": 0, "receive_time": -1}
     fields: dict[str, tuple[Any, bool]] = {
         "corpus": (dict, True),
