@@ -404,8 +404,10 @@ class CaseRunner:
                  prep_error: str | None) -> tuple[CaseRecord, CaseRecord]:
         """One iteration of a duet: the two cases (one dataset property, two values) at the same
         time on one pool, a dataset each, so that whatever the machine does hits both alike (with
-        `duet = "turns"`: taking turns on that pool round by round, ABBA). They swap places every
-        iteration: on odd ones A's dataset is created and started first, on even ones B's. Each side
+        `duet = "turns"`: taking turns on that pool round by round, ABBA; turns over a module
+        tunable, on a workload whose turns keep their files, on one dataset for both sides). They
+        swap places every iteration: on odd ones A's dataset is created and started first, on even
+        ones B's. Each side
         gets its own record with its own figures; the series (of the pool) and the steady verdict
         are shared. Build turns (two builds, `guest ab --turns`): each side on a pool of its own in
         a guest of its own, one lifecycle each, the other guest paused during a side's turn (no
