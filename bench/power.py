@@ -111,7 +111,8 @@ def by_arm(d: Path, figure: str = "throughput") -> dict[str, dict[int, float]]:
     for line in (d / "results.jsonl").read_text().splitlines():
         r = json.loads(line)
         if r["status"] == "PASS" and r["iteration"] >= 1:
-            arm = "/".join(f"{k}={v}" for k, v in sorted(r.get("sweep", r.get("params", {})).items())) or "all"
+            # by case: unique in a run, where the sweep's text is not (10 and "10" both read k=10)
+            arm = r["case"] if r.get("sweep", r.get("params")) else "all"
             out.setdefault(arm, {})[r["iteration"]] = r["figures"][figure]["value"]
     return out
 
