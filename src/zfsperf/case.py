@@ -407,9 +407,8 @@ class CaseRunner:
         `duet = "turns"`: taking turns on that pool round by round, ABBA; turns over a module
         tunable, on a workload whose turns keep their files, on one dataset for both sides). They
         swap places every iteration: on odd ones A's dataset is created and started first, on even
-        ones B's. Each side
-        gets its own record with its own figures; the series (of the pool) and the steady verdict
-        are shared. Build turns (two builds, `guest ab --turns`): each side on a pool of its own in
+        ones B's. Each side gets its own record with its own figures; the series (of the pool) and
+        the steady verdict are shared. Build turns (two builds, `guest ab --turns`): each side on a pool of its own in
         a guest of its own, one lifecycle each, the other guest paused during a side's turn (no
         series: a paused guest is not sampled). Returns (A's record, B's record)."""
         rd = self.rd

@@ -372,11 +372,11 @@ class FioWorkload:
 
 
     def run_turns(self, ctxs: list[CaseContext]) -> list[Figures]:
-        """Two sides (a dataset each on one pool) taking turns in slices: one fio run of `slice`
-        seconds (default 1) on A's files, then on B's, in ABBA groups (turns.py) for `runtime`
-        seconds in all; with `settle` (default 0), each slice first runs that many seconds uncounted
-        (fio's ramp_time). Each side's files are laid out by its first slice, before fio's clock. A
-        side's figures are over its own slices: I/Os and bytes over their timed seconds, latency
+        """Two sides (a dataset each on one pool; over a module tunable one dataset for both)
+        taking turns in slices: one fio run of `slice` seconds (default 1) on A's files, then on
+        B's, in ABBA groups (turns.py) for `runtime` seconds in all; with `settle` (default 0), each
+        slice first runs that many seconds uncounted (fio's ramp_time). Files are laid out by the
+        first slice on them, before fio's clock. A side's figures are over its own slices: I/Os and bytes over their timed seconds, latency
         percentiles from their merged json+ bins (fiojson.in_sequence), so p99 is the p99 of every
         I/O of that side, not an average of slices' p99s. Each slice's JSON is kept
         (fio/<case>.i<iteration>.s<k>.json)."""

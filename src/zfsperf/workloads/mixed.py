@@ -109,8 +109,9 @@ class MixedWorkload:
     def run_turns(self, ctxs: list[CaseContext]) -> list[Figures]:
         """The two sides taking turns (turns.py's ABBA order, the tunable written before each turn
         by its hook): a turn is the reader alone for `slice` seconds, then the mix for `settle` +
-        `slice` seconds with the first `settle` left out (fio's ramp_time), on that side's own
-        datasets, for `runtime` seconds in all (at least one ABBA group). Each phase's JSON is kept
+        `slice` seconds with the first `settle` left out (fio's ramp_time), on that side's reader and
+        writer datasets (over a module tunable one set for both sides), for `runtime` seconds in
+        all (at least one ABBA group). Each phase's JSON is kept
         (fio/<case>.i<iteration>.s<k>.alone.json, .loaded.json); a side's figures are over its own
         turns, percentiles from the merged bins (fiojson.in_sequence)."""
         p = ctxs[0].fields
