@@ -46,7 +46,7 @@ workload = "fio"
 rw = "randread"
 bs = "128k"
 size = "64M"
-runtime = 4
+runtime = 10
 dataset = { primarycache = "metadata" }
 
 [[test]]
@@ -155,8 +155,72 @@ def test_pool_rates_cover_the_stretch_the_workload_moved_data_in():
     bw = crosscheck.pool_bandwidth(samples, "bw", 345.53, "buffered writes")
     ops = crosscheck.pool_ops(samples, "iops", 2764.2, "rw=write")
     assert bw is not None and ops is not None
-    assert bw.independent == pytest.approx((374.31 + 380.31) / 2) and "over the 2 samples" in bw.how
+    assert bw.independent == pytest.approx((374.31 + 380.31) / 2) and "over the 2 reports" in bw.how
     assert ops.independent == pytest.approx((3.86576 + 3.91696) / 2 * 1000)
     assert bw.agrees is None and ops.agrees is None                   # not judged, with the reason
     # before the workload moved and after it stopped, the pool's reports are not counted
     assert crosscheck.pool_bandwidth(samples[:4], "bw", 345.53, None) is None
+
+
+# A 4 s fio random read (primarycache=metadata) on zfs-fuse with two busy cores beside it, sampled every
+# 0.5 s: the run in which fio's 300.7 MiB/s and the pool's mean of its 2 reports in the stretch were
+# 5.9 % apart, a disagreement at the 5 % margin. (t, workload_mibs, pool_mibs)
+FIO_SHORT_READ = [(0.51, None, None), (1.0, None, None), (1.504, None, 145.5), (2.003, 0.0, 333.0),
+                  (2.5, 635.48, None), (3.001, 0.0, None), (3.501, 562.08, 271.0), (4.0, 0.0, None),
+                  (4.502, 590.41, 295.0), (4.894, None, None)]
+
+
+def test_pool_bandwidth_of_a_few_reports_is_shown_not_judged_and_more_are_judged_with_their_spread():
+    """Two or three one-second reports against fio's whole runtime: their edges and the pool's
+    second-to-second spread (7 %) move the comparison by more than 5 %, and the run warned of a
+    disagreement that was none. Fewer than POOL_MIN_REPORTS reports are shown, not judged; over
+    more, the margin is the 5 % or the pool mean's 95 % interval, the wider."""
+    from zfsperf.metrics import crosscheck
+    samples = [{"t": t, "metrics": {k: v for k, v in (("workload_mibs", w), ("pool_mibs", mb)) if v is not None}}
+               for t, w, mb in FIO_SHORT_READ]
+    bw = crosscheck.pool_bandwidth(samples, "bw", 300.737, None)
+    assert bw is not None and bw.independent == pytest.approx((271 + 295) / 2)   # 333: fio not yet moving
+    assert bw.deviation_pct < -5 and bw.agrees is None and "2 one-second reports (< 5)" in bw.how
+    # the same spread over 8 reports: judged, within the mean's 95 % half-width (wider than 5 %)
+    more = [333.0, 271.0, 295.0, 290.0, 305.0, 280.0]
+    longer = samples[:-1] + [{"t": 5 + i, "metrics": m} for i, v in enumerate(more)
+                             for m in ({"workload_mibs": 0.0, "pool_mibs": v}, {"workload_mibs": 600.0})]
+    bw = crosscheck.pool_bandwidth(longer, "bw", 300.737, None)
+    reports = [271.0, 295.0] + more
+    assert bw.independent == pytest.approx(sum(reports) / 8) and bw.margin_pct > 5
+    s = crosscheck.summarise(reports)
+    assert bw.margin_pct == pytest.approx(100 * (s.ci_high - s.mean) / s.mean, abs=0.01)   # 5.7 %
+    assert bw.agrees is True
+    # a workload counting double (or reading from a cache the pool never sees) is still caught
+    assert crosscheck.pool_bandwidth(longer, "bw", 2 * 300.737, None).agrees is False
+
+
+# A 5 s fio write on zfs-fuse with two busy cores beside it: the ARC's interval hit ratios, (t, ratio,
+# accesses) as its series recorded them; the case's measurement began between 0.554 and 1.0, so the
+# interval of the sample at 1.0 (53 accesses, 94 %) began before it. The counters' 64.3 % over the
+# case is reproduced with the 566 accesses after 1.0 and 100 after the last sample (the workload ran
+# 0.41 s past it at ~200 a second), 65 % of them hits.
+ARC_WRITE = [(1.0, 0.9433962264150944, 53), (1.51, 0.3793103448275862, 29), (2.0, 0.3333333333333333, 18),
+             (2.5, 0.5, 28), (3.0, 0.6268656716417911, 67), (3.5, 0.7073170731707317, 82),
+             (4.013, 0.6859504132231405, 121), (4.5, 0.5773195876288659, 97), (5.001, 0.75, 124)]
+
+
+def test_arc_hit_ratio_leaves_out_the_interval_begun_before_the_start_and_allows_for_the_uncovered():
+    """The sample after the start measured an interval that began before it: counting it put the
+    sampled ratio 2.4 points from the counters' (margin 2) and the run warned. Left out, and the
+    margin is what the accesses no interval covers can move the ratio (at least 2 points); where
+    the intervals cover the counted accesses, a ratio counted differently is still a disagreement."""
+    from zfsperf.metrics import crosscheck
+    samples = [{"t": t, "metrics": {"arc_hit_ratio": r}, "info": {"arc_accesses": a}} for t, r, a in ARC_WRITE]
+    start, end = {"hits": 1000.0, "misses": 1000.0}, {"hits": 1428.0, "misses": 1238.0}
+    c = crosscheck.arc_hit_ratio(samples, start, end)
+    covered = ARC_WRITE[1:]
+    sampled = sum(r * a for _t, r, a in covered) / sum(a for *_x, a in covered)
+    assert c.ours == pytest.approx(100 * sampled) and c.independent == pytest.approx(100 * 428 / 666)
+    assert c.margin_pct == pytest.approx(100 * (1 - 566 / 666) * max(sampled, 1 - sampled), abs=0.01)
+    assert c.agrees is True and "15 % of the counted accesses outside" in c.how
+    # the intervals cover the counted accesses, but the counters hold 10 % more hits: a disagreement
+    hits = sum(round(r * a) for _t, r, a in covered)
+    c = crosscheck.arc_hit_ratio(samples, {"hits": 0.0, "misses": 0.0},
+                                 {"hits": hits + 57.0, "misses": 566.0 - hits - 57.0})
+    assert c.margin_pct == 2.0 and c.agrees is False

@@ -38,6 +38,14 @@ def hit_ratio(prev: Mapping[str, float], cur: Mapping[str, float]) -> float | No
     return _ratio(d["hits"], d["hits"] + d["iohits"] + d["misses"])
 
 
+def accesses(prev: Mapping[str, float], cur: Mapping[str, float]) -> float | None:
+    """The ARC accesses between two readings of arcstats (the hit ratio's denominator: hits,
+    iohits where published, misses); None when either reading lacks them."""
+    if "hits" not in cur or "hits" not in prev:
+        return None
+    return sum(cur.get(k, 0) - prev.get(k, 0) for k in ("hits", "iohits", "misses"))
+
+
 def _ratio(num: float, den: float) -> float | None:
     return num / den if den > 0 else None
 
