@@ -13,6 +13,7 @@ from typing import Mapping
 FIELDS = ("size", "c_max", "hits", "iohits", "misses", "mru_size", "mfu_size", "data_size", "metadata_size",
           "l2_size", "l2_asize", "l2_hits", "l2_misses", "l2_read_bytes", "l2_write_bytes")
 MIB = 1048576.0
+ACCESSES = ("hits", "iohits", "misses")     # what an ARC access is counted as (iohits: OpenZFS 2.2+)
 
 
 # The hit ratio as OpenZFS's own arcstat defines it for the version at hand: 2.2 added `iohits`
@@ -32,10 +33,10 @@ def hit_ratio(prev: Mapping[str, float], cur: Mapping[str, float]) -> float | No
     was read in between, or a counter went backwards (a module reload)."""
     if "hits" not in cur or "hits" not in prev:
         return None
-    d = {k: cur.get(k, 0) - prev.get(k, 0) for k in ("hits", "iohits", "misses")}
+    d = {k: cur.get(k, 0) - prev.get(k, 0) for k in ACCESSES}
     if min(d.values()) < 0:
         return None
-    return _ratio(d["hits"], d["hits"] + d["iohits"] + d["misses"])
+    return _ratio(d["hits"], sum(d.values()))
 
 
 def accesses(prev: Mapping[str, float], cur: Mapping[str, float]) -> float | None:
@@ -43,7 +44,7 @@ def accesses(prev: Mapping[str, float], cur: Mapping[str, float]) -> float | Non
     iohits where published, misses); None when either reading lacks them."""
     if "hits" not in cur or "hits" not in prev:
         return None
-    return sum(cur.get(k, 0) - prev.get(k, 0) for k in ("hits", "iohits", "misses"))
+    return sum(cur.get(k, 0) - prev.get(k, 0) for k in ACCESSES)
 
 
 def _ratio(num: float, den: float) -> float | None:

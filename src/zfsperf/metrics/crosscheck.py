@@ -157,18 +157,19 @@ def _pool_rate(samples: list[dict[str, Any]], metric: str, scale: float, what: s
     every other sample, and the pool's report may land in just those (a 5 s fio write gave one
     sample with both, and no check at all).
 
-    The margin: POOL_BW_MARGIN_PCT, or the half-width of the 95 % interval of the pool's mean over
-    its reports where that is wider (two busy cores beside a 10 s read: 6-9 %). The workload's figure covers its whole runtime, the pool's reports the whole
-    seconds inside the stretch: a 4 s fio random read on zfs-fuse gave 2-3 reports 7 % apart
-    second to second, its mean 3 % (quiet machine) to 6 % (two busy cores beside it) off fio's."""
+    The workload's figure covers its whole runtime, the pool's reports the whole seconds inside
+    the stretch: a 4 s fio random read on zfs-fuse gave 2-3 reports 7 % apart second to second,
+    their mean 3 % (quiet machine) to 6 % (two busy cores beside it) off fio's. So the margin is
+    POOL_BW_MARGIN_PCT, or the half-width of the 95 % interval of the pool's mean over its reports
+    where that is wider (two busy cores beside a 10 s read: 5-12 %)."""
     moved = [i for i, s in enumerate(samples) if (s.get("metrics") or {}).get("workload_mibs")]
     stretch = [s.get("metrics") or {} for s in samples[moved[0]:moved[-1] + 1]] if moved else []
     pool = [m[metric] * scale for m in stretch if m.get(metric) is not None]
     if len(pool) < 2 or not ours:
         return None
     spread = summarise(pool)
-    how = (f"zpool iostat read+write {what} over the {len(pool)} reports from the first to the last sample the "
-           "workload moved data in; ")
+    how = (f"zpool iostat read+write {what} over the {len(pool)} reports from the first to the last sample "
+           "the workload moved data in; ")
     if why_not_judged is None and len(pool) < POOL_MIN_REPORTS:
         why_not_judged = (f"{len(pool)} one-second reports (< {POOL_MIN_REPORTS}): the edges of a short case "
                           "are a large share")

@@ -195,8 +195,9 @@ class Sampler:
             metrics.update(arc.interval_metrics(self._prev_arc, cur, dt, l2_capacity=self.l2_capacity,
                                                 l2_write_max=self.l2_write_max))
             self.definitions.setdefault("arc_hit_ratio", arc.hit_ratio_definition(cur))
-            if self._prev_arc is not None and arc.accesses(self._prev_arc, cur) is not None:
-                info["arc_accesses"] = arc.accesses(self._prev_arc, cur)
+            seen = arc.accesses(self._prev_arc, cur) if self._prev_arc is not None else None
+            if seen is not None:
+                info["arc_accesses"] = seen
             info["arc_bytes"] = cur.get("size")
             info["arc_c_max"] = cur.get("c_max")
             if self.l2_capacity:
