@@ -17,8 +17,12 @@ called with 80 % power when one side's values are scaled (power.py's method), co
 outcomes per window, and the machine time. Under TCG only relative CPU-bound figures mean
 anything: these are the designs' noise under emulation, not speeds.
 
+Designs measured side by side on one machine: run them in an ABBA order of designs, each half kept
+apart (`--keep D1 --designs turns,blocks`, then `--keep D2 --designs blocks,turns`), then judge the
+halves together with `--pool D1,D2` (each kept run cut into its own windows; the spread over all pairs).
+
 Usage: bench/build_turns.py [--iterations 30] [--block 6] [--step 6] [--duration 4s] [--keep DIR] [--reuse]
-                            [--designs turns,blocks,rebuild] [--zfs-src DIR@REV]
+                            [--designs turns,blocks,rebuild] [--zfs-src DIR@REV] [--pool DIR,DIR...]
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from power import arms_and_windows, paired, report, three_way, whole  # noqa: E402
@@ -91,7 +97,12 @@ def main() -> None:
     ap.add_argument("--zfs-src", help="rebuild: the source compiled twice (DIR, or DIR@REV of a git repository)")
     ap.add_argument("--keep", help="keep the runs here (default: a temporary directory)")
     ap.add_argument("--reuse", action="store_true", help="with --keep: judge the kept runs again")
+    ap.add_argument("--pool", help="judge the runs kept in these --keep directories together, design by design "
+                                   "(nothing is run)")
     args = ap.parse_args()
+    if args.pool:
+        pool([Path(d) for d in args.pool.split(",")], args.designs.split(","), args.block, args.step or args.block)
+        return
     designs = args.designs.split(",")
     unknown = sorted(set(designs) - {"turns", "blocks", "rebuild"})
     if unknown:
@@ -114,6 +125,33 @@ def main() -> None:
         results[design]["whole"] = whole(a, b)
         results[design]["minutes_per_window"] = round(per_window / 60, 2)
     (out / "build_turns.json").write_text(json.dumps(results, indent=1))
+
+
+def pool(dirs: list[Path], designs: list[str], block: int, step: int) -> None:
+    """Each design's kept runs in dirs judged together: every run cut into its own windows (none
+    spans two runs), the whole-run figures over all their pairs, the machine time summed."""
+    results = {}
+    for design in designs:
+        runs = [r for d in dirs for r in sorted((d / design).glob("2*/results.jsonl"))[-1:]]
+        if not runs:
+            continue
+        a_all, b_all, comps, seconds = [], [], [], 0.0
+        for r in runs:
+            a, b, w = arms_and_windows(r.parent, block, step)
+            a_all.append(a)
+            b_all.append(b)
+            comps += w
+            seconds += json.loads((r.parent / "elapsed.json").read_text())["seconds"]
+        a, b = np.concatenate(a_all), np.concatenate(b_all)
+        title = f"{design} ({len(runs)} run{'s' * (len(runs) > 1)}, {len(a)} pairs, {seconds * block / len(a) / 60:.1f} min a window)"
+        results[design] = report(title, comps, paired, seconds)
+        results[design]["three_way"] = three_way(comps)
+        results[design]["whole"] = whole(a, b)
+        results[design]["seconds_per_pair"] = round(seconds / len(a), 1)
+        print(f"  {seconds / len(a):.1f} s a pair (boots included)", flush=True)
+    if not results:
+        raise SystemExit(f"no kept run of {', '.join(designs)} in {', '.join(map(str, dirs))}")
+    (dirs[0] / "build_turns-pooled.json").write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":
