@@ -46,7 +46,8 @@ from pathlib import Path
 import numpy as np
 
 from zfsperf.report import abstats
-from zfsperf.report.compare import ALPHA, DRIFT_FLOOR_PCT, MARGIN_PCT, beyond_floor, compare_values, verdict_text
+from zfsperf.report.compare import (DRIFT_FLOOR_PCT, MARGIN_PCT, NOISE_PCT, Design, beyond_floor,
+                                    compare_values, from_estimate, verdict_text)
 from zfsperf.report.model import load_run
 from zfsperf.report.compare import ab_pairs, compare_within
 from zfsperf.runfile import resolve_path
@@ -142,11 +143,22 @@ def separate(a, b) -> str:
     return ch.verdict
 
 
-def paired(a, b) -> str:
+def verdict(a, b, margin: float | None = None) -> str:
+    """compare's own verdict on a window of pairs, as its table prints it: the paired test (the
+    exact sign-flip test), its noise floor (a significant change under NOISE_PCT is "within noise",
+    never better or WORSE) and, given a margin, its "same within ±margin". B higher counts as
+    better; a false-alarm count takes both directions."""
     est = abstats.paired(list(a), list(b))
-    if est is None or est.p is None or est.p >= ALPHA:
+    if est is None or est.p is None:
         return "not significant"
-    return "better" if est.ratio > 1 else "worse"
+    ch = from_estimate("window", "figure", "", list(a), list(b), est, 1, NOISE_PCT, Design.PAIRED, "sign-flip")
+    if margin is not None:
+        ch.judge_same(margin)
+    return ch.verdict.value
+
+
+def paired(a, b) -> str:
+    return verdict(a, b)
 
 
 def report(title: str, comps: list[tuple[np.ndarray, np.ndarray]], judge, seconds: float) -> dict:
@@ -165,16 +177,13 @@ def report(title: str, comps: list[tuple[np.ndarray, np.ndarray]], judge, second
 
 
 def three_way(comps: list[tuple[np.ndarray, np.ndarray]], margin: float = MARGIN_PCT) -> dict:
-    """The A/A windows by compare's three outcomes (paired): called (a false alarm), "same within
-    ±margin" (the whole 95 % interval inside it), or can't tell."""
+    """The A/A windows by compare's three outcomes (paired, as `verdict`): called (a false alarm),
+    "same within ±margin" (the whole 95 % interval inside it), or can't tell."""
     called_n = same = 0
     for a, b in comps:
-        est = abstats.paired(list(a), list(b))
-        if est is not None and est.p is not None and est.p < ALPHA:
-            called_n += 1
-        elif est is not None and est.ci is not None and -margin <= (est.ci[0] - 1) * 100 \
-                and (est.ci[1] - 1) * 100 <= margin:
-            same += 1
+        v = verdict(a, b, margin)
+        called_n += called(v)
+        same += v == "same"
     cant = len(comps) - called_n - same
     print(f"  three outcomes: called {called_n}, same within ±{margin:g} % {same}, can't tell {cant} "
           f"(of {len(comps)})", flush=True)

@@ -42,8 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import numpy as np  # noqa: E402
-from power import ALPHA, arms_and_windows, by_arm, paired, report, three_way, whole  # noqa: E402
-from zfsperf.report import abstats  # noqa: E402
+from power import arms_and_windows, by_arm, paired, report, three_way, verdict, whole  # noqa: E402
 from zfsperf.units import parse_size  # noqa: E402
 
 RUNFILE = """
@@ -135,11 +134,10 @@ def main() -> None:
         three_way(windows)
         whole(a, b)
     else:                                 # a real A/B: how many windows of --block iterations call it
-        ests = [abstats.paired(list(x), list(y)) for x, y in windows]
-        called = [e for e in ests if e is not None and e.p is not None and e.p < ALPHA]
-        up = sum(1 for e in called if e.ratio > 1)
-        print(f"  windows of {args.block} iterations that call it: {len(called)} of {len(ests)} "
-              f"({up} B faster, {len(called) - up} B slower)", flush=True)
+        calls = [v for v in (verdict(x, y) for x, y in windows) if v in ("better", "worse")]
+        up = calls.count("better")
+        print(f"  windows of {args.block} iterations that call it: {len(calls)} of {len(windows)} "
+              f"({up} B faster, {len(calls) - up} B slower)", flush=True)
         whole(a, b)
         res = subprocess.run([sys.executable, "-m", "zfsperf.cli", "compare", str(d)], capture_output=True, text=True)
         print("zfsperf compare (the whole run):")
