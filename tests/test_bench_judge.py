@@ -1,0 +1,38 @@
+"""The benches' A/A counts (bench/power.py, build_turns.py, tunable_turns.py) judge a window of pairs
+as compare itself does: a false alarm is a window compare calls better or WORSE, not one whose p is
+under 0.05 while compare says "within noise" (a significant change under its 1 % floor)."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+_spec = importlib.util.spec_from_file_location("bench_power", Path(__file__).resolve().parents[1] / "bench" / "power.py")
+power = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(power)
+
+A = [100.0, 98.0, 103.0, 101.0, 99.0, 102.0]
+
+
+def _scaled(pcts: list[float]) -> list[float]:
+    return [a * (1 + p / 100) for a, p in zip(A, pcts)]
+
+
+def test_six_tiny_gains_of_one_sign_are_within_noise_not_a_false_alarm():
+    # the window session 32's duet A/A held: six differences of 0.1-0.3 %, p 0.031 by the exact test
+    b = _scaled([0.32, 0.27, 0.22, 0.26, 0.12, 0.19])
+    assert power.verdict(A, b) == "within noise"
+    assert not power.called(power.paired(A, b))
+    assert power.three_way([(np.array(A), np.array(b))]) == {"called": 0, "same": 1, "cant_tell": 0}
+
+
+def test_a_window_compare_calls_is_counted_both_ways():
+    gain = _scaled([4.0, 5.0, 6.0, 3.0, 5.5, 4.5])
+    loss = _scaled([-4.0, -5.0, -6.0, -3.0, -5.5, -4.5])
+    assert power.verdict(A, gain) == "better" and power.verdict(A, loss) == "worse"
+    assert power.called(power.paired(A, gain)) and power.called(power.paired(A, loss))
+
+
+def test_mixed_signs_are_not_significant():
+    b = _scaled([4.0, -5.0, 6.0, -3.0, 5.5, -4.5])
+    assert power.verdict(A, b) == "not significant"
