@@ -118,13 +118,19 @@ def main() -> None:
     for design in designs:
         d, seconds = measure(out, design, args.iterations, args.duration, args.reuse, args.zfs_src)
         a, b, comps = arms_and_windows(d, args.block, step)
-        per_window = seconds * args.block / max(len(a), 1)
-        title = f"{design} ({len(a)} pairs, {per_window / 60:.1f} min a window)"
-        results[design] = report(title, comps, paired, seconds)
-        results[design]["three_way"] = three_way(comps)
-        results[design]["whole"] = whole(a, b)
-        results[design]["minutes_per_window"] = round(per_window / 60, 2)
+        results[design] = judge(f"{design} ({len(a)} pairs", a, b, comps, seconds, args.block)
     (out / "build_turns.json").write_text(json.dumps(results, indent=1))
+
+
+def judge(head: str, a: np.ndarray, b: np.ndarray, comps: list, seconds: float, block: int) -> dict:
+    """One design's A/A: its windows' false alarms and power, compare's three outcomes, the whole."""
+    per_window = seconds * block / max(len(a), 1)
+    res = report(f"{head}, {per_window / 60:.1f} min a window)", comps, paired, seconds)
+    res["three_way"] = three_way(comps)
+    res["whole"] = whole(a, b)
+    res["minutes_per_window"] = round(per_window / 60, 2)
+    res["seconds_per_pair"] = round(seconds / max(len(a), 1), 1)
+    return res
 
 
 def pool(dirs: list[Path], designs: list[str], block: int, step: int) -> None:
@@ -143,12 +149,9 @@ def pool(dirs: list[Path], designs: list[str], block: int, step: int) -> None:
             comps += w
             seconds += json.loads((r.parent / "elapsed.json").read_text())["seconds"]
         a, b = np.concatenate(a_all), np.concatenate(b_all)
-        title = f"{design} ({len(runs)} run{'s' * (len(runs) > 1)}, {len(a)} pairs, {seconds * block / len(a) / 60:.1f} min a window)"
-        results[design] = report(title, comps, paired, seconds)
-        results[design]["three_way"] = three_way(comps)
-        results[design]["whole"] = whole(a, b)
-        results[design]["seconds_per_pair"] = round(seconds / len(a), 1)
-        print(f"  {seconds / len(a):.1f} s a pair (boots included)", flush=True)
+        head = f"{design} ({len(runs)} run{'s' * (len(runs) > 1)}, {len(a)} pairs"
+        results[design] = judge(head, a, b, comps, seconds, block)
+        print(f"  {results[design]['seconds_per_pair']:.1f} s a pair (boots included)", flush=True)
     if not results:
         raise SystemExit(f"no kept run of {', '.join(designs)} in {', '.join(map(str, dirs))}")
     (dirs[0] / "build_turns-pooled.json").write_text(json.dumps(results, indent=1))
