@@ -697,6 +697,63 @@ class _FakePair:
         self.shared.append(("pair", "closed"))
 
 
+class _GuestTurns(ScriptedWorkload):
+    """A workload that takes turns across two guests (build turns), each call an event."""
+    duet_modes = ("turns",)
+    turns_across_guests = True
+
+    def run(self, ctx):
+        ctx.target.events.append(("workload", ctx.case_id, ctx.iteration))
+        return self.script(ctx)
+
+    def run_turns(self, ctxs):
+        from zfsperf.workloads.turns import take_turns
+        return [figs[0] for figs in take_turns(ctxs, self.run, duration=0, settled=True)]
+
+
+class _OwnDisk:
+    """A fake twin's own files: every path it is given lies under root (two guests share no file, and
+    their pool managers each keep a manifest in the same vdev directory, each on its own disk)."""
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _p(self, path: str) -> str:
+        return str(self.root / str(path).lstrip("/"))
+
+    def __getattr__(self, name: str):
+        from zfsperf.fileops import LOCAL
+        fn = getattr(LOCAL, name)
+        if name == "copy_in":
+            return lambda local, path, *a, **k: fn(local, self._p(path), *a, **k)
+        return lambda path, *a, **k: fn(self._p(path), *a, **k)
+
+
+class _Twin(FakeTarget):
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.files = _OwnDisk(root / "disk")
+
+    def _answer(self, argv):
+        if argv[0] == "truncate":
+            argv = [*argv[:-1], self.files._p(argv[-1])]
+        return super()._answer(argv)
+
+
+def _two_guests(h, tmp_path, monkeypatch, twin_cls=_Twin) -> tuple[list, FakeTarget]:
+    """Build turns on two fake guests: the lab's (h.target) and its twin (files of its own), their
+    events also in one shared, tagged list (returned with the twin); the pair's pauses and resumes
+    are events too."""
+    from zfsperf.guest import pair as pair_mod, vm
+
+    shared: list = []
+    twin = twin_cls(tmp_path / "twin")
+    h.target.events, twin.events = _Tagged(shared, "guest"), _Tagged(shared, "twin")
+    fake_pair = _FakePair(shared)
+    monkeypatch.setattr(vm, "open_guest_target", lambda log, root=None, say=print: twin)
+    monkeypatch.setattr(pair_mod, "GuestPair", lambda guests: fake_pair)
+    return shared, twin
+
+
 def test_build_turns_give_each_build_a_guest_crosswise_and_pause_the_other_in_each_turn(h, tmp_path, monkeypatch):
     """guest ab --turns on two fake guests: every iteration loads build A in one guest and B in the
     other (crosswise from one iteration to the next), makes a pool in each, runs ABBA turns, each
@@ -704,28 +761,7 @@ def test_build_turns_give_each_build_a_guest_crosswise_and_pause_the_other_in_ea
     pools are destroyed and each guest gets its own build back when the run ends. Before the group
     each side has one settling turn (the first receive after both guests made their pools was about
     20 % slower and twice as variable), run the same way and left out of its figures."""
-    from zfsperf.guest import pair as pair_mod, vm
-    from zfsperf.workloads.turns import take_turns
-    from helpers import FakeTarget
-
-    shared: list = []
-    twin = FakeTarget(tmp_path / "twin")
-    h.target.events, twin.events = _Tagged(shared, "guest"), _Tagged(shared, "twin")
-    fake_pair = _FakePair(shared)
-    monkeypatch.setattr(vm, "open_guest_target", lambda log, root=None, say=print: twin)
-    monkeypatch.setattr(pair_mod, "GuestPair", lambda guests: fake_pair)
-
-    class Turns(ScriptedWorkload):
-        duet_modes = ("turns",)
-        turns_across_guests = True
-
-        def run(self, ctx):
-            ctx.target.events.append(("workload", ctx.case_id, ctx.iteration))
-            return self.script(ctx)
-
-        def run_turns(self, ctxs):
-            return [figs[0] for figs in take_turns(ctxs, self.run, duration=0, settled=True)]
-
+    shared, twin = _two_guests(h, tmp_path, monkeypatch)
     seen: set = set()
 
     def first_is_slow(ctx):            # a side's first turn of an iteration: 10 times slower
@@ -733,7 +769,7 @@ def test_build_turns_give_each_build_a_guest_crosswise_and_pause_the_other_in_ea
         slow = key not in seen
         seen.add(key)
         return {"throughput": figure(10.0 if slow else 100.0, "MiB/s")}
-    monkeypatch.setitem(workloads.WORKLOADS, "turny", Turns(h.target, first_is_slow))
+    monkeypatch.setitem(workloads.WORKLOADS, "turny", _GuestTurns(h.target, first_is_slow))
     monkeypatch.setitem(runner_mod.HEADLINE, "turny", "throughput")
     rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "turny"\n', iterations=2)
     code, d, recs = h.run(rf, interleave=True, seed=3, builds=_builds(), build_turns=True)
@@ -770,6 +806,34 @@ def test_build_turns_give_each_build_a_guest_crosswise_and_pause_the_other_in_ea
         assert r.detail["guest"] in ("guest", "twin") and len(r.detail["turn_guests"]) == 2
         assert r.detail["settle_turns"] == 1 and r.figures["throughput"].value == 100.0, r.figures
         assert all(t["running"] == r.detail["guest"] for t in r.detail["turn_guests"])
+
+
+def test_build_turns_set_up_both_guests_at_the_same_time(h, tmp_path, monkeypatch):
+    """Each iteration of build turns loads its build and makes its pool in both guests at once (under
+    TCG a module load and a pool took 6-7 s a guest, one after the other: a third of a pair of
+    turns). Here each guest's zpool create waits for the other's: one after the other, the first
+    waits in vain (the barrier breaks after 10 s) and the iteration fails."""
+    import threading
+    barrier = threading.Barrier(2, timeout=10)
+
+    shared, twin = _two_guests(h, tmp_path, monkeypatch)
+    for g in (h.target, twin):
+        def answer(argv, answer=g._answer):
+            if argv[:2] == ["zpool", "create"]:
+                barrier.wait()
+            return answer(argv)
+        g._answer = answer
+    monkeypatch.setitem(workloads.WORKLOADS, "turny", _GuestTurns(h.target))
+    monkeypatch.setitem(runner_mod.HEADLINE, "turny", "throughput")
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "turny"\n', iterations=1)
+    code, d, recs = h.run(rf, interleave=True, seed=3, builds=_builds(), build_turns=True)
+    assert code == 0 and recs and all(r.status is Status.PASS for r in recs), [(r.status, r.error) for r in recs]
+    for it in sorted({r.iteration for r in recs}):     # both pools made before the iteration's first turn
+        first = next(i for i, e in enumerate(shared) if e[1] == "workload" and e[3] == it)
+        made = [e[0] for e in shared[:first] if e[1] == "run" and e[2][:2] == ["zpool", "create"]]
+        assert made.count("guest") == made.count("twin") == it, made
+    for g in (h.target, twin):
+        assert g.module == "own" and g.pools == {}
 
 
 def test_a_rebuild_a_a_keeps_its_floor_and_a_later_build_change_inside_it_is_not_called(h, tmp_path, monkeypatch):
