@@ -281,31 +281,6 @@ class Lifecycle:
         return "; ".join(errors) or None
 
 
-def enter_all(lives: list[Lifecycle], *, between_rounds: bool = False) -> dict[int, tuple[Pool, dict[str, Any] | None]]:
-    """Each lifecycle entered (id -> what enter() returned). One lifecycle per target: build turns
-    enter their two guests at the same time (module load and pool: 6-7 s a guest under TCG, the
-    largest part of an iteration's set-up), each in a thread of its own; every one is let finish
-    (close() then gives back what each took) before the first failure is raised."""
-    if len(lives) == 1 or len({id(x.target) for x in lives}) < len(lives):
-        return {id(x): x.enter(between_rounds=between_rounds) for x in lives}
-    out: dict[int, Any] = {}
-
-    def one(x: Lifecycle) -> None:
-        try:
-            out[id(x)] = x.enter(between_rounds=between_rounds)
-        except BaseException as e:  # noqa: BLE001 - raised in the caller's thread below
-            out[id(x)] = e
-    threads = [threading.Thread(target=one, args=(x,), name=f"enter {x.runner.guest_name}") for x in lives]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    for x in lives:
-        if isinstance(out[id(x)], BaseException):
-            raise out[id(x)]
-    return out
-
-
 class CaseRunner:
     """Runs case iterations on one target and pool manager into one results directory."""
 
@@ -469,7 +444,10 @@ class CaseRunner:
             # turns over a swept tunable write it before every round, also when the two values are
             # one value spelled two ways (an A/A that pays what the A/B pays: "1M" and 1048576)
             tunable_turns = pair is None and any(isinstance(v, list) for v in t.tunables.values())
-            entered = enter_all(own, between_rounds=tunable_turns)
+            # build turns: one guest's module load and pool after the other's, not both at once: at
+            # once saved 6.5 s of a 35 s pair under TCG but widened a pair's spread from 10-12 % to
+            # 16.5-16.8 % (A/As of 30-54 pairs, docs/benchmarks.md)
+            entered = {id(x): x.enter(between_rounds=tunable_turns) for x in own}
             wl = WORKLOADS[t.workload]
             # sides that differ only in a module tunable, on a workload whose turns keep their files
             # (fio, the mix), share one set of datasets: then nothing but the tunable tells them apart

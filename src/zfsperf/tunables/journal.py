@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -30,10 +29,6 @@ def journal_path() -> Path:
     base = Path(env) if env else (Path("/var/lib/zfsperf") if os.geteuid() == 0
                                   else Path.home() / ".local" / "state" / "zfsperf")
     return base / "tunables.journal"
-
-
-# build turns enter their two guests' lifecycles at once, and both may journal: one change at a time
-_LOCK = threading.RLock()
 
 
 class Journal:
@@ -63,23 +58,21 @@ class Journal:
         return self._read()
 
     def record(self, backend: BackendSpec, name: str, old: str, new: str) -> None:
-        with _LOCK:
-            entries = self._read()
-            if not any(_same(e, backend, name) for e in entries):
-                entries.append({"backend": backend.as_dict(), "name": name, "old": old, "new": new,
-                                "pid": os.getpid(), "time": time.time()})
-                self._write(entries)
+        entries = self._read()
+        if not any(_same(e, backend, name) for e in entries):
+            entries.append({"backend": backend.as_dict(), "name": name, "old": old, "new": new,
+                            "pid": os.getpid(), "time": time.time()})
+            self._write(entries)
 
     def forget(self, backend: BackendSpec, name: str) -> None:
-        with _LOCK:
-            entries = [e for e in self._read() if not _same(e, backend, name)]
-            if entries:
-                self._write(entries)
-            else:
-                try:
-                    self.path.unlink()
-                except FileNotFoundError:
-                    pass
+        entries = [e for e in self._read() if not _same(e, backend, name)]
+        if entries:
+            self._write(entries)
+        else:
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
 
     def stale(self) -> list[dict]:
         """Entries left by a zfsperf that is no longer running."""
