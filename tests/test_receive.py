@@ -73,26 +73,16 @@ def test_duration_runs_rounds_back_to_back_and_stops_when_the_pool_is_full(tmp_p
     on a pool too small for the whole duration the rounds end early and the result says so."""
     from helpers import last_dir
     corpus = '{ kind = "random", size = "24M", seed = 7 }'
-    recs, dirs = {}, {}
+    recs = {}
     for size in ("1G", "128M"):
         rf = receive_runfile(tmp_path, corpus, threads="2", extra='duration = "2s"')
         rf.write_text(rf.read_text().replace('vdev_size = "256M"', f'vdev_size = "{size}"'))
         res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / size), "-d", str(tmp_path / "vd"))
         assert res.returncode == 0, why(res)
-        dirs[size] = last_dir(res.stdout)
-        (recs[size],) = [json.loads(x) for x in (dirs[size] / "results.jsonl").read_text().splitlines()]
+        (recs[size],) = [json.loads(x) for x in (last_dir(res.stdout) / "results.jsonl").read_text().splitlines()]
     rec = recs["1G"]
     n = rec["rounds"]
     assert n >= 2 and "duration_note" not in rec
-    # what a round pays besides its receives: one listing (the proof and the space); the parent is
-    # made once for all rounds (a zfs create waits for a txg sync: 0.5 s a round in the guest)
-    cmds = [ln for ln in (dirs["1G"] / "logs" / "recv.iter1.log").read_text().splitlines()
-            if ln.startswith("$ ") and "zfs " in ln]
-    assert sum(" zfs create " in c for c in cmds) == 1, cmds
-    assert sum(" zfs get -Hp -r " in c for c in cmds) == n and not any(" zfs list " in c for c in cmds), cmds
-    assert len({c.split()[-3] for c in cmds if " zfs receive " in c}) == 2 * n     # a dataset each
-    (data,) = [c for c in rec["cross_checks"] if c["name"] == "received data vs pool space"]
-    assert data["agrees"] is True, data
     assert len(rec["streams"]) == 2 * n and {s["round"] for s in rec["streams"]} == set(range(n))
     assert rec["figures"]["bytes"]["value"] / (2 * n) == pytest.approx(24 * 2**20, rel=0.05)   # all of it, each round
     assert rec["figures"]["throughput"]["value"] == pytest.approx(

@@ -143,11 +143,10 @@ def test_incremental_receive_must_leave_its_own_snapshot(target, vdev_root, tmp_
         assert target.run(["zfs", "receive", f"{parent}/s0"], stdin_file=inc.base.path).ok
         ctx = CaseContext(target=target, pool=pool, fields={}, log=proc.NULL_LOG,
                           deadline=time.monotonic() + 300, workdir=tmp_path, case_id="inc")
-        wl = ReceiveWorkload()
         with pytest.raises(WorkloadFailed, match="@inc"):
-            wl._verify([f"{parent}/s0"], inc.stream.snapshot, wl._listing(ctx, [f"{parent}/s0"]))
+            ReceiveWorkload()._verify(ctx, parent, 1, inc.stream.snapshot)
         assert target.run(["zfs", "receive", f"{parent}/s0"], stdin_file=inc.stream.path).ok
-        wl._verify([f"{parent}/s0"], inc.stream.snapshot, wl._listing(ctx, [f"{parent}/s0"]))   # now it is there
+        ReceiveWorkload()._verify(ctx, parent, 1, inc.stream.snapshot)        # now it is there
     finally:
         pools.destroy(pool)
         pools.cleanup_files()

@@ -129,15 +129,11 @@ class ReceiveWorkload:
         corpus: corpus_mod.Corpus = ctx.prepared[corpus_mod.describe_spec(ctx.fields["corpus"])]
         threads = int(ctx.fields.get("threads", 1))
         target, pool = ctx.target, ctx.pool
-        # one parent for every round of the case iteration, made with its first round (a zfs create
-        # waits for a txg sync: 0.5 s a round in the TCG guest); each round receives into datasets
-        # of its own under it
-        parent = f"{pool.root}/rcv"
-        if ctx.round == 0:
-            res = target.run(["zfs", "create", "-p", "-o", "mountpoint=none", parent])
-            if not res.ok:
-                raise WorkloadFailed(f"zfs create {parent}: {res.error_text()}")
-        names = [f"{parent}/s{i}" + (f"r{ctx.round}" if ctx.round else "") for i in range(threads)]
+        parent = f"{pool.root}/rcv" + (str(ctx.round) if ctx.round else "")   # a fresh parent per round
+        res = target.run(["zfs", "create", "-p", "-o", "mountpoint=none", parent])
+        if not res.ok:
+            raise WorkloadFailed(f"zfs create {parent}: {res.error_text()}")
+        names = [f"{parent}/s{i}" for i in range(threads)]
         force = ["-F"] if ctx.fields.get("force") else []
         if corpus.base is not None:          # incremental: the base goes in first, untimed
             for name in names:
@@ -148,8 +144,7 @@ class ReceiveWorkload:
 
         txgs = txgs and ctx.phase == "measure"            # zdb: not between back-to-back rounds
         txg0 = target.txg(pool.name) if txgs else None
-        # the space the round's datasets take before it: nothing, unless an incremental's base is in
-        used0 = (self._space(ctx, names)[0] if corpus.base is not None else 0.0) if ctx.phase == "measure" else None
+        used0 = self._space(ctx, parent)[0] if ctx.phase == "measure" else None
         stream = corpus.stream
         starts: list[float] = []
         procs = []
@@ -213,17 +208,15 @@ class ReceiveWorkload:
             raise WorkloadFailed("zfs receive failed: " + "; ".join(errors))
         if stream.problem:
             raise WorkloadFailed(f"zfs receive reported success on a stream zfsperf found broken: {stream.problem}")
-        listing = self._listing(ctx, names)          # one command: the proof and the space taken
-        self._verify(names, stream.snapshot, listing)
+        self._verify(ctx, parent, threads, stream.snapshot)
         pool_bytes, ratio = None, 1.0
         if used0 is not None:
-            used1, cr = self._space(ctx, names, listing)
+            used1, cr = self._space(ctx, parent)
             if used1 is not None and cr is not None:
                 pool_bytes, ratio = (used1 - used0) * cr, cr
         txg1 = target.txg(pool.name) if txgs else None
         if not keep:                           # keep the pool from filling over many rounds
-            for name in names:
-                target.run(["zfs", "destroy", "-r", name], timeout=max(1.0, ctx.remaining()))
+            target.run(["zfs", "destroy", "-r", parent], timeout=max(1.0, ctx.remaining()))
         ctx.round += 1
         return Round(nbytes=stream.length * threads, writes=stream.writes * threads, elapsed=elapsed,
                      streams=[(n, e - st) for (n, _a, _p), st, e in zip(procs, starts, end_times)],
@@ -312,30 +305,15 @@ class ReceiveWorkload:
         return figs
 
     @staticmethod
-    def _listing(ctx: CaseContext, names: list[str]) -> dict[str, dict[str, str]]:
-        """The received datasets and their snapshots (zfs get -r lists both), each with its used and
-        compressratio, exact (-p): name -> property -> value. Empty where unreadable."""
-        res = ctx.target.run(["zfs", "get", "-Hp", "-r", "-o", "name,property,value", "used,compressratio", *names])
-        out: dict[str, dict[str, str]] = {}
-        for line in res.stdout.splitlines():      # a dataset that is missing is said on stderr
-            parts = line.split("\t")
-            if len(parts) == 3:
-                out.setdefault(parts[0], {})[parts[1]] = parts[2]
-        return out
-
-    def _space(self, ctx: CaseContext, names: list[str],
-               listing: dict[str, dict[str, str]] | None = None) -> tuple[float | None, float | None]:
-        """(used bytes, compressratio) of the received datasets together, from ZFS's own space
-        accounting (used counts a dataset's snapshots too; the ratio is weighted by the space, as
-        ZFS's own ratio of a parent is); (None, None) where unreadable."""
-        listing = self._listing(ctx, names) if listing is None else listing
+    def _space(ctx: CaseContext, dataset: str) -> tuple[float | None, float | None]:
+        """(used bytes, compressratio) of a dataset and its children, exact (-p), from ZFS's own
+        space accounting; (None, None) where unreadable."""
+        res = ctx.target.run(["zfs", "get", "-Hp", "-o", "value", "used,compressratio", dataset])
+        vals = res.stdout.split() if res.ok else []
         try:
-            used = [float(listing[n]["used"]) for n in names]
-            ratios = [float(listing[n]["compressratio"].rstrip("x")) for n in names]
-        except (KeyError, ValueError):
+            return float(vals[0]), float(vals[1].rstrip("x"))
+        except (IndexError, ValueError):
             return None, None
-        total = sum(used)
-        return total, (sum(u * r for u, r in zip(used, ratios)) / total if total else 1.0)
 
     # bytes a received dataset takes beyond its data: dnodes, indirect blocks, directories and the
     # snapshot (measured on zfs-fuse: about +0.15 % for 128K records; bench/truth.py prints it)
@@ -344,8 +322,8 @@ class ReceiveWorkload:
     def _data_check(self, rounds: list[Round]) -> CrossCheck:
         """The data a receive delivered, counted twice: the WRITE records' logical bytes (what
         zfsperf counts from the stream's headers) vs what ZFS's space accounting says the received
-        datasets took (Δused × compressratio, read with `zfs get -Hp` after the timed receives,
-        and before them only for an incremental, whose base is in already). Independent of zfsperf's clock; a receive that dropped or duplicated data, or a
+        datasets took (Δused × compressratio, read with `zfs get -Hp` before and after the timed
+        receives). Independent of zfsperf's clock; a receive that dropped or duplicated data, or a
         stream walker that miscounted, shows here."""
         ours = float(sum(r.write_bytes for r in rounds))
         pool = float(sum(r.pool_bytes or 0 for r in rounds))
@@ -430,18 +408,18 @@ class ReceiveWorkload:
         ctx.log.write(f"# the receive into {name} again: exit {p.returncode}, {end - start:.3f} s")
         return p.returncode, (err or b"").decode(errors="replace").strip(), start, end
 
-    @staticmethod
-    def _verify(names: list[str], snapshot: str, listing: dict[str, dict[str, str]]) -> None:
+    def _verify(self, ctx: CaseContext, parent: str, threads: int, snapshot: str = "") -> None:
         """Every receive must have left its dataset and THE snapshot its stream creates (for an
         incremental, @inc: the base's @base proves nothing): a receive that 'succeeded' without
         it is a failure (the receive-batching PR's follow-up bug). A stream whose snapshot name is
-        unknown (headers unreadable) needs some snapshot. listing: _listing() of the names."""
-        snaps = {n for n in listing if "@" in n}
+        unknown (headers unreadable) needs some snapshot."""
+        res = ctx.target.run(["zfs", "list", "-H", "-t", "snapshot", "-o", "name", "-r", parent])
+        snaps = set(res.stdout.split()) if res.ok else set()
         if snapshot:
-            missing = [f"{n}@{snapshot}" for n in names if f"{n}@{snapshot}" not in snaps]
+            missing = [f"{parent}/s{i}@{snapshot}" for i in range(threads) if f"{parent}/s{i}@{snapshot}" not in snaps]
         else:
             got = {s.split("@")[0] for s in snaps}
-            missing = [n for n in names if n not in got]
+            missing = [f"{parent}/s{i}" for i in range(threads) if f"{parent}/s{i}" not in got]
         if missing:
             raise WorkloadFailed(f"receive reported success but left no snapshot {', '.join(missing)}")
 
