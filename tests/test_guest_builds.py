@@ -68,6 +68,11 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     assert builds["a"]["info"]["commit"] == commits["base"] and builds["b"]["info"]["commit"] == commits["note"]
     # each build's module in both guests is the same module; the two builds' differ
     assert builds["a"]["srcversion"] == builds["a"]["srcversion_twin"] != builds["b"]["srcversion"]
+    # every load in both guests given the run's first load's implementation picks (fletcher4 ...)
+    impl = run["implementations"]
+    assert {ld["where"].split(",")[0] for ld in impl["loads"]} == {"guest", "twin"}, impl
+    assert impl["pinned"]["zfs_fletcher_4_impl"] == impl["loads"][0]["picks"]["fletcher4"], impl
+    assert all(ld["pinned"] == impl["pinned"] for ld in impl["loads"]), impl
     for r in recs:
         # the builds change guests every iteration: odd ones A in the lab's guest, even ones in the twin
         here = "guest" if (r["iteration"] % 2) == (r["sweep"]["build"] == "a") else "twin"

@@ -17,6 +17,7 @@ from helpers import last_dir, records, write_runfile
 from zfsperf.guest.vm import Guest
 from zfsperf.metrics.profile import read_folded
 from zfsperf.sshlink import Ssh
+from zfsperf.tunables.impls import offered
 
 PARAMS = "/sys/module/zfs/parameters"
 PARAM = f"{PARAMS}/zfs_vdev_async_write_max_active"
@@ -213,18 +214,24 @@ rw = "write"
 bs = "128k"
 size = "16M"
 runtime = 3
-tunables = { zfs_dirty_data_max_percent = [5, 20], zfs_vdev_async_write_max_active = 3 }
+tunables = { zfs_dirty_data_max_percent = [5, 20], zfs_vdev_async_write_max_active = 3, zfs_fletcher_4_impl = "scalar" }
 """
 
 
 def test_a_load_scope_sweep_reloads_the_module_with_each_value_and_a_crash_is_undone(guest, tmp_path):
     """zfs_dirty_data_max_percent is read only when the module loads (mode 444): each case loads
     the module again with its value, which reads back, and zfs_dirty_data_max (derived from it at
-    load) follows; the runtime tunable beside it is written after the reload. A zfsperf killed
-    while the module had another value left a journal entry: the next run loads the module with
-    the value before, once its pools are gone; the run ends with the module as it found it."""
-    pct, dmax, active = (guest_sh(guest, "cat", f"{PARAMS}/{n}").strip() for n in (
-        "zfs_dirty_data_max_percent", "zfs_dirty_data_max", "zfs_vdev_async_write_max_active"))
+    load) follows; the runtime tunables beside it are written after the reload, a selector among
+    them (zfs_fletcher_4_impl, which reads "[fastest] scalar superscalar ...": until 2026-11-28 its
+    write read back as a mismatch). After each load the implementations the module picked by its
+    micro-benchmark are read, and the other selectors pinned to the first load's picks (the
+    test's own fletcher4 left to it). A zfsperf killed while the module had another value left a
+    journal entry: the next run loads the module with the value before, once its pools are gone;
+    the run ends with the module as it found it."""
+    pct, dmax, active, f4, sha = (guest_sh(guest, "cat", f"{PARAMS}/{n}").strip() for n in (
+        "zfs_dirty_data_max_percent", "zfs_dirty_data_max", "zfs_vdev_async_write_max_active",
+        "zfs_fletcher_4_impl", "zfs_sha256_impl"))
+    assert f4.startswith("[fastest] scalar ") and "[fastest]" in sha, (f4, sha)
     assert pct not in ("5", "7", "20")
     guest_sh(guest, "sh", "-c", "rmmod zfs && rmmod spl && modprobe zfs zfs_dirty_data_max_percent=7")
     state = tmp_path / "state"
@@ -241,7 +248,18 @@ def test_a_load_scope_sweep_reloads_the_module_with_each_value_and_a_crash_is_un
     recs = records(d)
     assert {r["sweep"]["zfs_dirty_data_max_percent"]: r["tunables"] for r in recs} == {
         v: {"zfs_dirty_data_max_percent": {"before": pct, "set": str(v), "scope": "load"},
-            "zfs_vdev_async_write_max_active": {"before": active, "set": "3", "scope": "runtime"}} for v in (5, 20)}
+            "zfs_vdev_async_write_max_active": {"before": active, "set": "3", "scope": "runtime"},
+            "zfs_fletcher_4_impl": {"before": "fastest", "set": "scalar", "scope": "runtime"}} for v in (5, 20)}
+    # each load's picks read; the first load's pinned on both (fletcher4 is the test's own)
+    impl = json.loads((d / "run.json").read_text())["implementations"]
+    assert [ld["where"] for ld in impl["loads"]] == [f"guest, its own build with zfs_dirty_data_max_percent={v}"
+                                                     for v in (5, 20)], impl
+    assert impl["left"] == ["zfs_fletcher_4_impl"] and "zfs_fletcher_4_impl" not in impl["pinned"], impl
+    first = impl["loads"][0]["picks"]
+    assert first["fletcher4"] in offered(f4) and first["raidz"]["gen_p"] in offered(
+        guest_sh(guest, "cat", f"{PARAMS}/zfs_vdev_raidz_impl")), first
+    assert impl["pinned"]["zfs_sha256_impl"] == first["sha256"] in offered(sha), impl
+    assert all(ld["pinned"] == impl["pinned"] for ld in impl["loads"]), impl
     # the kernel took each value: the limit derived from it at load moved with it
     log = (d / "logs" / "target.log").read_text()
     seen = re.findall(r"# module reloaded \(.*?\) with zfs_dirty_data_max_percent=(\d+).*?"
@@ -249,8 +267,10 @@ def test_a_load_scope_sweep_reloads_the_module_with_each_value_and_a_crash_is_un
     assert [x[0] for x in seen] == ["5", "20", pct], seen
     ratio = {v: int(new) / int(old) for v, old, new in seen}
     assert 0.4 < ratio["5"] < 0.6 and 3.5 < ratio["20"] < 4.5, seen        # 10 -> 5 -> 20 -> 10 %
+    assert log.count("# implementations picked at load (guest, its own build") == 2, log
     for n, v in (("zfs_dirty_data_max_percent", pct), ("zfs_dirty_data_max", dmax),
-                 ("zfs_vdev_async_write_max_active", active)):
+                 ("zfs_vdev_async_write_max_active", active), ("zfs_fletcher_4_impl", f4),
+                 ("zfs_sha256_impl", sha)):
         assert guest_sh(guest, "cat", f"{PARAMS}/{n}").strip() == v, n
     assert not (state / "tunables.journal").exists()           # every entry forgotten once undone
 

@@ -170,6 +170,7 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     what earlier zfsperf runs left in the guests is removed first."""
     from .report import buildfloor
     from .report import compare
+    from .tunables import impls
     from .report.model import load_run
     from .runner import RunOptions, Runner
     if blocks < 2:
@@ -196,6 +197,9 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
                 f"{k.split('|')[1]}): recorded in {floors_file}" for k, f in sorted(floors.items())]
     else:
         said = buildfloor.apply(cmp, buildfloor.load(floors_file), tests, accel)
+    pins = impls.summary(run.run.implementations)
+    if pins:
+        said.append(pins)
     (runner.results_dir / "compare.md").write_text(markdown(cmp, sides, said), encoding="utf-8")
     return AbResult(rc, runner.results_dir, cmp, said)
 

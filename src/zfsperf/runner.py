@@ -39,6 +39,7 @@ from .tunables import Journal, replay
 from .ui import Console
 from .case import CaseRunner
 from .guest.switch import ModuleSwitch
+from .tunables.impls import ImplPin
 from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .workloads.corpus import Corpus
@@ -286,7 +287,8 @@ class Runner:
             pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.storage.disks)
             if plan.builds or any(c.test.load_scope for c in cases):
                 # a build A/B, or a load-scope tunable: the module loaded again between cases
-                switch = ModuleSwitch(target, plan.builds, journal, target_log)
+                switch = ModuleSwitch(target, plan.builds, journal, target_log,
+                                      pin=ImplPin(leave={n for c in cases for n in c.tunables}))
                 switch.check()
                 self.switch = switch
             self.cases = CaseRunner(target, pools, journal, rd, self.ui, self.control,
@@ -317,6 +319,8 @@ class Runner:
             if self.cases.twin is not None and self.cases.twin.switch is not None:
                 for k, src in self.cases.twin.switch.srcversions.items():     # the same build, the other guest
                     run_info.builds[k]["srcversion_twin"] = src
+            if self.switch is not None and self.switch.pin.loads:
+                run_info.implementations = self.switch.pin.as_dict()
             if opts.resume:
                 run_info = rd.run_record()
                 run_info.resumed.append({"time": t_start, "argv": opts.argv})
@@ -579,7 +583,8 @@ class Runner:
         try:
             leftovers.on_the_target(twin, Path(opts.storage.vdev_dir), self.ui.say, cleanup=opts.cleanup,
                                     resume_owner=rd.path.name if opts.resume else None)
-            switch = ModuleSwitch(twin, self.plan.builds, journal, log)
+            switch = ModuleSwitch(twin, self.plan.builds, journal, log, where="twin",
+                                  pin=self.switch.pin if self.switch is not None else None)
             switch.check()
         except BaseException:           # the twin's ssh connection closed with it (the run's finally knows no twin yet)
             twin.close()

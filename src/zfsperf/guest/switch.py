@@ -9,6 +9,10 @@ host's root (/hostroot). The guest's own build (the one in its initramfs) is loa
 Which build is loaded is checked after each swap by the module's srcversion, which differs
 between builds of different sources even when their version strings are equal.
 
+After every load but the last (the guest's own build back), the implementations the module
+picked by its load-time micro-benchmark are read and pinned to the run's first load's picks
+(tunables/impls.py): two loads of one build on a busy or emulated machine can pick differently.
+
 The same reload sets a load-scope tunable (one read only when the module loads): a sweep of one
 loads the module with each case's value as a module option (tunables/reload.py), in a build A/B
 too; the value before is journaled, and loaded back when the run ends.
@@ -23,6 +27,7 @@ from .. import proc
 from ..errors import InputError, TargetError
 from ..targets.base import Target
 from ..tunables.backend import FileTunables, module_spec
+from ..tunables.impls import ImplPin
 from ..tunables.journal import Journal
 from ..tunables.reload import ModuleLoader
 
@@ -53,8 +58,10 @@ class ModuleSwitch:
     and forgotten once restore() has loaded the module with the value it had before."""
 
     def __init__(self, target: Target, builds: dict[str, BuildRef], journal: Journal | None = None,
-                 log: proc.CommandLog | None = None) -> None:
+                 log: proc.CommandLog | None = None, pin: ImplPin | None = None, where: str = "guest") -> None:
         self.target, self.builds, self.journal = target, builds, journal
+        self.log, self.where = log, where
+        self.pin = pin if pin is not None else ImplPin()     # shared by both guests' switches in build turns
         if not isinstance(target.tunables, FileTunables):
             raise TargetError("the target's zfs module parameters are not a directory: its module cannot be "
                               "loaded again with options")
@@ -100,6 +107,10 @@ class ModuleSwitch:
                                  what=f"build {name}" if name is not None else "the guest's own build")
         if name is not None:
             self.srcversions[name] = src
+        self.pin.after_load(lambda argv: self.target.run(argv), self.params,
+                            f"{self.where}, {'build ' + name if name is not None else 'its own build'}"
+                            + (f" with {' '.join(f'{k}={v}' for k, v in options.items())}" if options else ""),
+                            self.log, self.journal)
         self.current = (name, options)
 
     def restore(self) -> None:
@@ -112,6 +123,8 @@ class ModuleSwitch:
         if self.journal is not None:
             for k in self.original:
                 self.journal.forget(module_spec(self.params), k)
+            for k in self.pin.pinned:                 # the reload put each selector back at its default
+                self.journal.forget(self.params.spec, k)
         self.current = (None, {})
         self.original = {}
         self.swaps = 0                            # restored: a second call does nothing

@@ -334,7 +334,7 @@ class CaseRecord:
 _RUN_FIELDS = ("format", "zfsperf_version", "command_line", "host", "os", "kernel", "python", "target",
                "fio_version", "start", "end", "interrupted", "runfile", "selection", "params", "vdev_dir",
                "pools", "cases", "tunables", "machine", "duets", "turns", "ab", "history_store", "detect",
-               "resumed", "builds", "software", "hardware", "storage", "inputs", "verdicts")
+               "resumed", "builds", "implementations", "software", "hardware", "storage", "inputs", "verdicts")
 
 
 @dataclass(kw_only=True)
@@ -370,6 +370,10 @@ class RunRecord:
     # a build A/B in the guest: build name -> what it is (label, version, commit, dirty, modules,
     # the loaded module's srcversion); each record's sweep names its build
     builds: dict[str, Any] = field(default_factory=dict)
+    # a run that loaded the module again: the implementations each load picked (fletcher4, sha256,
+    # sha512, blake3, raidz) and the pins every load was given, the run's first load's picks
+    # (tunables/impls.py ImplPin.as_dict)
+    implementations: dict[str, Any] = field(default_factory=dict)
     # what defends a number (runinfo.py): zfsperf commit and libraries, CPU and memory, the
     # filesystem under the vdev files, each test's inputs (a corpus: its path, size and sha256)
     software: dict[str, Any] = field(default_factory=dict)

@@ -17,6 +17,7 @@ from .. import proc
 from ..errors import TargetError, Unavailable
 from ..fileops import LOCAL, FileOps
 from ..sshlink import Ssh
+from .impls import chosen
 from .registry import REGISTRY, canonical_from_freebsd, freebsd_name
 from .reload import ModuleLoader
 
@@ -92,13 +93,19 @@ class FileTunables:
         return "/" not in name and name not in ("", ".", "..") and self.files.is_file(str(self.directory / name))
 
     def read_all(self) -> dict[str, str]:
-        """Every parameter's value in one go (one round trip on a remote host)."""
+        """Every parameter's value in one go (one round trip on a remote host); a selector
+        ("[fastest] scalar superscalar") as its chosen name."""
         try:
-            return {k: v.strip() for k, v in self.files.read_dir(str(self.directory)).items()}
+            return {k: chosen(v.strip()) for k, v in self.files.read_dir(str(self.directory)).items()}
         except OSError:
             return {}
 
     def get(self, name: str) -> str:
+        """The parameter's value; a selector's as its chosen name (what a write of it sets)."""
+        return chosen(self.raw(name))
+
+    def raw(self, name: str) -> str:
+        """The parameter's file as it reads (a selector: every name it offers, the chosen one in brackets)."""
         if not self.has(name):
             raise Unavailable(f"no tunable {name} in {self.directory}")
         return self.files.read_text(str(self.directory / name)).strip()
@@ -155,7 +162,7 @@ class SysctlTunables:
         res = self._run(["sysctl", "-n", sysctl], log=proc.NULL_LOG)
         if not res.ok:
             raise Unavailable(f"openzfs-freebsd has no tunable {name}: {res.error_text()}")
-        return res.stdout.strip()
+        return chosen(res.stdout.strip())
 
     def set(self, name: str, value: str) -> None:
         sysctl = freebsd_name(name)

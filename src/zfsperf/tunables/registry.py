@@ -8,12 +8,14 @@ pattern as the ZFS Test Suite's tunables.cfg (docs/reference/anchors.md ยง2.4, ย
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from ..errors import shown
 from ..units import parse_size
+from .impls import offered
 
 KNOWN_DIR = Path(__file__).resolve().parent / "known"      # captured /sys/module/zfs/parameters lists
 
@@ -55,9 +57,15 @@ REGISTRY: dict[str, Tunable] = {t.name: t for t in [
 
 
 def normalise_value(name: str, value: object) -> str:
-    """The value as the kernel takes it: sizes in bytes, booleans as 0/1, integers as decimal."""
+    """The value as the kernel takes it: sizes in bytes, booleans as 0/1, integers as decimal, an
+    implementation selector's name as it is (the kernel refuses one its build does not offer)."""
     spec = REGISTRY.get(name)
     kind = spec.kind if spec else "int"
+    if name in selectors():
+        if isinstance(value, str) and SELECTOR_NAME.match(value):
+            return value
+        raise ValueError(f"{name} takes the name of an implementation (the captured releases offer "
+                         f"{', '.join(selectors()[name])}), not {shown(value)}")
     if isinstance(value, bool) or kind == "bool":
         if isinstance(value, str) and value.lower() in ("0", "1", "true", "false", "on", "off"):
             return "1" if value.lower() in ("1", "true", "on") else "0"
@@ -91,6 +99,22 @@ def known_names() -> frozenset[str]:
     for f in sorted(KNOWN_DIR.glob("openzfs-*.txt")):
         names.update(ln.split("\t", 1)[0] for ln in f.read_text().splitlines() if ln.strip())
     return frozenset(names)
+
+
+SELECTOR_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
+
+
+@lru_cache(maxsize=1)
+def selectors() -> dict[str, list[str]]:
+    """The implementation selectors of the captured releases ("[fastest] scalar superscalar ...":
+    zfs_fletcher_4_impl, zfs_vdev_raidz_impl, ...): name -> every implementation they offered."""
+    out: dict[str, list[str]] = {}
+    for f in sorted(KNOWN_DIR.glob("openzfs-*.txt")):
+        for ln in f.read_text().splitlines():
+            name, _, value = ln.partition("\t")
+            if offered(value):
+                out[name] = sorted(set(out.get(name, [])) | set(offered(value)))
+    return out
 
 
 def nearest(name: str, n: int = 3) -> list[str]:
