@@ -27,7 +27,6 @@ from .. import proc
 from ..errors import TargetError
 
 
-
 class Params(Protocol):
     """The module's parameters as ImplPin reads and writes them (backend.FileTunables)."""
     spec: Any
@@ -41,6 +40,7 @@ class Params(Protocol):
 class Journaled(Protocol):
     """Where a write is recorded before it is made (journal.Journal)."""
     def record(self, backend: Any, name: str, old: str, new: str) -> None: ...
+
 
 KSTAT = "/proc/spl/kstat/zfs"
 # algorithm -> its selector parameter (the ones ImplPin pins)
