@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
 # --test: also what the test suite needs (sshd for the ssh target, chromium for report.html,
-# a PostgreSQL server for the history store, perf for --profile)
+# a PostgreSQL server for the history store, perf for --profile, QEMU for the QMP tests of build
+# turns, which run in the host lane beside the guest lane that would otherwise install it)
 TEST=0
 [ "${1:-}" = "--test" ] && TEST=1
 
@@ -22,6 +23,7 @@ if [ "$TEST" = 1 ]; then
     command -v sfdisk >/dev/null 2>&1 || need+=(fdisk)                  # the DISKS tests partition loop devices
     command -v chromium >/dev/null 2>&1 || need+=(chromium)
     command -v perf >/dev/null 2>&1 || need+=(linux-perf)               # run --profile's profiler
+    command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)   # two_qemus (test_build_turns.py)
     ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)   # the history store's server
 fi
 if [ ${#need[@]} -gt 0 ]; then
