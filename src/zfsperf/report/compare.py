@@ -338,7 +338,7 @@ def _verdict(change_pct: float, p: float | None, way: int, noise_pct: float,
         return ChangeVerdict.TOO_FEW
     if p >= alpha:
         return ChangeVerdict.NOT_SIGNIFICANT
-    if abs(change_pct) < noise_pct:
+    if not beyond_floor(change_pct, noise_pct):     # the one rule for a floor (a factor either way)
         return ChangeVerdict.WITHIN_NOISE
     return better_or_worse(change_pct, way) or ChangeVerdict.WITHIN_NOISE
 
