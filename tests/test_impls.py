@@ -2,6 +2,7 @@
 the kstat benchmark tables and the selector parameters of 2.1.11 and 2.3.2 (tests/fixtures).
 The pins themselves are written to a real module in test_openzfs_guest.py (a load-scope sweep)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from zfsperf.errors import InputError
 from zfsperf.runfile import loads
 from zfsperf.fileops import LocalFiles
 from zfsperf.tunables.backend import FileTunables
-from zfsperf.tunables.impls import ImplPin, chksum_picks, chosen, fletcher4_pick, offered, raidz_picks, summary
+from zfsperf.tunables.impls import ImplPin, chksum_picks, chosen, fastest_row, offered, summary
 
 SELECTORS_232 = {"icp_aes_impl", "icp_gcm_impl", "zfs_blake3_impl", "zfs_fletcher_4_impl", "zfs_sha256_impl",
                  "zfs_sha512_impl", "zfs_vdev_raidz_impl"}
@@ -39,13 +40,14 @@ def test_a_selector_reads_as_its_chosen_name_and_nothing_else_changes():
 
 
 def test_each_benchmark_table_gives_the_pick_the_module_made():
-    assert fletcher4_pick(fixture("openzfs-2.1.11", "kstat_fletcher_4_bench_final.txt")) == "superscalar"
+    assert fastest_row(fixture("openzfs-2.1.11", "kstat_fletcher_4_bench_final.txt")) == {
+        "native": "superscalar", "byteswap": "superscalar"}
     # 2.3.2 under TCG: sha256 fastest at 256 KiB is ssse3 (37 MiB/s) though x64 is faster at 64 KiB
     assert chksum_picks(fixture("openzfs-2.3.2", "kstat_chksum_bench_final.txt")) == {
         "sha256": "ssse3", "sha512": "x64", "blake3": "sse2"}
-    rz = raidz_picks(fixture("openzfs-2.3.2", "kstat_vdev_raidz_bench_final.txt"))
+    rz = fastest_row(fixture("openzfs-2.3.2", "kstat_vdev_raidz_bench_final.txt"))
     assert rz["gen_p"] == "scalar" and rz["gen_pq"] == "avx2" and len(rz) == 10
-    assert fletcher4_pick("") is None and chksum_picks("") == {} and raidz_picks("") == {}
+    assert fastest_row("") == {} and chksum_picks("") == {}
 
 
 class Sysfs(LocalFiles):
@@ -95,6 +97,16 @@ def test_the_first_load_sets_the_pins_and_a_later_load_is_given_them(tmp_path):
     assert summary(pin.as_dict()) == (
         "each of the 3 module loads was given the first load's implementation picks: fletcher_4 superscalar, "
         "sha256 ssse3 (in 2 of 3: the others' builds did not offer it), blake3 sse2 (not pinned: zfs_sha512_impl set by the tests)")
+
+    # --resume: the resumed part's loads are given the stored run's first load's picks, not their own
+    stored = json.loads(json.dumps(pin.as_dict()))
+    again = ImplPin.resumed(stored, leave={"zfs_sha512_impl"})
+    (tmp_path / "zfs_fletcher_4_impl").write_text(params("openzfs-2.3.2")["zfs_fletcher_4_impl"] + "\n")
+    fourth = again.after_load(run, sysfs, "guest, build a (resumed)")
+    assert fourth["picks"]["fletcher4"] == "scalar" and fourth["pinned"]["zfs_fletcher_4_impl"] == "superscalar"
+    assert [ld["where"] for ld in again.as_dict()["loads"]] == [
+        "guest, build a", "twin, build b", "guest, build c", "guest, build a (resumed)"]
+    assert ImplPin.resumed({}, leave=set()).pinned == {}
 
 
 def test_a_runfile_sets_a_selector_by_name_and_a_number_is_refused_at_its_line():

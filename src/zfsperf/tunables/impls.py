@@ -71,11 +71,12 @@ def _table(text: str) -> tuple[list[str], list[list[str]]]:
     return [], []
 
 
-def fletcher4_pick(text: str) -> str | None:
-    """fletcher_4_bench: the implementation picked for native byte order (its "fastest" row)."""
-    _cols, rows = _table(text)
+def fastest_row(text: str) -> dict[str, str]:
+    """fletcher_4_bench or vdev_raidz_bench: the "fastest" row, column by column (fletcher4:
+    native, byteswap; raidz: one column per parity operation)."""
+    cols, rows = _table(text)
     row = next((r for r in rows if r[0] == "fastest"), None)
-    return row[1] if row and len(row) > 1 else None
+    return dict(zip(cols, row[1:])) if row else {}
 
 
 def chksum_picks(text: str) -> dict[str, str]:
@@ -95,13 +96,6 @@ def chksum_picks(text: str) -> dict[str, str]:
     return {a: impl for a, (_v, impl) in best.items()}
 
 
-def raidz_picks(text: str) -> dict[str, str]:
-    """vdev_raidz_bench: each parity operation's pick (its "fastest" row, column by column)."""
-    cols, rows = _table(text)
-    row = next((r for r in rows if r[0] == "fastest"), None)
-    return dict(zip(cols, row[1:])) if row else {}
-
-
 Run = Callable[..., proc.Completed]
 
 
@@ -114,13 +108,13 @@ def read_picks(run: Run) -> dict[str, Any]:
         if not res.ok:
             continue
         if name == "fletcher_4_bench":
-            f4 = fletcher4_pick(res.stdout)
+            f4 = fastest_row(res.stdout).get("native")
             if f4:
                 picks["fletcher4"] = f4
         elif name == "chksum_bench":
             picks |= chksum_picks(res.stdout)
         else:
-            rz = raidz_picks(res.stdout)
+            rz = fastest_row(res.stdout)
             if rz:
                 picks["raidz"] = rz
     return picks
@@ -135,6 +129,16 @@ class ImplPin:
     pinned: dict[str, str] = field(default_factory=dict)          # selector parameter -> implementation
     first_raidz: dict[str, str] | None = None
     loads: list[dict[str, Any]] = field(default_factory=list)     # each load: where, its picks, what was written
+
+    @classmethod
+    def resumed(cls, recorded: dict[str, Any], leave: set[str]) -> "ImplPin":
+        """The pins of a run being resumed (--resume), from its run.json `implementations`: every
+        load of the resumed part is given the stored run's first load's picks, and the loads it
+        recorded are kept. A run killed before it wrote them (kill -9) stored none: its resumed
+        part pins to its own first load."""
+        loads = list(recorded.get("loads") or [])
+        return cls(leave=set(leave), pinned=dict(recorded.get("pinned") or {}) if loads else {},
+                   first_raidz=(loads[0].get("picks") or {}).get("raidz") if loads else None, loads=loads)
 
     def after_load(self, run: Run, params: Params, where: str, log: proc.CommandLog | None = None,
                    journal: Journaled | None = None) -> dict[str, Any]:
@@ -189,6 +193,7 @@ def summary(recorded: dict[str, Any]) -> str | None:
     first = loads[0].get("picks") or {}
     moved = {a: sum(1 for ld in loads[1:] if (ld.get("picks") or {}).get(a) != first.get(a))
              for a in first if a == "raidz" or SELECTORS.get(a) not in pinned}
+
     def given(k: str, v: str) -> str:
         n = sum(1 for ld in loads if (ld.get("pinned") or {}).get(k) == v)
         return f"{k.removeprefix('zfs_').removesuffix('_impl')} {v}" + (

@@ -92,13 +92,23 @@ def canonical_from_freebsd(sysctl: str) -> str | None:
 
 
 @lru_cache(maxsize=1)
-def known_names() -> frozenset[str]:
-    """Every module parameter of the OpenZFS releases captured in known/ (2.1.11, 2.3.2), and the
-    registry's: the names a runfile may set."""
-    names = set(REGISTRY)
+def captured() -> dict[str, list[str]]:
+    """The module parameters of the OpenZFS releases captured in known/ (2.1.11, 2.3.2): name ->
+    the value each release read (in file order; a release lacking it adds nothing)."""
+    out: dict[str, list[str]] = {}
     for f in sorted(KNOWN_DIR.glob("openzfs-*.txt")):
-        names.update(ln.split("\t", 1)[0] for ln in f.read_text().splitlines() if ln.strip())
-    return frozenset(names)
+        for ln in f.read_text().splitlines():
+            if ln.strip():
+                name, _, value = ln.partition("\t")
+                out.setdefault(name, []).append(value)
+    return out
+
+
+@lru_cache(maxsize=1)
+def known_names() -> frozenset[str]:
+    """Every module parameter of the captured releases, and the registry's: the names a runfile
+    may set."""
+    return frozenset(REGISTRY) | frozenset(captured())
 
 
 SELECTOR_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
@@ -108,13 +118,8 @@ SELECTOR_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
 def selectors() -> dict[str, list[str]]:
     """The implementation selectors of the captured releases ("[fastest] scalar superscalar ...":
     zfs_fletcher_4_impl, zfs_vdev_raidz_impl, ...): name -> every implementation they offered."""
-    out: dict[str, list[str]] = {}
-    for f in sorted(KNOWN_DIR.glob("openzfs-*.txt")):
-        for ln in f.read_text().splitlines():
-            name, _, value = ln.partition("\t")
-            if offered(value):
-                out[name] = sorted(set(out.get(name, [])) | set(offered(value)))
-    return out
+    return {name: sorted({w for v in values for w in offered(v)})
+            for name, values in captured().items() if any(offered(v) for v in values)}
 
 
 def nearest(name: str, n: int = 3) -> list[str]:
