@@ -92,3 +92,24 @@ def test_vs_shows_what_its_change_is_computed_from(tmp_path):
     geo = lambda ds: float(np.exp(np.mean(np.log([med(d) for d in ds]))))
     assert ch["old_median"] == pytest.approx(geo(base)) and ch["new_median"] == pytest.approx(geo(new))
     assert ch["change_pct"] == pytest.approx((ch["new_median"] / ch["old_median"] - 1) * 100)
+
+
+def test_a_selector_stored_raw_by_an_older_zfsperf_is_not_a_setup_change(tmp_path):
+    """The defect: run.json written before selectors read as their chosen name holds
+    zfs_fletcher_4_impl as the module printed it ("[fastest] scalar ..."); a newer run holds
+    "fastest". compare called that a tunables change, and its gate refused to judge."""
+    rng = random.Random(24)
+    raw = {"zfs_txg_timeout": "5", "zfs_fletcher_4_impl": "[fastest] scalar superscalar superscalar4 sse2 ssse3 avx2"}
+    old = _run(tmp_path / "old", _vals(100, rng), start=1, tunables=raw)
+    new = _run(tmp_path / "new", _vals(100, rng), start=2,
+               tunables={"zfs_txg_timeout": "5", "zfs_fletcher_4_impl": "fastest"})
+    js = json.loads(zfsperf("compare", str(old), str(new), "--json", "--no-history").stdout)
+    assert [c["key"] for c in js["setup_changes"]] == [], js["setup_changes"]
+    gate = zfsperf("compare", str(old), str(new), "--fail-on-regression", "5", "--no-history")
+    assert gate.returncode == 0, gate.stderr
+    # a selector set to another implementation is still a change, named by the names
+    other = _run(tmp_path / "other", _vals(100, rng), start=3,
+                 tunables={"zfs_txg_timeout": "5", "zfs_fletcher_4_impl": "fastest scalar [superscalar] sse2"})
+    js = json.loads(zfsperf("compare", str(old), str(other), "--json", "--no-history").stdout)
+    assert [c["text"] for c in js["setup_changes"]] == [
+        "tunables before the run: zfs_fletcher_4_impl fastest → superscalar"]

@@ -9,6 +9,9 @@ FORMAT_VERSION history:
   3  a record's sweep point is its "sweep" (format 2 called it "params"); records are written
      and read by CaseRecord.to_json / CaseRecord.from_json, with typed figures, precision,
      cross-checks and steady-state verdict (SteadyRecord: the same keys as format 2's dict)
+  (no new format) an implementation selector (zfs_fletcher_4_impl ...) is held as its chosen name
+     ("fastest"); earlier runs held the module's text ("[fastest] scalar ..."): the readers below
+     give both as the chosen name, so two runs across that change hold the same tunables
 A reader refuses a results directory written in a newer format than it knows (exit 2) and reads
 every older one."""
 
@@ -18,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from enum import Enum
 from typing import Any, Mapping
+
+from ..tunables.impls import chosen
 
 
 FORMAT_VERSION = 3
@@ -320,6 +325,10 @@ class CaseRecord:
             known["precision"] = PrecisionVerdict.from_json(known["precision"])
         if "steady" in known:
             known["steady"] = SteadyRecord.from_json(known["steady"])
+        if "tunables" in known:
+            known["tunables"] = {n: {k: chosen(v) if k == "before" and isinstance(v, str) else v
+                                     for k, v in t.items()} if isinstance(t, dict) else t
+                                 for n, t in known["tunables"].items()}
         sweep = d["sweep"] if "sweep" in d else d.get("params") if fmt < 3 else None
         return cls(test=str(d.get("test", d["case"])), case=str(d["case"]), sweep=dict(sweep or {}),
                    iteration=int(d.get("iteration", 1)), workload=str(d.get("workload", "")),
@@ -398,4 +407,7 @@ class RunRecord:
     def from_json(cls, d: dict[str, Any]) -> "RunRecord":
         """run.json of any format (1: no "format" key)."""
         known = {k: d[k] for k in _RUN_FIELDS if k in d and d[k] is not None}
+        if isinstance(known.get("tunables"), dict):
+            known["tunables"] = {when: {n: chosen(v) if isinstance(v, str) else v for n, v in vals.items()}
+                                 if isinstance(vals, dict) else vals for when, vals in known["tunables"].items()}
         return cls(**({"format": 1} | known), other={k: v for k, v in d.items() if k not in _RUN_FIELDS})
