@@ -273,6 +273,30 @@ def test_a_load_scope_sweep_reloads_the_module_with_each_value_and_a_crash_is_un
                  ("zfs_sha256_impl", sha)):
         assert guest_sh(guest, "cat", f"{PARAMS}/{n}").strip() == v, n
     assert not (state / "tunables.journal").exists()           # every entry forgotten once undone
+    # --resume of the run as if it had stopped after its first case: the resumed load is given the
+    # stored run's first load's pins (a sha256 pin other than this machine's pick, to tell them apart),
+    # not its own picks, and run.json keeps the stored load beside the new one
+    run = json.loads((d / "run.json").read_text())
+    other = next(n for n in offered(sha) if n not in ("fastest", "cycle", first["sha256"]))
+    run["implementations"]["pinned"]["zfs_sha256_impl"] = other
+    run["implementations"]["loads"] = impl["loads"][:1]
+    run["interrupted"] = True
+    (d / "run.json").write_text(json.dumps(run))
+    kept = [ln for ln in (d / "results.jsonl").read_text().splitlines()
+            if json.loads(ln)["sweep"]["zfs_dirty_data_max_percent"] == 5]
+    (d / "results.jsonl").write_text("\n".join(kept) + "\n")
+    res = zfsperf("run", "--target", "guest", "--resume", str(d), env={"ZFSPERF_STATE": str(state)}, timeout=1800)
+    assert res.returncode == 0, why(res)
+    after = json.loads((d / "run.json").read_text())
+    assert len(after["resumed"]) == 1 and not after["interrupted"], after
+    loads = after["implementations"]["loads"]
+    assert [ld["where"] for ld in loads] == [f"guest, its own build with zfs_dirty_data_max_percent={v}"
+                                             for v in (5, 20)], loads
+    assert loads[1]["pinned"]["zfs_sha256_impl"] == other and after["implementations"]["pinned"] == \
+        run["implementations"]["pinned"], after["implementations"]
+    assert sorted(r["sweep"]["zfs_dirty_data_max_percent"] for r in records(d)) == [5, 20]
+    assert guest_sh(guest, "cat", f"{PARAMS}/zfs_sha256_impl").strip() == sha
+    assert not (state / "tunables.journal").exists()
 
 
 def test_a_guest_run_killed_while_its_guest_boots_leaves_no_qemu(guest, tmp_path):

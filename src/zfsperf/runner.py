@@ -287,8 +287,9 @@ class Runner:
             pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.storage.disks)
             if plan.builds or any(c.test.load_scope for c in cases):
                 # a build A/B, or a load-scope tunable: the module loaded again between cases
-                switch = ModuleSwitch(target, plan.builds, journal, target_log,
-                                      pin=ImplPin(leave={n for c in cases for n in c.tunables}))
+                leave = {n for c in cases for n in c.tunables}
+                pin = ImplPin.resumed(rd.run_record().implementations, leave) if opts.resume else ImplPin(leave)
+                switch = ModuleSwitch(target, plan.builds, journal, target_log, pin=pin)
                 switch.check()
                 self.switch = switch
             self.cases = CaseRunner(target, pools, journal, rd, self.ui, self.control,
@@ -313,17 +314,17 @@ class Runner:
                 if self.cases.twin is not None:
                     finish_pools(self.cases.twin.pools, keep_failed=opts.output.keep_failed, say=self.ui.say)
                 self._restore_build()
-            if self.switch is not None:
-                for k, src in self.switch.srcversions.items():
-                    run_info.builds[k]["srcversion"] = src
-            if self.cases.twin is not None and self.cases.twin.switch is not None:
-                for k, src in self.cases.twin.switch.srcversions.items():     # the same build, the other guest
-                    run_info.builds[k]["srcversion_twin"] = src
-            if self.switch is not None and self.switch.pin.loads:
-                run_info.implementations = self.switch.pin.as_dict()
-            if opts.resume:
+            if opts.resume:                  # the stored record, with what this part adds
                 run_info = rd.run_record()
                 run_info.resumed.append({"time": t_start, "argv": opts.argv})
+            if self.switch is not None:
+                for k, src in self.switch.srcversions.items():
+                    run_info.builds.setdefault(k, {})["srcversion"] = src
+            if self.cases.twin is not None and self.cases.twin.switch is not None:
+                for k, src in self.cases.twin.switch.srcversions.items():     # the same build, the other guest
+                    run_info.builds.setdefault(k, {})["srcversion_twin"] = src
+            if self.switch is not None and self.switch.pin.loads:
+                run_info.implementations = self.switch.pin.as_dict()
             if self.detected is not None:
                 run_info.detect = self.detected
             run_info.inputs.update(self._inputs())
