@@ -40,7 +40,7 @@ from ..results.record import Status
 
 ALPHA = 0.05
 EXACT_LIMIT = 13_000      # tied samples: exact permutation p while C(n1+n2, n1) is at most this (8 vs 8)
-NOISE_PCT = 1.0          # significant changes smaller than this are "within noise"
+NOISE_PCT = 1.0          # significant changes inside a factor of 1.01 either way are "within noise" (beyond_floor)
 # The equivalence margin δ: a change whose whole 95 % interval lies inside ±δ is "same within ±δ"
 # (two one-sided tests at α/2 each, so at least as strict as TOST at α). 5 %: the smallest change the
 # changes users bring are argued about (OpenZFS pull requests quote 25 % or more), and about the
