@@ -116,3 +116,29 @@ def test_a_schema_3_store_gains_identities(tmp_path):
     assert sqlite3.connect(store).execute("SELECT value FROM zfsperf_meta WHERE key = 'schema'").fetchone() == ("4",)
     res = zfsperf("history", "import", str(shutil.copytree(a, tmp_path / "copy2")), "--store", store)
     assert "0 run(s) added, 1 already there" in res.stdout
+
+
+def test_a_selector_a_store_holds_as_the_module_printed_it_is_not_a_change(tmp_path):
+    """The defect: a store filled before selectors read as their chosen name holds a run's
+    zfs_fletcher_4_impl as "[fastest] scalar ..."; the next run's "fastest" was named as what
+    changed at that run."""
+    from zfsperf.history.analysis import what_changed
+    from zfsperf.history.store import Store
+    rng = random.Random(11)
+    store = str(tmp_path / "h.sqlite")
+    for name, start in (("old", 10.0), ("new", 20.0)):
+        d = _results(tmp_path / name, _level(100.0, rng), start=start)
+        info = json.loads((d / "run.json").read_text())
+        info["tunables"] = {"before": {"zfs_fletcher_4_impl": "fastest", "zfs_txg_timeout": "5"}, "after": None}
+        (d / "run.json").write_text(json.dumps(info))
+        assert zfsperf("history", "import", str(d), "--store", store).returncode == 0
+    con = sqlite3.connect(store)
+    con.execute("UPDATE runs SET tunables = ? WHERE name = 'old'", (json.dumps(
+        {"zfs_fletcher_4_impl": "[fastest] scalar superscalar superscalar4 sse2 ssse3 avx2", "zfs_txg_timeout": "5"}),))
+    con.commit()
+    con.close()
+    with Store.open(f"sqlite:///{store}", create=False) as s:
+        old, new = sorted(s.runs().values(), key=lambda r: r.started)
+    assert old.tunables["zfs_fletcher_4_impl"] == "fastest" and what_changed(old, new) == []
+    new.tunables["zfs_txg_timeout"] = "10"
+    assert what_changed(old, new) == ["zfs_txg_timeout: 5 -> 10"]

@@ -49,6 +49,7 @@ from typing import Any, Iterable, Iterator
 from ..errors import InputError, ZfsperfError, shown
 from ..redact import redact, scrub
 from ..report.model import RunData
+from ..tunables.impls import chosen_all
 
 SCHEMA_VERSION = 4
 RUN_COLUMNS = ("path", "name", "started", "host", "os", "kernel", "implementation", "zfs_version", "pool_version",
@@ -322,7 +323,7 @@ class Store:
                               "runfile_sha, defines, tunables, accelerator, identity FROM runs ORDER BY id"):
             out[int(r[0])] = RunRow(int(r[0]), r[1], r[2] or "", float(r[3] or 0), r[4] or "", r[5] or "",
                                     r[6] or "", r[7] or "", r[8] or "", r[9] or "", json.loads(r[10] or "{}"),
-                                    json.loads(r[11] or "{}"), r[12], r[13])
+                                    chosen_all(json.loads(r[11] or "{}")), r[12], r[13])
         return out
 
     def figure_rows(self, case: str | None = None, figure: str | None = None) -> Iterator[tuple[Any, ...]]:

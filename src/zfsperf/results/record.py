@@ -22,7 +22,7 @@ from enum import StrEnum
 from enum import Enum
 from typing import Any, Mapping
 
-from ..tunables.impls import chosen
+from ..tunables.impls import chosen, chosen_all
 
 
 FORMAT_VERSION = 3
@@ -408,6 +408,6 @@ class RunRecord:
         """run.json of any format (1: no "format" key)."""
         known = {k: d[k] for k in _RUN_FIELDS if k in d and d[k] is not None}
         if isinstance(known.get("tunables"), dict):
-            known["tunables"] = {when: {n: chosen(v) if isinstance(v, str) else v for n, v in vals.items()}
-                                 if isinstance(vals, dict) else vals for when, vals in known["tunables"].items()}
+            known["tunables"] = {when: chosen_all(vals) if isinstance(vals, dict) else vals
+                                 for when, vals in known["tunables"].items()}
         return cls(**({"format": 1} | known), other={k: v for k, v in d.items() if k not in _RUN_FIELDS})

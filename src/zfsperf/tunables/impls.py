@@ -56,6 +56,12 @@ def chosen(value: str) -> str:
     return m.group(1) if m else value
 
 
+def chosen_all(values: dict[str, Any]) -> dict[str, Any]:
+    """Tunables (name -> value) with each selector as its chosen name: run.json and history stores
+    written before 2026-11-28 hold them as the module printed them ("[fastest] scalar ...")."""
+    return {k: chosen(v) if isinstance(v, str) else v for k, v in values.items()}
+
+
 def offered(value: str) -> list[str]:
     """The names a selector parameter's raw value lists (the chosen one without its brackets)."""
     return [w.strip("[]") for w in value.split()] if _SELECTOR.match(value.strip()) else []
