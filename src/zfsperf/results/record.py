@@ -326,8 +326,7 @@ class CaseRecord:
         if "steady" in known:
             known["steady"] = SteadyRecord.from_json(known["steady"])
         if "tunables" in known:
-            known["tunables"] = {n: {k: chosen(v) if k == "before" and isinstance(v, str) else v
-                                     for k, v in t.items()} if isinstance(t, dict) else t
+            known["tunables"] = {n: t | {"before": chosen(t["before"])} if isinstance(t.get("before"), str) else t
                                  for n, t in known["tunables"].items()}
         sweep = d["sweep"] if "sweep" in d else d.get("params") if fmt < 3 else None
         return cls(test=str(d.get("test", d["case"])), case=str(d["case"]), sweep=dict(sweep or {}),
