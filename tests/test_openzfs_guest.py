@@ -3,6 +3,7 @@ through its real interfaces over ssh — the same target code as for an OpenZFS 
 timings are emulation: these tests check behaviour, formats and tunables, never speeds."""
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -227,7 +228,8 @@ def test_a_load_scope_sweep_reloads_the_module_with_each_value_and_a_crash_is_un
     micro-benchmark are read, and the other selectors pinned to the first load's picks (the
     test's own fletcher4 left to it). A zfsperf killed while the module had another value left a
     journal entry: the next run loads the module with the value before, once its pools are gone;
-    the run ends with the module as it found it."""
+    the run ends with the module as it found it. A run killed with -9 after its first load has that
+    load's pins in run.json already, and its --resume gives them to every load it makes."""
     pct, dmax, active, f4, sha = (guest_sh(guest, "cat", f"{PARAMS}/{n}").strip() for n in (
         "zfs_dirty_data_max_percent", "zfs_dirty_data_max", "zfs_vdev_async_write_max_active",
         "zfs_fletcher_4_impl", "zfs_sha256_impl"))
@@ -273,29 +275,50 @@ def test_a_load_scope_sweep_reloads_the_module_with_each_value_and_a_crash_is_un
                  ("zfs_sha256_impl", sha)):
         assert guest_sh(guest, "cat", f"{PARAMS}/{n}").strip() == v, n
     assert not (state / "tunables.journal").exists()           # every entry forgotten once undone
-    # --resume of the run as if it had stopped after its first case: the resumed load is given the
-    # stored run's first load's pins (a sha256 pin other than this machine's pick, to tell them apart),
-    # not its own picks, and run.json keeps the stored load beside the new one
+    # the run again, killed with -9 once its first load is over: run.json holds that load's pins
+    # already (until 2026-11-29 it was written at the start and the end only, and a resumed part
+    # pinned to its own first load); --resume gives the resumed loads the stored pins (a sha256 pin
+    # other than this machine's pick, to tell them apart) and keeps the stored load beside its own
+    p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "--target", "guest", "-r",
+                          str(tmp_path / "rf.toml"), "-o", str(tmp_path / "k")],
+                         env={**os.environ, "ZFSPERF_STATE": str(state)}, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    run: dict = {}
+    try:
+        deadline = time.monotonic() + 600
+        while not (run.get("implementations") or {}).get("loads"):
+            assert p.poll() is None and time.monotonic() < deadline, f"no load stored in run.json: {run}"
+            time.sleep(0.1)
+            for f in (tmp_path / "k").glob("*/run.json"):
+                try:
+                    run = json.loads(f.read_text())
+                except ValueError:
+                    pass
+        running = p.poll() is None
+    finally:
+        p.kill()
+        p.wait()
+    assert running, "the first load's pins reached run.json only when the run had ended"
+    d = next((tmp_path / "k").glob("*/run.json")).parent
+    stored = json.loads((d / "run.json").read_text())["implementations"]
+    assert [ld["where"] for ld in stored["loads"]] == ["guest, its own build with zfs_dirty_data_max_percent=5"]
+    assert stored["pinned"] == stored["loads"][0]["pinned"] and "zfs_sha256_impl" in stored["pinned"], stored
     run = json.loads((d / "run.json").read_text())
-    other = next(n for n in offered(sha) if n not in ("fastest", "cycle", first["sha256"]))
+    other = next(n for n in offered(sha) if n not in ("fastest", "cycle", stored["loads"][0]["picks"]["sha256"]))
     run["implementations"]["pinned"]["zfs_sha256_impl"] = other
-    run["implementations"]["loads"] = impl["loads"][:1]
-    run["interrupted"] = True
     (d / "run.json").write_text(json.dumps(run))
-    kept = [ln for ln in (d / "results.jsonl").read_text().splitlines()
-            if json.loads(ln)["sweep"]["zfs_dirty_data_max_percent"] == 5]
-    (d / "results.jsonl").write_text("\n".join(kept) + "\n")
     res = zfsperf("run", "--target", "guest", "--resume", str(d), env={"ZFSPERF_STATE": str(state)}, timeout=1800)
     assert res.returncode == 0, why(res)
     after = json.loads((d / "run.json").read_text())
     assert len(after["resumed"]) == 1 and not after["interrupted"], after
     loads = after["implementations"]["loads"]
     assert [ld["where"] for ld in loads] == [f"guest, its own build with zfs_dirty_data_max_percent={v}"
-                                             for v in (5, 20)], loads
-    assert loads[1]["pinned"]["zfs_sha256_impl"] == other and after["implementations"]["pinned"] == \
-        run["implementations"]["pinned"], after["implementations"]
+                                             for v in (5, 5, 20)], loads
+    assert all(ld["pinned"]["zfs_sha256_impl"] == other for ld in loads[1:]), loads
+    assert after["implementations"]["pinned"] == run["implementations"]["pinned"], after["implementations"]
     assert sorted(r["sweep"]["zfs_dirty_data_max_percent"] for r in records(d)) == [5, 20]
-    assert guest_sh(guest, "cat", f"{PARAMS}/zfs_sha256_impl").strip() == sha
+    for n, v in (("zfs_dirty_data_max_percent", pct), ("zfs_sha256_impl", sha), ("zfs_fletcher_4_impl", f4)):
+        assert guest_sh(guest, "cat", f"{PARAMS}/{n}").strip() == v, n
     assert not (state / "tunables.journal").exists()
 
 

@@ -289,6 +289,7 @@ class Runner:
                 # a build A/B, or a load-scope tunable: the module loaded again between cases
                 leave = {n for c in cases for n in c.tunables}
                 pin = ImplPin.resumed(rd.run_record().implementations, leave) if opts.resume else ImplPin(leave)
+                pin.on_load = lambda pins: self._store_pins(rd, pins)
                 switch = ModuleSwitch(target, plan.builds, journal, target_log, pin=pin)
                 switch.check()
                 self.switch = switch
@@ -573,6 +574,15 @@ class Runner:
         info = rd.run_record()
         info.machine = {"before": self.before.as_dict(), "after": after.as_dict(), "busier": self.busier}
         rd.write_run(info)
+
+    @staticmethod
+    def _store_pins(rd: ResultsDir, pins: dict[str, Any]) -> None:
+        """The run's pins and loads into run.json after every module load, so that a run killed
+        with -9 leaves them for --resume (run.json is written at the start, before any load)."""
+        if rd.has_run():
+            rec = rd.run_record()
+            rec.implementations = pins
+            rd.write_run(rec)
 
     def _open_twin(self, log: proc.CommandLog, rd: ResultsDir, vdev_dir: Path, journal: Journal) -> None:
         """Build turns: the twin guest as a second target with its own pools and module switch,

@@ -135,13 +135,16 @@ class ImplPin:
     pinned: dict[str, str] = field(default_factory=dict)          # selector parameter -> implementation
     first_raidz: dict[str, str] | None = None
     loads: list[dict[str, Any]] = field(default_factory=list)     # each load: where, its picks, what was written
+    # called with as_dict() after every load (the runner stores it in run.json then, so that a run
+    # killed with -9 leaves its pins for --resume)
+    on_load: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def resumed(cls, recorded: dict[str, Any], leave: set[str]) -> "ImplPin":
         """The pins of a run being resumed (--resume), from its run.json `implementations`: every
         load of the resumed part is given the stored run's first load's picks, and the loads it
-        recorded are kept. A run killed before it wrote them (kill -9) stored none: its resumed
-        part pins to its own first load."""
+        recorded are kept. A run killed (kill -9) before its first load ended stored none: its
+        resumed part pins to its own first load."""
         loads = list(recorded.get("loads") or [])
         return cls(leave=set(leave), pinned=dict(recorded.get("pinned") or {}) if loads else {},
                    first_raidz=(loads[0].get("picks") or {}).get("raidz") if loads else None, loads=loads)
@@ -175,6 +178,8 @@ class ImplPin:
                          "name, the picks are per operation)")
         rec = {"where": where, "picks": picks, "pinned": written} | ({"notes": notes} if notes else {})
         self.loads.append(rec)
+        if self.on_load is not None:
+            self.on_load(self.as_dict())
         if log:
             shown = ", ".join(f"{a} {p}" for a, p in picks.items() if a != "raidz") or "none readable"
             log.write(f"# implementations picked at load ({where}): {shown}"
