@@ -14,14 +14,17 @@ apart; --step = --block: disjoint windows, independent comparisons):
 
 For each: the A/A false alarms (better/WORSE called on identical builds; goal <= 5 %), the change
 called with 80 % power when one side's values are scaled (power.py's method), compare's three
-outcomes per window, and the machine time. Under TCG only relative CPU-bound figures mean
+outcomes per window, the machine time, and (turns) a pair's spread taken apart: a round's own
+(what more rounds an iteration, --duration, or a larger round, --size, narrow) and what is left
+between iterations (what only more iterations narrow). Under TCG only relative CPU-bound figures mean
 anything: these are the designs' noise under emulation, not speeds.
 
 Designs measured side by side on one machine: run them in an ABBA order of designs, each half kept
 apart (`--keep D1 --designs turns,blocks`, then `--keep D2 --designs blocks,turns`), then judge the
 halves together with `--pool D1,D2` (each kept run cut into its own windows; the spread over all pairs).
 
-Usage: bench/build_turns.py [--iterations 30] [--block 6] [--step 6] [--duration 4s] [--keep DIR] [--reuse]
+Usage: bench/build_turns.py [--iterations 30] [--block 6] [--step 6] [--duration 4s] [--size 8M]
+                            [--vdev-size 256M] [--keep DIR] [--reuse]
                             [--designs turns,blocks,rebuild] [--zfs-src DIR@REV] [--pool DIR,DIR...]
 """
 
@@ -46,11 +49,11 @@ iterations = 1
 timeout = "20m"
 [defaults.pool]
 vdevs = 1
-vdev_size = "256M"
+vdev_size = "{vdev_size}"
 [[test]]
 name = "recv"
 workload = "receive"
-corpus = {{ kind = "random", size = "8M", seed = 7 }}
+corpus = {{ kind = "random", size = "{size}", seed = 7 }}
 threads = 1
 duration = "{duration}"
 steady = {{ mode = "off" }}
@@ -67,14 +70,14 @@ def sides(design: str, src: str | None) -> list[str]:
 
 
 def measure(out: Path, design: str, iterations: int, duration: str, reuse: bool,
-            src: str | None = None) -> tuple[Path, float]:
+            src: str | None = None, size: str = "8M", vdev_size: str = "256M") -> tuple[Path, float]:
     kept = out / design
     done = sorted(kept.glob("2*/results.jsonl")) if kept.exists() else []
     if reuse and done:
         d = done[-1].parent
         return d, json.loads((d / "elapsed.json").read_text())["seconds"]
     rf = out / "recv.toml"
-    rf.write_text(RUNFILE.format(duration=duration))
+    rf.write_text(RUNFILE.format(duration=duration, size=size, vdev_size=vdev_size))
     argv = [sys.executable, "-m", "zfsperf.cli", "guest", "ab", *sides(design, src), "-r", str(rf),
             "--blocks", str(iterations), "-o", str(kept)]
     t0 = time.monotonic()
@@ -93,6 +96,8 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=6, help="pairs per comparison window")
     ap.add_argument("--step", type=int, help="windows start this many pairs apart (default: --block, disjoint)")
     ap.add_argument("--duration", default="4s", help="the receive test's duration (turns: of its ABBA groups)")
+    ap.add_argument("--size", default="8M", help="the receive's stream (a round receives it once)")
+    ap.add_argument("--vdev-size", default="256M", help="the pool's one vdev (each round's data stays on the pool)")
     ap.add_argument("--designs", default="turns,blocks", help="of turns, blocks, rebuild")
     ap.add_argument("--zfs-src", help="rebuild: the source compiled twice (DIR, or DIR@REV of a git repository)")
     ap.add_argument("--keep", help="keep the runs here (default: a temporary directory)")
@@ -116,9 +121,11 @@ def main() -> None:
           f"windows of {args.block} pairs {step} apart; runs in {out}", flush=True)
     results = {}
     for design in designs:
-        d, seconds = measure(out, design, args.iterations, args.duration, args.reuse, args.zfs_src)
+        d, seconds = measure(out, design, args.iterations, args.duration, args.reuse, args.zfs_src, args.size,
+                             args.vdev_size)
         a, b, comps = arms_and_windows(d, args.block, step)
         results[design] = judge(f"{design} ({len(a)} pairs", a, b, comps, seconds, args.block)
+        results[design]["spread"] = spread_parts([d / "results.jsonl"], results[design]["whole"]["pair_sd_pct"])
     (out / "build_turns.json").write_text(json.dumps(results, indent=1))
 
 
@@ -131,6 +138,34 @@ def judge(head: str, a: np.ndarray, b: np.ndarray, comps: list, seconds: float, 
     res["minutes_per_window"] = round(per_window / 60, 2)
     res["seconds_per_pair"] = round(seconds / max(len(a), 1), 1)
     return res
+
+
+def spread_parts(runs: list[Path], pair_sd: float) -> dict | None:
+    """A pair's spread taken apart (turns: each side's rounds of an iteration kept in `streams`):
+    the rounds' own, from how one side's rounds of one iteration differ once each round position's
+    mean over the iterations is left out (the pool fills, so later rounds are slower alike on both
+    sides), what that makes of a pair, and the rest, between iterations (each with its own module
+    loads and pools). More rounds an iteration narrow the first part only; more iterations both."""
+    groups: dict[tuple, list[np.ndarray]] = {}
+    for r in runs:
+        for ln in r.read_text().splitlines():
+            rec = json.loads(ln) if ln.strip() else {}
+            t = [x["seconds"] for x in rec.get("streams") or []]
+            if rec.get("status") == "PASS" and len(t) >= 2:
+                key = (str(r), rec["sweep"].get("build"), rec["iteration"] % 2, len(t))
+                groups.setdefault(key, []).append(np.log(t))
+    resid = [m - m.mean(axis=0) for m in (np.array(v) for v in groups.values()) if len(m) >= 2]
+    dof = sum(x.shape[0] * (x.shape[1] - 1) - (x.shape[1] - 1) for x in resid)
+    if dof <= 0:
+        return None
+    round_sd = float(np.sqrt(sum(((x - x.mean(axis=1, keepdims=True)) ** 2).sum() for x in resid) / dof) * 100)
+    per_side = float(np.median([x.shape[1] for x in resid]))
+    from_rounds = round_sd * np.sqrt(2 / per_side)
+    between = float(np.sqrt(max(0.0, pair_sd ** 2 - from_rounds ** 2)))
+    print(f"  a pair's spread {pair_sd:.1f} %: a round's own {round_sd:.1f} % ({per_side:.0f} rounds a side: "
+          f"{from_rounds:.1f} % of a pair), between iterations {between:.1f} %", flush=True)
+    return {"round_sd_pct": round_sd, "rounds_a_side": per_side, "pair_sd_from_rounds_pct": float(from_rounds),
+            "between_iterations_pct": between}
 
 
 def pool(dirs: list[Path], designs: list[str], block: int, step: int) -> None:
@@ -151,6 +186,7 @@ def pool(dirs: list[Path], designs: list[str], block: int, step: int) -> None:
         a, b = np.concatenate(a_all), np.concatenate(b_all)
         head = f"{design} ({len(runs)} run{'s' * (len(runs) > 1)}, {len(a)} pairs"
         results[design] = judge(head, a, b, comps, seconds, block)
+        results[design]["spread"] = spread_parts(runs, results[design]["whole"]["pair_sd_pct"])
         print(f"  {results[design]['seconds_per_pair']:.1f} s a pair (boots included)", flush=True)
     if not results:
         raise SystemExit(f"no kept run of {', '.join(designs)} in {', '.join(map(str, dirs))}")
