@@ -8,9 +8,16 @@ from pathlib import Path
 
 import numpy as np
 
-_spec = importlib.util.spec_from_file_location("bench_power", Path(__file__).resolve().parents[1] / "bench" / "power.py")
-power = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(power)
+
+def _bench(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", Path(__file__).resolve().parents[1] / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+power = _bench("power")
+build_turns = _bench("build_turns")
 
 A = [100.0, 98.0, 103.0, 101.0, 99.0, 102.0]
 
@@ -43,16 +50,12 @@ def test_a_pairs_spread_is_taken_apart_into_its_rounds_and_its_iterations(tmp_pa
     """bench/build_turns.py's spread_parts on planted rounds: a round's own noise (sd 10 %), a slower
     second round alike on both sides (the pool filling: left out), and a shift of one side's whole
     iteration (sd 6 %) that more rounds cannot narrow. It recovers both parts."""
-    spec = importlib.util.spec_from_file_location("bench_build_turns",
-                                                  Path(__file__).resolve().parents[1] / "bench" / "build_turns.py")
-    bt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bt)
     rng = np.random.default_rng(7)
     rows, pairs = [], []
     for it in range(1, 401):
         logs = {}
         for side in ("a", "b"):
-            t = np.log(1.0) + np.array([0.0, 0.3, 0.3, 0.5]) + rng.normal(0, 0.06) + rng.normal(0, 0.10, 4)
+            t = np.array([0.0, 0.3, 0.3, 0.5]) + rng.normal(0, 0.06) + rng.normal(0, 0.10, 4)
             logs[side] = t
             rows.append({"status": "PASS", "sweep": {"build": side}, "iteration": it,
                          "streams": [{"round": k, "seconds": float(np.exp(x))} for k, x in enumerate(t)]})
@@ -60,7 +63,8 @@ def test_a_pairs_spread_is_taken_apart_into_its_rounds_and_its_iterations(tmp_pa
     f = tmp_path / "results.jsonl"
     f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     pair_sd = float(np.std(pairs, ddof=1) * 100)
-    parts = bt.spread_parts([f], pair_sd)
+    parts = build_turns.spread_parts([f], pair_sd)
     assert 9.5 < parts["round_sd_pct"] < 10.5 and parts["rounds_a_side"] == 4, parts
     assert 6.5 < parts["between_iterations_pct"] < 10.5, parts      # sqrt(2) x 6 % = 8.5 %: one shift a side
     assert "between iterations" in capsys.readouterr().out
+

@@ -300,10 +300,10 @@ def test_a_load_scope_sweep_reloads_the_module_with_each_value_and_a_crash_is_un
         p.wait()
     assert running, "the first load's pins reached run.json only when the run had ended"
     d = next((tmp_path / "k").glob("*/run.json")).parent
-    stored = json.loads((d / "run.json").read_text())["implementations"]
+    run = json.loads((d / "run.json").read_text())
+    stored = run["implementations"]
     assert [ld["where"] for ld in stored["loads"]] == ["guest, its own build with zfs_dirty_data_max_percent=5"]
     assert stored["pinned"] == stored["loads"][0]["pinned"] and "zfs_sha256_impl" in stored["pinned"], stored
-    run = json.loads((d / "run.json").read_text())
     other = next(n for n in offered(sha) if n not in ("fastest", "cycle", stored["loads"][0]["picks"]["sha256"]))
     run["implementations"]["pinned"]["zfs_sha256_impl"] = other
     (d / "run.json").write_text(json.dumps(run))

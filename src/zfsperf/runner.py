@@ -579,10 +579,9 @@ class Runner:
     def _store_pins(rd: ResultsDir, pins: dict[str, Any]) -> None:
         """The run's pins and loads into run.json after every module load, so that a run killed
         with -9 leaves them for --resume (run.json is written at the start, before any load)."""
-        if rd.has_run():
-            rec = rd.run_record()
-            rec.implementations = pins
-            rd.write_run(rec)
+        rec = rd.run_record()
+        rec.implementations = pins
+        rd.write_run(rec)
 
     def _open_twin(self, log: proc.CommandLog, rd: ResultsDir, vdev_dir: Path, journal: Journal) -> None:
         """Build turns: the twin guest as a second target with its own pools and module switch,

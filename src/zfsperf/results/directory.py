@@ -133,9 +133,6 @@ class ResultsDir:
         self.format()
         return RunRecord.from_json(data)
 
-    def has_run(self) -> bool:
-        return (self.path / RUN_JSON).exists()
-
     def write_run(self, run: RunRecord) -> None:
         self.write_json(RUN_JSON, run.to_json())
 
