@@ -770,6 +770,12 @@ def test_build_turns_give_each_build_a_guest_crosswise_and_pause_the_other_in_ea
     log = (d / "logs" / "t__build=a.iter1.log").read_text()
     assert [ln.split(" (")[0] for ln in log.splitlines() if ln.startswith("# a settling turn of ")] == \
         ["# a settling turn of t__build=a", "# a settling turn of t__build=b"], log
+    # each side's module named in the iteration's log by the guest it ran in and its srcversion
+    # (iteration 1: A in the lab's guest, B in the twin; iteration 2 the other way round)
+    for it, where in ((1, {"a": "guest", "b": "twin"}), (2, {"a": "twin", "b": "guest"})):
+        text = (d / "logs" / f"t__build=a.iter{it}.log").read_text()
+        assert [ln for ln in text.splitlines() if ln.startswith("# module: ")] == \
+            [f"# module: {where[b]}: build {b}, srcversion SRC-/hostroot/builds/{b}/zfs.ko" for b in "ab"], text
     run = json.loads((d / "run.json").read_text())
     assert run["selection"]["build_turns"] is True and run["turns"] == ["t"]
     assert run["builds"]["a"]["srcversion_twin"] == "SRC-/hostroot/builds/a/zfs.ko"

@@ -114,6 +114,8 @@ class Lifecycle:
             raise InputError(f"case {case} names a build, and this target has no builds to load", field="build")
         if switch is not None:
             switch.load(self.build, at_load)
+            if switch.loaded:                 # which build each side ran, by srcversion
+                self.log.write(f"# module: {switch.loaded}")
         rest = {k: v for k, v in self.tunables.items() if k not in at_load}
         applied = (self.session.apply(rest, between_rounds=between_rounds)
                    if self.session is not None else None)

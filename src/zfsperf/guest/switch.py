@@ -72,6 +72,7 @@ class ModuleSwitch:
         self.current: tuple[str | None, dict[str, str]] | None = None if builds else (None, {})
         self.original: dict[str, str] = {}       # each load-scope tunable changed -> its value before
         self.srcversions: dict[str, str] = {}     # build name -> the loaded module's srcversion
+        self.loaded = ""                          # what is loaded, in words (for each case's log)
         self.swaps = 0
 
     def check(self) -> None:
@@ -107,10 +108,11 @@ class ModuleSwitch:
                                  what=f"build {name}" if name is not None else "the guest's own build")
         if name is not None:
             self.srcversions[name] = src
-        self.pin.after_load(lambda argv: self.target.run(argv), self.params,
-                            f"{self.where}, {'build ' + name if name is not None else 'its own build'}"
-                            + (f" with {' '.join(f'{k}={v}' for k, v in options.items())}" if options else ""),
+        which = (f"{'build ' + name if name is not None else 'its own build'}"
+                 + (f" with {' '.join(f'{k}={v}' for k, v in options.items())}" if options else ""))
+        self.pin.after_load(lambda argv: self.target.run(argv), self.params, f"{self.where}, {which}",
                             self.log, self.journal)
+        self.loaded = f"{self.where}: {which}, srcversion {src}"
         self.current = (name, options)
 
     def restore(self) -> None:
