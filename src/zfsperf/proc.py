@@ -139,6 +139,16 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def start_ticks(pid: int) -> int | None:
+    """When a live process started (clock ticks after boot, /proc/<pid>/stat), or None: with its pid
+    it names one process, never a later one given the same pid."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return None
+
+
 def cpu_seconds(pid: int) -> float | None:
     """User + system CPU time a live process has used (from /proc/<pid>/stat), or None."""
     try:

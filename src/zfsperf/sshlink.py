@@ -66,8 +66,12 @@ class Ssh:
 
     remote = True
 
-    def __init__(self, url: str, options: Sequence[str] | None = None, log: proc.CommandLog = proc.NULL_LOG) -> None:
+    def __init__(self, url: str, options: Sequence[str] | None = None, log: proc.CommandLog = proc.NULL_LOG,
+                 machine_pid: int | None = None) -> None:
         self.url = url
+        # machine_pid: the process on this host that is the remote machine (a QEMU guest): what is
+        # changed over this link lives as long as that process (its start time tells a later one apart)
+        self.machine = None if machine_pid is None else {"pid": machine_pid, "start": proc.start_ticks(machine_pid)}
         self.user, self.host, self.port = parse_url(url)
         opts = list(options) if options is not None else shlex.split(os.environ.get("ZFSPERF_SSH_OPTS", ""))
         self.options = opts
@@ -96,7 +100,7 @@ class Ssh:
         proc.run([*self.base[:-1], "-O", "exit", self.base[-1]], timeout=15)
 
     def spec(self) -> dict[str, Any]:
-        return {"url": self.url, "options": self.options}
+        return {"url": self.url, "options": self.options} | ({"machine": self.machine} if self.machine else {})
 
     # ---------------------------------------------------------------- FileOps
     def read_text(self, path: str) -> str:

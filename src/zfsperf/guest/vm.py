@@ -256,7 +256,7 @@ def open_guest_target(log: proc.CommandLog = proc.NULL_LOG, root: Path | None = 
     if st is None:
         raise TargetError(f"no OpenZFS guest is running in {lab.root}: start one with `zfsperf guest up`")
     lab.resume_if_paused(say)
-    t = open_ssh(st.url(), log, options=lab.ssh_options())
+    t = open_ssh(st.url(), log, options=lab.ssh_options(), machine_pid=st.qemu_pid)
     t.accelerator = st.accel          # the guest's state knows how QEMU runs it (a declared capability)
     return t
 

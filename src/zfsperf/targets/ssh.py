@@ -181,9 +181,11 @@ def _field_lines(text: str) -> dict[str, float] | None:
     return out or None
 
 
-def open_ssh(url: str, log: proc.CommandLog = proc.NULL_LOG, options: Sequence[str] | None = None) -> Target:
-    """Probe what ZFS the remote host has and return the target for it."""
-    ssh = Ssh(url, options, log)
+def open_ssh(url: str, log: proc.CommandLog = proc.NULL_LOG, options: Sequence[str] | None = None,
+             machine_pid: int | None = None) -> Target:
+    """Probe what ZFS the remote host has and return the target for it (machine_pid: the QEMU
+    process that is the remote machine, when it runs here: see Ssh)."""
+    ssh = Ssh(url, options, log, machine_pid=machine_pid)
     res = ssh.run(["uname", "-s"], log=proc.NULL_LOG, timeout=30)
     if not res.ok:
         raise TargetError(f"cannot reach {url}: {res.error_text()}")

@@ -87,9 +87,17 @@ def replay(journal: Journal, say: Callable[[str], None] | None = None, *, skip: 
         where = str(e.get("backend"))
         try:
             spec = BackendSpec.from_json(e["backend"])
+            where = spec.describe()
+            gone = machine_gone(spec)
+            if gone:                   # nothing to put back: that machine's module went with it
+                journal.forget(spec, e["name"])
+                line = f"forgot {e['name']} = {e['old']} (left at {e['new']} by zfsperf pid {e['pid']}, {where}): {gone}"
+                done.append(line)
+                if say:
+                    say(line)
+                continue
             if spec.kind in skip:
                 continue
-            where = spec.describe()
             open_backend(spec).set(e["name"], e["old"])
             line = f"restored {e['name']} = {e['old']} (left at {e['new']} by zfsperf pid {e['pid']}, {where})"
         except Exception as exc:  # noqa: BLE001 - report and keep the entry for the next start
@@ -103,6 +111,18 @@ def replay(journal: Journal, say: Callable[[str], None] | None = None, *, skip: 
         if say:
             say(line)
     return done
+
+
+def machine_gone(spec: BackendSpec) -> str | None:
+    """Why a change made through this backend no longer exists, or None: the machine it was made in
+    was a QEMU process on this host (a guest: the twin of build turns, or the lab) that has ended
+    since, and a guest starts with its module's defaults."""
+    m = (spec.ssh or {}).get("machine")
+    if not isinstance(m, dict) or not isinstance(m.get("pid"), int):
+        return None
+    if pid_alive(m["pid"]) and proc.start_ticks(m["pid"]) == m.get("start"):
+        return None
+    return f"the guest it was set in (QEMU pid {m['pid']}) has stopped since, and a guest starts with its module's defaults"
 
 
 def applied_entry(before: str | None, value: str, scope: Scope) -> dict[str, Any]:
