@@ -15,14 +15,13 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from helpers import why
 from helpers import RECV, last_dir, openzfs_repo, records, write_runfile, zfsperf
 from zfsperf.guest.vm import Guest, open_guest_target
-from zfsperf.leftovers import leftover_pools, remove_pools_and_files
+from zfsperf.leftovers import leftover_pools
 from zfsperf.sshlink import Ssh
 
 pytestmark = pytest.mark.guest
@@ -47,22 +46,47 @@ def qemu_alive(root) -> bool:
 
 
 def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_no_twin(lab, tmp_path):
-    """guest ab --turns: the twin guest booted beside the lab's, each build in a guest of its own
+    """guest ab --rebuild: the base commit compiled a second time, in a build tree of its own, and
+    the two builds' A/A′ in turns keeps its interval's far end as the floor of the test. Then guest
+    ab --turns: the twin guest booted beside the lab's, each build in a guest of its own
     (crosswise every iteration), the other guest paused during every turn (QMP read back), the
-    100 ms-per-WRITE commit called WORSE with its interval; then a zfsperf killed with -9 mid-turn
-    leaves no twin QEMU, and the next command resumes a lab guest it left paused."""
+    100 ms-per-WRITE commit called WORSE with its interval and the floor stated beside it; then a
+    zfsperf killed with -9 mid-turn leaves no twin QEMU, and the next command resumes a lab guest it
+    left paused."""
     repo, commits, g = lab
     own = srcversion(g)
-    rf = write_runfile(tmp_path, RECV)
-    res = zfsperf("guest", "ab", "--a", f"{repo}@{commits['base']}", "--b", f"{repo}@{commits['note']}",
+    # a test name of its own: the floor is kept in the build cache per test, figure and accelerator,
+    # and a user's own "recv" floor there is not this test's to replace
+    rf = write_runfile(tmp_path, RECV.replace('name = "recv"', 'name = "rcv"'))
+    base = f"{repo}@{commits['base']}"
+    aa = zfsperf("guest", "ab", "--a", base, "--b", base, "--rebuild", "-r", str(rf), "--turns", "--blocks", "6",
+                 "-o", str(tmp_path / "aa"), timeout=3600)
+    assert aa.returncode == 0, why(aa)
+    d_aa = last_dir(aa.stdout)
+    built = json.loads((d_aa / "run.json").read_text())["builds"]
+    assert built["a"]["info"]["commit"] == built["b"]["info"]["commit"] == commits["base"], built
+    assert not built["a"]["info"]["rebuilt"] and built["b"]["info"]["rebuilt"], built
+    assert built["a"]["info"]["dir"] != built["b"]["info"]["dir"], built     # two products, two build trees
+    aa_ch = next(c for c in json.loads(zfsperf("compare", str(d_aa), "--json").stdout)["changes"]
+                 if c["figure"] == "throughput")
+    m = re.search(r"^builds of one source differ by up to ([0-9.]+) % here \(rcv, throughput\): recorded in ",
+                  aa.stdout, re.M)
+    assert m, aa.stdout
+    floor = m.group(1)         # the A/A′ interval's far end, whatever its verdict
+    assert abs(float(floor) - max(abs(x) for x in aa_ch["ci_pct"])) < 0.051, (floor, aa_ch)
+    res = zfsperf("guest", "ab", "--a", base, "--b", f"{repo}@{commits['note']}",
                   "-r", str(rf), "--turns", "--blocks", "6", "-o", str(tmp_path / "o"), timeout=3600)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
+    stated = (f"builds of one source differ by up to {floor} % here (rcv, throughput: an A/A′ rebuild, "
+              f"{d_aa})")
+    assert stated in res.stdout, res.stdout
     d = last_dir(res.stdout)
+    assert stated in (d / "compare.md").read_text()
     recs = records(d)
     assert [r["status"] for r in recs] == ["PASS"] * 12, why(res)
     run = json.loads((d / "run.json").read_text())
-    assert run["selection"]["build_turns"] is True and run["turns"] == ["recv"]
+    assert run["selection"]["build_turns"] is True and run["turns"] == ["rcv"]
     assert run["target"]["twin"]["zfs_version"] == run["target"]["zfs_version"]
     builds = run["builds"]
     assert builds["a"]["info"]["commit"] == commits["base"] and builds["b"]["info"]["commit"] == commits["note"]
@@ -81,11 +105,15 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
         for t in r["turn_guests"]:          # every turn: its guest running, the other paused
             assert t["running"] == here and t["states"][here] == "running", t
             assert [v for k, v in t["states"].items() if k != here] == ["paused"], t
-    log = (d / "logs" / "recv__build=a.iter1.log").read_text()
+    log = (d / "logs" / "rcv__build=a.iter1.log").read_text()
+    # each side's module in the iteration's log: A in the lab's guest, B in the twin, by srcversion
+    assert [ln for ln in log.splitlines() if ln.startswith("# module: ")] == \
+        [f"# module: guest: build a, srcversion {builds['a']['srcversion']}",
+         f"# module: twin: build b, srcversion {builds['b']['srcversion_twin']}"], log
     assert "# turn: guest running, twin paused (QMP query-status)" in log
     assert "# turn: guest paused, twin running (QMP query-status)" in log
     # one settling turn a side first, its receive left out: the counted rounds are the others
-    settling = [m.start() for m in re.finditer(r"^# a settling turn of recv__build=[ab] \(", log, re.M)]
+    settling = [m.start() for m in re.finditer(r"^# a settling turn of rcv__build=[ab] \(", log, re.M)]
     receives = [m.start() for m in re.finditer(r"^\$ .* zfs receive ", log, re.M)]
     it1 = next(r for r in recs if r["iteration"] == 1 and r["sweep"]["build"] == "a")
     assert len(settling) == 2 and settling[0] < receives[0] < settling[1] < receives[1], log
@@ -100,16 +128,21 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     assert not qemu_alive(g.root / "twin"), "the twin booted for the A/B is stopped after it"
     assert srcversion(g) == own
 
-    # kill -9 in the middle of a turn: the guard stops the twin's QEMU (paused or not)
+    # kill -9 in the middle of a turn: the guard stops the twin's QEMU (paused or not); the journal
+    # (a state directory of the test's own) keeps what the run changed in both guests
+    state = tmp_path / "state"
+    state.mkdir()
     p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "guest", "ab", "--a", "2.3", "--b", "2.3",
                           "-r", str(rf), "--turns", "-o", str(tmp_path / "k")],
+                         env={**os.environ, "ZFSPERF_STATE": str(state)},
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 900
-        while not any("# turn:" in f.read_text() for f in (tmp_path / "k").glob("*/logs/recv*.log")):
+        while not any("# turn:" in f.read_text() for f in (tmp_path / "k").glob("*/logs/rcv*.log")):
             assert p.poll() is None and time.monotonic() < deadline, "no turn began"
             time.sleep(0.5)
         assert qemu_alive(g.root / "twin")
+        twin_pid = Guest(g.root / "twin").state().qemu_pid
     finally:
         p.kill()
         p.wait()
@@ -117,15 +150,29 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     while qemu_alive(g.root / "twin") and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not qemu_alive(g.root / "twin")
+    left = json.loads((state / "tunables.journal").read_text())
+    machines = {e["backend"]["ssh"]["machine"]["pid"] for e in left}
+    assert machines == {g.state().qemu_pid, twin_pid}, left       # the pins, in both guests
     info = zfsperf("info", "--target", "guest", "--json", timeout=300)     # a paused lab guest runs again
     assert info.returncode == 0, info.stderr
     q = Guest(g.root).qmp()
     assert q.status() == "running"
     q.close()
-    # what the killed run left in the lab's guest (its pool), removed as `run -x` removes it
+    # the next run: the lab guest's selectors put back, the stopped twin's forgotten (its QEMU is
+    # gone, and with it what was set there), nothing left unrestored; -x removes the killed run's pool
+    (tmp_path / "next").mkdir()
+    nxt = zfsperf("run", "--target", "guest", "-x", "-r",
+                  str(write_runfile(tmp_path / "next", RECV.replace('size = "4M"', 'size = "1M"'))),
+                  "-o", str(tmp_path / "next"), env={"ZFSPERF_STATE": str(state)}, timeout=1800)
+    assert nxt.returncode == 0, why(nxt)
+    said = [ln for ln in (nxt.stdout + nxt.stderr).splitlines() if "journal: " in ln]
+    lab_names = {e["name"] for e in left if e["backend"]["ssh"]["machine"]["pid"] != twin_pid}
+    assert {ln.split("journal: restored ")[1].split(" = ")[0] for ln in said if "journal: restored " in ln} \
+        == lab_names, said
+    assert sum(f"(QEMU pid {twin_pid}) has stopped since" in ln for ln in said) == len(left) - len(lab_names), said
+    assert not any("could not restore" in ln for ln in said) and not (state / "tunables.journal").exists(), said
     t = open_guest_target()
     try:
-        remove_pools_and_files(t, Path("/var/tmp/zfsperf"), print)
         assert not leftover_pools(t)
     finally:
         t.close()
