@@ -16,7 +16,9 @@ for 4 s per iteration, pre-filled vdevs, primarycache=none) measured four ways, 
   turns             one `duet = "turns"` run of the same A/A sweep: both arms on one pool taking
                     turns round by round (ABBA), windows of --block iterations, paired
   fio               a fio randread 4k test taking turns in 1 s slices (16 MiB a side, runtime 4,
-                    the A/A sweep), windows of --block iterations, paired: read IOPS and read p99
+                    the A/A sweep), windows of --block iterations, paired: read IOPS and read p99;
+                    each again with the slice pair as the unit (a side's k-th slice of an iteration
+                    against the other's k-th, which ran beside it: two pairs an iteration)
 
 For each: the A/A false-alarm rate (a verdict of better/WORSE on identical settings; goal <= 5 %),
 the smallest change called significant with 80 % power when one arm's values are scaled by 1 + d
@@ -45,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
+from zfsperf.metrics import fiojson
 from zfsperf.report import abstats
 from zfsperf.report.compare import (DRIFT_FLOOR_PCT, MARGIN_PCT, NOISE_PCT, Design, beyond_floor,
                                     compare_values, from_estimate, verdict_text)
@@ -125,6 +128,40 @@ def arms_and_windows(d: Path, w: int, step: int, figure: str = "throughput"
     its = sorted(set(arms[0]) & set(arms[1]))
     a, b = np.array([arms[0][i] for i in its]), np.array([arms[1][i] for i in its])
     return a, b, [(a[k:k + w], b[k:k + w]) for k in range(0, len(a) - w + 1, step)]
+
+
+def slice_pairs(d: Path, figure: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A fio turns run's slices as pairs: each side's k-th slice of an iteration with the other
+    side's k-th, which ran next to it (A1 B1 B2 A2; B1 A1 A2 B2 on even iterations), each slice's
+    read IOPS ("iops") or read p99 in µs ("read_lat_p99") from its own fio JSON; and each pair's
+    iteration. The unit the issue asks fio turns to be judged on, beside the iteration."""
+    cases = list(by_arm(d, "iops"))
+    its = sorted(set.intersection(*(set(by_arm(d, "iops")[c]) for c in cases)))
+    a, b, where = [], [], []
+    for it in its:
+        per = []
+        for case in cases:
+            vals = []
+            for k in itertools.count(1):
+                f = d / "fio" / f"{case}.i{it}.s{k}.json"
+                if not f.exists():
+                    break
+                st = fiojson.result(fiojson.parse(f.read_text(), str(f))).classes["read"]
+                vals.append(st.iops if figure == "iops" else st.percentiles_ns["99.000000"] / 1000)
+            per.append(vals)
+        n = min(len(v) for v in per)
+        a += per[0][:n]
+        b += per[1][:n]
+        where += [it] * n
+    return np.array(a), np.array(b), np.array(where)
+
+
+def slice_windows(d: Path, w: int, step: int, figure: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Windows of w iterations (step apart), each holding the slice pairs of its iterations."""
+    a, b, where = slice_pairs(d, figure)
+    its = sorted(set(where.tolist()))
+    return [(a[np.isin(where, its[k:k + w])], b[np.isin(where, its[k:k + w])])
+            for k in range(0, len(its) - w + 1, step)]
 
 
 def called(verdict: str) -> bool:
@@ -272,6 +309,12 @@ def main() -> None:
             res[f"fio_{figure}"] = report(f"{title}, {kind} of {w} iterations, paired", windows, paired, s)
             res[f"fio_{figure}"]["three_way"] = three_way(windows)
             res[f"fio_{figure}"]["whole_run"] = whole(a, b)
+            # the same windows with the slice pair as the unit (each slice's own figure, its ratio to the
+            # slice beside it): more pairs a window, if slices of one iteration are as good as independent
+            sw = slice_windows(d, w, step, figure)
+            res[f"fio_{figure}_slices"] = report(f"{title}, slice pairs, {kind} of {w} iterations", sw, paired, s)
+            res[f"fio_{figure}_slices"]["three_way"] = three_way(sw)
+            res[f"fio_{figure}_slices"]["whole_run"] = whole(*slice_pairs(d, figure)[:2])
 
     # real changes of known direction: lzjb on an incompressible stream costs CPU and saves nothing;
     # a block checksum (fletcher4) costs a little CPU against none

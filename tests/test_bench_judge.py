@@ -68,3 +68,42 @@ def test_a_pairs_spread_is_taken_apart_into_its_rounds_and_its_iterations(tmp_pa
     assert 6.5 < parts["between_iterations_pct"] < 10.5, parts      # sqrt(2) x 6 % = 8.5 %: one shift a side
     assert "between iterations" in capsys.readouterr().out
 
+
+def _fio_slice(src: dict, iops: float, lat: float) -> dict:
+    """A real fio json+ output (OpenZFS 2.3.2) with its reads' IOPS and latencies scaled."""
+    o = json.loads(json.dumps(src))
+    for job in o["jobs"]:
+        job["read"]["iops"] *= iops
+        clat = job["read"]["clat_ns"]
+        clat["bins"] = {str(round(int(k) * lat)): v for k, v in clat["bins"].items()}
+        clat["percentile"] = {k: v * lat for k, v in clat["percentile"].items()}
+    return o
+
+
+def test_fio_turns_slices_pair_each_slice_with_the_one_that_ran_beside_it(tmp_path):
+    """bench/power.py judges fio turns also with the slice pair as the unit: side A's k-th slice of an
+    iteration against side B's k-th (adjacent in ABBA). Planted slices share a level with the slice
+    beside them (it changes slice by slice), and B is 10 % faster with latencies 10 % shorter: every
+    pair then says exactly that, which only the right pairing does."""
+    src = json.loads((Path(__file__).parent / "fixtures" / "openzfs-2.3.2" /
+                      "fio_randrw_70-30_4k_numjobs2_jsonplus.json").read_text())
+    (tmp_path / "fio").mkdir()
+    rows = []
+    for it in range(1, 5):
+        for case, gain in (("rr__arm=a", 1.0), ("rr__arm=b", 1.1)):
+            rows.append({"status": "PASS", "case": case, "sweep": {"arm": case[-1]}, "iteration": it,
+                         "figures": {"iops": {"value": 100.0}}})
+            for k in (1, 2):
+                level = 1 + it / 10 + k / 100
+                (tmp_path / "fio" / f"{case}.i{it}.s{k}.json").write_text(
+                    json.dumps(_fio_slice(src, level * gain, level / gain)))
+    (tmp_path / "results.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    a, b, where = power.slice_pairs(tmp_path, "iops")
+    assert where.tolist() == [1, 1, 2, 2, 3, 3, 4, 4] and np.allclose(b / a, 1.1), (a, b)
+    assert np.allclose(a / a[0], [(1 + it / 10 + k / 100) / 1.11 for it in range(1, 5) for k in (1, 2)])
+    a, b, _ = power.slice_pairs(tmp_path, "read_lat_p99")
+    assert np.allclose(b / a, 1 / 1.1, rtol=1e-3) and len(set(np.round(a, 3))) == 8, (a, b)
+    windows = power.slice_windows(tmp_path, 2, 2, "iops")
+    assert [(len(x), len(y)) for x, y in windows] == [(4, 4), (4, 4)]
+    assert power.paired(*windows[0]) == "not significant"        # four pairs: the sign-flip test cannot call
+    assert power.called(power.paired(*power.slice_pairs(tmp_path, "iops")[:2]))     # eight pairs all faster
