@@ -4,7 +4,9 @@ tree (clean, dirty) and of a plain tree, and the incremental copy that lets `mak
 what a commit touched."""
 
 import os
+import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -98,3 +100,38 @@ def test_one_build_at_a_time_in_a_build_tree(tmp_path):
     with build_tree_lock(tmp_path / "trees" / "git-other", said.append):    # another repository: no wait
         pass
     assert len(said) == 1
+
+
+def _sleepers(tag: str) -> list[str]:
+    res = subprocess.run(["pgrep", "-f", f"^sleep {tag}$"], capture_output=True, text=True)
+    return res.stdout.split()
+
+
+@pytest.mark.parametrize("how, tag", [("SIGINT", "4242"), ("SIGKILL", "4243")])
+def test_a_build_step_stopped_by_a_signal_or_killed_leaves_no_compiler_running(tmp_path, how, tag):
+    """A SIGTERM to `guest ab` while a rebuild's configure ran (2026-11-29) ended zfsperf and the
+    configure shell, and configure's own children compiled on; a kill -9 left all of them. A build
+    step (here make_modules, with a `make` that starts two long children) runs in a session of its
+    own that the guard knows: SIGINT to zfsperf (a KeyboardInterrupt) or kill -9 stops the lot."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "make").write_text(f"#!/bin/sh\nsleep {tag} &\nsleep {tag}\n")
+    (bin_dir / "make").chmod(0o755)
+    code = ("import sys; from pathlib import Path; from zfsperf.guest.source import make_modules; "
+            "make_modules(Path(sys.argv[1]), 2, Path(sys.argv[2]))")
+    p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(tmp_path / "make.log")],
+                         env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    try:
+        deadline = time.monotonic() + 60
+        while len(_sleepers(tag)) < 2:
+            assert p.poll() is None and time.monotonic() < deadline, "make's children did not start"
+            time.sleep(0.2)
+        p.send_signal(getattr(signal, how))
+        p.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while _sleepers(tag) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _sleepers(tag), f"after {how} to zfsperf, its build's processes ran on"
+    finally:
+        p.kill()
+        subprocess.run(["pkill", "-f", f"^sleep {tag}$"])

@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -34,7 +35,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .. import proc
+from .. import guard, proc
 from ..errors import InputError, TargetError
 from .debian import VERSIONS, Debian, cache_root
 
@@ -361,13 +362,41 @@ def build_tree_lock(bt: Path, say: Callable[[str], None]) -> Iterator[None]:
         yield
 
 
+def build_step(argv: list[str], tree: Path, timeout: float, log: Path) -> proc.Completed:
+    """One step of a build (autogen.sh, configure, make) in a session of its own that the guard
+    knows, so that its compilers stop with zfsperf however it ends: run as a plain child, a
+    SIGTERM to zfsperf during a rebuild's configure stopped zfsperf and the configure shell while
+    configure's own children compiled on (2026-11-29), and a kill -9 left all of them."""
+    t0 = time.monotonic()
+    try:
+        p = subprocess.Popen(argv, cwd=str(tree), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             errors="replace", env=proc.c_locale_env(), start_new_session=True)
+    except FileNotFoundError as e:
+        res = proc.Completed(argv, 127, "", f"{argv[0]}: {e.strerror}", time.monotonic() - t0)
+        proc.CommandLog(log).record(res, "")
+        return res
+    guard.watch(p)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        res = proc.Completed(argv, p.returncode, out, err, time.monotonic() - t0)
+    except subprocess.TimeoutExpired:
+        proc.stop_pid(p.pid, proc=p, group=True)
+        out, err = p.communicate()
+        res = proc.Completed(argv, -signal.SIGKILL, out, err + f"\ntimed out after {timeout} s", time.monotonic() - t0)
+    except BaseException:                    # a signal (KeyboardInterrupt), or anything else: the step goes too
+        proc.stop_pid(p.pid, grace=5.0, proc=p, group=True)
+        raise
+    proc.CommandLog(log).record(res, "")
+    return res
+
+
 def _autogen(tree: Path, log: Path) -> None:
     """A git checkout has no generated configure: autogen.sh makes it (autoconf, automake, libtool)."""
     from . import apt
     need = [p for tool, p in (("autoconf", "autoconf"), ("automake", "automake"), ("libtoolize", "libtool"))
             if shutil.which(tool) is None]
     apt.install_host(need)
-    res = proc.run(["./autogen.sh"], cwd=str(tree), timeout=1800, log=proc.CommandLog(log))
+    res = build_step(["./autogen.sh"], tree, 1800, log)
     if not res.ok:
         raise TargetError(f"./autogen.sh failed (see {log}): {res.error_text()[-500:]}")
 
@@ -398,14 +427,14 @@ def export_commit(repo: Path, rev: str, dest: Path) -> str:
 def configure_modules(tree: Path, kv: str, log: Path) -> None:
     """`./configure` of an OpenZFS tree for kernel modules only, against kernel `kv`'s headers."""
     common = kv[: -len("-amd64")] + "-common" if kv.endswith("-amd64") else kv
-    res = proc.run(["./configure", "--prefix=/usr", "--with-config=kernel",
-                    f"--with-linux=/usr/src/linux-headers-{common}", f"--with-linux-obj=/usr/src/linux-headers-{kv}"],
-                   cwd=str(tree), timeout=3600, log=proc.CommandLog(log))
+    res = build_step(["./configure", "--prefix=/usr", "--with-config=kernel",
+                      f"--with-linux=/usr/src/linux-headers-{common}", f"--with-linux-obj=/usr/src/linux-headers-{kv}"],
+                     tree, 3600, log)
     if not res.ok:
         raise TargetError(f"OpenZFS configure failed (see {log}): {res.error_text()[-500:]}")
 
 
 def make_modules(tree: Path, jobs: int, log: Path) -> None:
-    res = proc.run(["make", f"-j{jobs}"], cwd=str(tree), timeout=7200, log=proc.CommandLog(log))
+    res = build_step(["make", f"-j{jobs}"], tree, 7200, log)
     if not res.ok or not list((tree / "module").rglob("zfs.ko")):
         raise TargetError(f"OpenZFS make failed (see {log}): {res.error_text()[-500:]}")
