@@ -117,7 +117,10 @@ def test_a_build_step_stopped_by_a_signal_or_killed_leaves_no_compiler_running(t
     bin_dir.mkdir()
     (bin_dir / "make").write_text(f"#!/bin/sh\nsleep {tag} &\nsleep {tag}\n")
     (bin_dir / "make").chmod(0o755)
-    code = ("import sys; from pathlib import Path; from zfsperf.guest.source import make_modules; "
+    # Python's own SIGINT handler, as at a terminal: a background job of a shell (CI's) starts with
+    # SIGINT ignored, and the child would not notice the signal at all
+    code = ("import signal, sys; from pathlib import Path; from zfsperf.guest.source import make_modules; "
+            "signal.signal(signal.SIGINT, signal.default_int_handler); "
             "make_modules(Path(sys.argv[1]), 2, Path(sys.argv[2]))")
     p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(tmp_path / "make.log")],
                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
