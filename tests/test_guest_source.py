@@ -137,4 +137,8 @@ def test_a_build_step_stopped_by_a_signal_or_killed_leaves_no_compiler_running(t
         assert not _sleepers(tag), f"after {how} to zfsperf, its build's processes ran on"
     finally:
         p.kill()
-        subprocess.run(["pkill", "-f", f"^sleep {tag}$"])
+        for pid in _sleepers(tag):           # whatever a failure left, stopped by pid
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
