@@ -53,7 +53,7 @@ from zfsperf.report.compare import (DRIFT_FLOOR_PCT, MARGIN_PCT, NOISE_PCT, Desi
                                     compare_values, from_estimate, verdict_text)
 from zfsperf.report.model import load_run
 from zfsperf.report.compare import ab_pairs, compare_within
-from zfsperf.runfile import resolve_path
+from zfsperf.runfile import case_slug, resolve_path
 
 DESIGNS = ("consecutive", "interleaved", "duet", "turns", "fio")
 SCALES = [0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 25, 30, 40, 50]
@@ -143,7 +143,7 @@ def slice_pairs(d: Path, figure: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
         for case in cases:
             vals = []
             for k in itertools.count(1):
-                f = d / "fio" / f"{case}.i{it}.s{k}.json"
+                f = d / "fio" / f"{case_slug(case)}.i{it}.s{k}.json"
                 if not f.exists():
                     break
                 st = fiojson.result(fiojson.parse(f.read_text(), str(f))).classes["read"]

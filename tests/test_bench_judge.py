@@ -90,12 +90,14 @@ def test_fio_turns_slices_pair_each_slice_with_the_one_that_ran_beside_it(tmp_pa
     (tmp_path / "fio").mkdir()
     rows = []
     for it in range(1, 5):
-        for case, gain in (("rr__arm=a", 1.0), ("rr__arm=b", 1.1)):
-            rows.append({"status": "PASS", "case": case, "sweep": {"arm": case[-1]}, "iteration": it,
+        # a record's case as a run writes it, and its slices' files as the fio workload names them
+        for case, file, gain in (("rr zfsperf:arm=a", "rr__zfsperf_arm=a", 1.0),
+                                 ("rr zfsperf:arm=b", "rr__zfsperf_arm=b", 1.1)):
+            rows.append({"status": "PASS", "case": case, "sweep": {"zfsperf:arm": case[-1]}, "iteration": it,
                          "figures": {"iops": {"value": 100.0}}})
             for k in (1, 2):
                 level = 1 + it / 10 + k / 100
-                (tmp_path / "fio" / f"{case}.i{it}.s{k}.json").write_text(
+                (tmp_path / "fio" / f"{file}.i{it}.s{k}.json").write_text(
                     json.dumps(_fio_slice(src, level * gain, level / gain)))
     (tmp_path / "results.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     a, b, where = power.slice_pairs(tmp_path, "iops")

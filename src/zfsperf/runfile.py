@@ -257,7 +257,12 @@ class Case:
 
     @property
     def slug(self) -> str:
-        return re.sub(r"[^A-Za-z0-9_.=-]+", "_", self.id.replace(" ", "__"))
+        return case_slug(self.id)
+
+
+def case_slug(case_id: str) -> str:
+    """A case's id as its files are named (fio/<slug>.i<iteration>.json, logs/<slug>...)."""
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", case_id.replace(" ", "__"))
 
 
 def _short(v: Any) -> str:
