@@ -273,6 +273,8 @@ def test_fio_takes_turns_in_slices_whose_histograms_merge_to_fio_s_own_counts(la
         assert rec["histograms"]["read"]["count"] == ios > 0
         assert sum(c for _b, c in rec["histograms"]["read"]["buckets"]) == ios
         assert rec["figures"]["read_iops"]["value"] == pytest.approx(ios / seconds, rel=1e-6)
+        # each slice's throughput, kept for compare's slice pairs: fio's own figure for that slice
+        assert [s["read_iops"] for s in rec["slices"]["figures"]] == pytest.approx([j["read"]["iops"] for j in jobs])
         # p99 of every I/O of the side: the bin where the merged bins reach 99 %
         bins: dict[int, int] = {}
         for j in jobs:
@@ -304,3 +306,8 @@ def test_fio_takes_turns_in_slices_whose_histograms_merge_to_fio_s_own_counts(la
     ch = next(c for c in json.loads(zfsperf("compare", str(d), "--json").stdout)["changes"]
               if c["figure"] == "read_lat_p99")
     assert ch["design"] == "turns" and ch["ci_pct"] is None             # 2 pairs: judged only from 6
+    assert "2 pairs" in ch["test"]                                      # latency: per iteration, merged bins
+    iops = next(c for c in json.loads(zfsperf("compare", str(d), "--json").stdout)["changes"]
+                if c["figure"] == "read_iops")
+    n = recs[0]["slices"]["count"]
+    assert f"{2 * n} slice pairs of 2 iterations" in iops["test"], iops   # throughput: slice pairs

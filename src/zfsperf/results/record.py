@@ -289,6 +289,14 @@ class CaseRecord:
         f = self.figures.get(name)
         return None if f is None else f.value
 
+    def slice_values(self, name: str) -> list[float] | None:
+        """A figure slice by slice, where the workload recorded it so (fio turns: each slice's IOPS
+        and MiB/s, detail["slices"]["figures"]), else None."""
+        per = (self.detail.get("slices") or {}).get("figures")
+        if not per or any(name not in s for s in per):
+            return None
+        return [float(s[name]) for s in per]
+
     def add_detail(self, extra: dict[str, Any]) -> None:
         """What a workload recorded beside its figures (CaseContext.extra)."""
         for k, v in extra.items():
