@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 
 def _bench(name: str):
@@ -109,3 +110,19 @@ def test_fio_turns_slices_pair_each_slice_with_the_one_that_ran_beside_it(tmp_pa
     assert [(len(x), len(y)) for x, y in windows] == [(4, 4), (4, 4)]
     assert power.paired(*windows[0]) == "not significant"        # four pairs: the sign-flip test cannot call
     assert power.called(power.paired(*power.slice_pairs(tmp_path, "iops")[:2]))     # eight pairs all faster
+
+
+def test_fio_turns_p99_of_merged_bins_is_judged_by_relabelling_slice_pairs():
+    """bench/power.py's other p99 design: each side's p99 from its slices' json+ bins merged over the
+    window, its p from relabelling whole slice pairs. Real bins (OpenZFS 2.3.2 fio json+), B's 10 %
+    longer in every pair: of the 2^8 labellings of 8 pairs only the observed one and its mirror are
+    that far apart; A against itself: no change; the planted scale moves B's side."""
+    src = json.loads((Path(__file__).parent / "fixtures" / "openzfs-2.3.2" /
+                      "fio_randrw_70-30_4k_numjobs2_jsonplus.json").read_text())
+    bins = {int(k): v for k, v in src["jobs"][0]["read"]["clat_ns"]["bins"].items()}
+    longer = {round(k * 1.1): v for k, v in bins.items()}
+    assert power.merged_p99_p([(bins, longer)] * 8) == pytest.approx(2 / 2 ** 8)
+    assert power.merged_p99_p([(bins, bins)] * 8) == 1.0
+    assert power.merged_p99_p([(bins, bins)] * 8, scale=1.1) == pytest.approx(2 / 2 ** 8)
+    # half the pairs one way, half the other: nothing to call
+    assert power.merged_p99_p([(bins, longer), (longer, bins)] * 4) > 0.5
