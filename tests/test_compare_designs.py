@@ -433,10 +433,11 @@ def test_history_change_points_carry_the_run_level_test(tmp_path):
 
 
 def _fio_turns_dir(d: Path, slices: list[tuple[float, float]] | None, its: int = 6) -> Path:
-    """A results directory of a fio test taking turns (format 3, as a run writes it): in each
-    iteration side B's read IOPS 4 % over A's in one slice pair and 1 % under in the other, its p99
-    the same as A's but one; with `slices`, each record keeps its slices' IOPS (the iteration's
-    figure their mean), else only per iteration (a record from before slices were kept)."""
+    """A results directory of a fio test taking turns (format 3, as a run writes it), `its`
+    iterations: with `slices`, each record keeps its slices' read IOPS (the k-th slice pair's level
+    times (A's factor, B's factor) = slices[k]; the iteration's figure their mean), else only the
+    figure per iteration (a record from before slices were kept); the p99 alike on both sides but
+    in the first iteration."""
     d.mkdir(parents=True)
     info = {"format": 3, "target": {"implementation": "zfs-fuse", "zfs_version": "0.7"}, "host": "h",
             "start": 0, "runfile": {"source": "t", "text": "t"}, "selection": {}, "duets": ["rr"],
