@@ -477,6 +477,10 @@ def test_fio_turns_judge_throughput_on_slice_pairs_and_latency_per_iteration(tmp
     assert ch["old_median"] < ch["new_median"]                      # the medians shown: the iterations'
     p99 = change(d, "read_lat_p99")
     assert "6 pairs" in p99["test"] and "slice" not in p99["test"], p99
+    # the design line names each unit once, with the figures it was used for
+    assert ("test: sign-flip permutation on log ratios (exact), 12 slice pairs of 6 iterations (IOPS and MiB/s) "
+            "and 6 pairs (the other figures); α = 0.05") in " ".join(zfsperf("compare", str(d)).stdout.split()), \
+        zfsperf("compare", str(d)).stdout
     # every slice pair 2 % faster: twelve of twelve, p = 2 / 2^12
     d = _fio_turns_dir(tmp_path / "up", [(1.0, 1.02), (1.0, 1.02)])
     ch = change(d, "read_iops")

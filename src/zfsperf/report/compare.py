@@ -16,6 +16,7 @@ and it fails `--fail-on-regression` whatever its figures say.
 from __future__ import annotations
 
 import json
+import re
 
 import math
 from dataclasses import dataclass, field
@@ -678,8 +679,27 @@ def design_lines(cmp: Comparison) -> list[str]:
             text = BUILD_TURNS.format(settled=SETTLED if settled else "")
         else:
             text = DESIGNS[d]
-        out.append(f"design: {text}; test: {', '.join(tests)}; α = {ALPHA}")
+        out.append(f"design: {text}; test: {_tests_text(tests)}; α = {ALPHA}")
     return out
+
+
+def _tests_text(tests: list[str]) -> str:
+    """The tests of one design, each method once with the counts it ran on ("sign-flip … (exact),
+    12 slice pairs of 6 iterations (IOPS and MiB/s) and 6 pairs (the other figures)"), not the
+    method repeated for each count."""
+    counts: dict[str, list[str]] = {}
+    for t in tests:
+        m = re.fullmatch(r"(.+), (\d.*)", t)
+        method, n = (m.group(1), m.group(2)) if m else (t, "")
+        counts.setdefault(method, [])
+        if n:
+            counts[method].append(n)
+    parts = []
+    for method, ns in counts.items():
+        if len(ns) > 1 and any("slice pairs" in n for n in ns):
+            ns = [f"{n} (IOPS and MiB/s)" if "slice pairs" in n else f"{n} (the other figures)" for n in ns]
+        parts.append(f"{method}, {' and '.join(ns)}" if ns else method)
+    return ", ".join(parts)
 
 
 def emulated(cmp: Comparison) -> bool:
