@@ -212,17 +212,11 @@ def merged_p99_p(pairs: list[tuple[Bins, Bins]], scale: float = 1.0) -> float:
 def report_bins(title: str, wins: list[list[tuple[Bins, Bins]]]) -> dict:
     """power.py's report for merged_p99_p: A/A calls, and the planted change called in 80 % of tries
     (B's latencies scaled up, and A's: each window twice)."""
-    fa = sum(merged_p99_p(x) < abstats.ALPHA for x in wins)
-    found = None
-    for pct in SCALES:
+    def share(pct: float) -> float:
         hits = sum(merged_p99_p(x, 1 + pct / 100) < abstats.ALPHA for x in wins)
         hits += sum(merged_p99_p([(b, a) for a, b in x], 1 + pct / 100) < abstats.ALPHA for x in wins)
-        if hits / (2 * len(wins)) >= 0.8:
-            found = pct
-            break
-    print(f"{title:<44} A/A false alarms {fa:>2} of {len(wins):>2} ({100 * fa / len(wins):3.0f} %)   "
-          f"80 %-power change: {('>50' if found is None else f'{found:g}'):>4} %", flush=True)
-    return {"false_alarms": fa, "of": len(wins), "detect_pct": found}
+        return hits / (2 * len(wins))
+    return summary(title, sum(merged_p99_p(x) < abstats.ALPHA for x in wins), len(wins), seen_at(share))
 
 
 def called(verdict: str) -> bool:
@@ -259,19 +253,27 @@ def paired(a, b) -> str:
     return verdict(a, b)
 
 
+def seen_at(share) -> float | None:
+    """The smallest planted change of SCALES (%) called in at least 80 % of tries; share(pct): the
+    share of tries that called it."""
+    return next((pct for pct in SCALES if share(pct) >= 0.8), None)
+
+
+def summary(title: str, fa: int, of: int, found: float | None, seconds: float | None = None) -> dict:
+    """One design's line: its A/A calls, the change it sees with 80 % power, its machine time."""
+    line = (f"{title:<44} A/A false alarms {fa:>2} of {of:>2} ({100 * fa / of:3.0f} %)   "
+            f"80 %-power change: {('>50' if found is None else f'{found:g}'):>4} %")
+    print(line + ("" if seconds is None else f"   machine time {seconds / 60:5.1f} min"), flush=True)
+    out = {"false_alarms": fa, "of": of, "detect_pct": found}
+    return out if seconds is None else out | {"minutes": round(seconds / 60, 1)}
+
+
 def report(title: str, comps: list[tuple[np.ndarray, np.ndarray]], judge, seconds: float) -> dict:
-    fa = sum(called(judge(a, b)) for a, b in comps)
-    found = None
-    for pct in SCALES:
+    def share(pct: float) -> float:
         hits = sum(called(judge(a, b * (1 + pct / 100))) for a, b in comps)
         hits += sum(called(judge(b, a * (1 + pct / 100))) for a, b in comps)
-        if hits / (2 * len(comps)) >= 0.8:
-            found = pct
-            break
-    line = (f"{title:<44} A/A false alarms {fa:>2} of {len(comps):>2} ({100 * fa / len(comps):3.0f} %)   "
-            f"80 %-power change: {('>50' if found is None else f'{found:g}'):>4} %   machine time {seconds / 60:5.1f} min")
-    print(line, flush=True)
-    return {"false_alarms": fa, "of": len(comps), "detect_pct": found, "minutes": round(seconds / 60, 1)}
+        return hits / (2 * len(comps))
+    return summary(title, sum(called(judge(a, b)) for a, b in comps), len(comps), seen_at(share), seconds)
 
 
 def three_way(comps: list[tuple[np.ndarray, np.ndarray]], margin: float = MARGIN_PCT) -> dict:
