@@ -411,10 +411,8 @@ class FioWorkload:
             c.extra["class_table"] = class_table(merged)
             c.extra["latency_kind"] = {k: st.lat_kind for k, st in merged.items() if st.lat_kind}
             c.extra["slices"] = {"count": len(runs), "seconds": slice_s, "settle_seconds": settle_s,
-                                 "iops": [round(sum(st.iops for k, st in r.items() if k in ("read", "write", "trim")), 3)
-                                          for r in runs],
-                                 # each slice's throughput figures: compare pairs a side's k-th slice
-                                 # with the other side's k-th, which ran beside it
+                                 # each slice's throughput figures (its total IOPS among them):
+                                 # compare pairs a side's k-th slice with the other side's k-th
                                  "figures": [{k: f["value"] for k, f in stats_figures(r).items()
                                               if f["unit"] in SLICE_UNITS} for r in runs]}
             out.append(stats_figures(merged))
