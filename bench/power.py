@@ -20,6 +20,11 @@ for 4 s per iteration, pre-filled vdevs, primarycache=none) measured four ways, 
                     each again with the slice pair as the unit (a side's k-th slice of an iteration
                     against the other's k-th, which ran beside it: two pairs an iteration); and
                     the p99 of each side's bins merged over a window, tested by relabelling slice pairs
+  mix               the starvation mix taking turns (the reader 4k random reads of 16 MiB, alone 1 s,
+                    then under a gzip-9 writer of 32 MiB for 1 + 1 s; one ABBA group an iteration;
+                    the A/A sweep): the headline (the reader's p99 ratio, loaded / alone) per
+                    iteration, and its throughput figures (the reader's IOPS alone and loaded, the
+                    writer's) per iteration and on turn pairs as its records keep them (compare's unit)
 
 For each: the A/A false-alarm rate (a verdict of better/WORSE on identical settings; goal <= 5 %),
 the smallest change called significant with 80 % power when one arm's values are scaled by 1 + d
@@ -30,7 +35,7 @@ per block) -- interleaved, as a duet and in turns, with compare's own verdict.
 Windows of one long run overlap by half unless --step says otherwise (--step = --block: disjoint
 windows, independent comparisons, the count to quote as "N comparisons").
 Usage: bench/power.py [--runs 6] [--blocks 24] [--block 6] [--step 3] [--threads 1] [--reuse]
-                      [--designs consecutive,interleaved,duet,turns,fio] [--no-real]
+                      [--designs consecutive,interleaved,duet,turns,fio,mix] [--no-real]
                       [--real-iterations 12] [--small 'checksum = ["off", "fletcher4"]'] [--skip-lzjb] [--keep DIR]
 """
 
@@ -56,7 +61,7 @@ from zfsperf.report.model import load_run
 from zfsperf.report.compare import ab_pairs, compare_within
 from zfsperf.runfile import case_slug, resolve_path
 
-DESIGNS = ("consecutive", "interleaved", "duet", "turns", "fio")
+DESIGNS = ("consecutive", "interleaved", "duet", "turns", "fio", "mix")
 SCALES = [0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 25, 30, 40, 50]
 
 
@@ -90,6 +95,27 @@ slice = 1
 duet = "turns"
 dataset = {{ "zfsperf:arm" = ["a", "b"] }}
 """
+
+MIX_AA = """
+[defaults]
+iterations = {iterations}
+warmup = 1
+[defaults.pool]
+vdevs = 1
+vdev_size = "512M"
+[[test]]
+name = "mix"
+workload = "mixed"
+runtime = 1
+slice = 1
+settle = 1
+reader = {{ rw = "randread", bs = "4k", size = "16M" }}
+writer = {{ rw = "write", bs = "1M", size = "32M", compress_percentage = 66 }}
+writer_dataset = {{ compression = "gzip-9" }}
+duet = "turns"
+dataset = {{ "zfsperf:arm" = ["a", "b"] }}
+"""
+MIX_RATES = ("reader_alone_iops", "reader_loaded_iops", "writer_iops")
 
 
 REUSE = False      # --reuse: judge the runs already kept in --keep DIR again, without running them
@@ -170,6 +196,26 @@ def slice_windows(d: Path, w: int, step: int, figure: str) -> list[tuple[np.ndar
     its = sorted(set(where.tolist()))
     return [(a[np.isin(where, its[k:k + w])], b[np.isin(where, its[k:k + w])])
             for k in range(0, len(its) - w + 1, step)]
+
+
+def kept_slice_windows(d: Path, w: int, step: int, figure: str
+                       ) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray, np.ndarray]:
+    """A turns run's figure on slice (or turn) pairs as its records keep them (`slices.figures`,
+    what compare judges), in windows of w iterations step apart; and all its pairs."""
+    per: dict[str, dict[int, list[float]]] = {}
+    for line in (d / "results.jsonl").read_text().splitlines():
+        r = json.loads(line) if line.strip() else {}
+        if r.get("status") == "PASS" and r["iteration"] >= 1:
+            per.setdefault(r["case"], {})[r["iteration"]] = [s[figure] for s in r["slices"]["figures"]]
+    sides = list(per.values())
+    its = sorted(i for i in set(sides[0]) & set(sides[1]) if len(sides[0][i]) == len(sides[1][i]))
+    wins = []
+    for k in range(0, len(its) - w + 1, step):
+        part = its[k:k + w]
+        wins.append((np.array([v for i in part for v in sides[0][i]]), np.array([v for i in part for v in sides[1][i]])))
+    a = np.array([v for i in its for v in sides[0][i]])
+    b = np.array([v for i in its for v in sides[1][i]])
+    return wins, a, b
 
 
 Bins = dict[int, int]
@@ -381,6 +427,27 @@ def main() -> None:
         # p99 from each side's merged bins over a window, judged by relabelling slice pairs
         res["fio_p99_merged_bins"] = report_bins(f"fio turns, read p99 of merged bins, slice pairs relabelled, "
                                                  f"{kind} of {w} iterations", bin_windows(d, w, step))
+
+    # the starvation mix taking turns: its headline per iteration, its throughput both ways
+    if "mix" in designs:
+        d, s = run(out, "mix", MIX_AA.format(iterations=args.blocks))
+        for figure in ("read_p99_ratio",) + MIX_RATES:
+            a, b, windows = arms_and_windows(d, w, step, figure)
+            res[f"mix_{figure}"] = report(f"mix turns, {figure}, {kind} of {w} iterations", windows, paired, s)
+            res[f"mix_{figure}"]["three_way"] = three_way(windows)
+            res[f"mix_{figure}"]["whole_run"] = whole(a, b)
+            if figure in MIX_RATES:
+                tw, ta, tb = kept_slice_windows(d, w, step, figure)
+                key = f"mix_{figure}_turn_pairs"
+                res[key] = report(f"mix turns, {figure}, turn pairs, {kind} of {w} iterations", tw, paired, s)
+                res[key]["three_way"] = three_way(tw)
+                res[key]["whole_run"] = whole(ta, tb)
+                # how alike an iteration's two turn pairs are (independent: about 0)
+                la = np.log(tb) - np.log(ta)
+                n = len(la) // 2 * 2
+                res[key]["within_iteration_corr"] = float(np.corrcoef(la[:n:2], la[1:n:2])[0, 1])
+                print(f"  turn pairs of one iteration: log ratios correlated "
+                      f"{res[key]['within_iteration_corr']:.2f}", flush=True)
 
     # real changes of known direction: lzjb on an incompressible stream costs CPU and saves nothing;
     # a block checksum (fletcher4) costs a little CPU against none

@@ -119,12 +119,20 @@ def test_the_starvation_mix_takes_turns_each_turn_alone_then_loaded_after_a_sett
         slug = next(p.name.split(".i")[0] for p in (d / "fio").iterdir() if f"={rec['sweep']['zfsperf:arm']}" in p.name)
         stem = f"{slug}.i{rec['iteration']}"
 
-        def reader(k: int, phase: str) -> dict:
+        def job(k: int, phase: str, name: str = "reader", rw: str = "read") -> dict:
             raw = json.loads((d / "fio" / f"{stem}.s{k}.{phase}.json").read_text())
-            return next(j for j in raw["jobs"] if j["jobname"] == "reader")["read"]
+            return next(j for j in raw["jobs"] if j["jobname"] == name)[rw]
         for phase, key in (("alone", "read_alone"), ("loaded", "read_loaded")):
-            ios = sum(reader(k, phase)["total_ios"] for k in (1, 2))
+            ios = sum(job(k, phase)["total_ios"] for k in (1, 2))
             assert rec["histograms"][key]["count"] == ios > 0, phase
+        # each turn's throughput kept by itself, as that turn's own fio JSON has it (compare's turn
+        # pairs); latency is not kept per turn (judged per iteration on the merged bins)
+        per = sl["figures"]
+        assert [s["reader_alone_iops"] for s in per] == pytest.approx([job(k, "alone")["iops"] for k in (1, 2)])
+        assert [s["reader_loaded_iops"] for s in per] == pytest.approx([job(k, "loaded")["iops"] for k in (1, 2)])
+        assert [s["writer_iops"] for s in per] == pytest.approx([job(k, "loaded", "writer", "write")["iops"]
+                                                                 for k in (1, 2)])
+        assert all(s["writer_iops"] > 0 for s in per) and not any("p99" in k for s in per for k in s)
         f = rec["figures"]
         assert f["read_p99_ratio"]["value"] == pytest.approx(f["reader_loaded_p99"]["value"] / f["reader_alone_p99"]["value"])
         assert f["writer_bw"]["value"] > 0 and len(sl["read_p99_ratio"]) == 2
@@ -164,6 +172,10 @@ def test_the_starvation_mix_takes_turns_each_turn_alone_then_loaded_after_a_sett
         assert c["ci_pct"] is None                      # 2 iterations a side: no interval
     md = zfsperf("compare", str(d), "--format", "md", "--no-history").stdout
     assert "#### Latency histograms, A | B (not judged)" in md and md.count("A | B, % of each side's I/Os") == 3
+    # compare judges the mix's throughput on turn pairs (2 iterations: 4 pairs), its p99s per iteration
+    tests = {c["figure"]: c["test"] for c in cmpj["changes"]}
+    assert "4 slice pairs of 2 iterations" in tests["reader_loaded_iops"], tests
+    assert "slice" not in tests["read_p99_ratio"] and "slice" not in tests["reader_loaded_p99"], tests
 
 
 def _free_port() -> int:

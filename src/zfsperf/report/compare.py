@@ -30,6 +30,7 @@ from ..metrics import taskq, txgtable
 from ..errors import InputError, shown
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, figure_direction, headline
+from ..workloads.base import SLICE_UNITS
 from ..units import ChangeVerdict, better_or_worse, unit_direction
 from . import abstats, classhist, profilediff
 from .classhist import ClassChange
@@ -507,7 +508,8 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
             if interleaved or duet:
                 blocks = sorted(set(by_a) & set(by_b))
                 old, newv = [by_a[i] for i in blocks], [by_b[i] for i in blocks]
-                # fio turns: throughput judged on slice pairs; the medians shown stay the iterations'
+                # fio's slices and the mix's turns: throughput judged on slice pairs; the medians
+                # shown stay the iterations'
                 slices = _slice_pairs(a, b, name, blocks) if duet and a.test in turns else None
                 est = abstats.paired(*(slices or (old, newv)), alpha) if old else None
                 if est is None:
@@ -602,9 +604,9 @@ def _by_iteration(c: CaseData, name: str) -> dict[int, float]:
 
 
 def _slice_pairs(a: CaseData, b: CaseData, name: str, its: list[int]) -> tuple[list[float], list[float]] | None:
-    """A figure of two sides taking turns in slices, as slice pairs: in each iteration, A's k-th
-    slice against B's k-th, which ran beside it (A1 B1 B2 A2, or B1 A1 A2 B2). The unit fio turns'
-    throughput is judged on: twice the pairs of the iterations for one ABBA group, and two slice
+    """A figure of two sides taking turns in slices (fio's, or the starvation mix's turns of its two
+    phases), as slice pairs: in each iteration, A's k-th slice against B's k-th, which ran beside it
+    (A1 B1 B2 A2, or B1 A1 A2 B2). The unit turns' throughput is judged on: twice the pairs of the iterations for one ABBA group, and two slice
     pairs of one iteration are about as independent as two iterations (bench/power.py's A/A of 240
     iterations: their log ratios correlated 0.04), so a window of 6 iterations saw a planted 8 %
     where its 6 iteration pairs saw 15 %, at 1 of 40 false alarms. None unless every iteration's
@@ -697,7 +699,8 @@ def _tests_text(tests: list[str]) -> str:
     parts = []
     for method, ns in counts.items():
         if len(ns) > 1 and any("slice pairs" in n for n in ns):
-            ns = [f"{n} (IOPS and MiB/s)" if "slice pairs" in n else f"{n} (the other figures)" for n in ns]
+            ns = [f"{n} ({' and '.join(SLICE_UNITS)})" if "slice pairs" in n else f"{n} (the other figures)"
+                  for n in ns]
         parts.append(f"{method}, {' and '.join(ns)}" if ns else method)
     return ", ".join(parts)
 

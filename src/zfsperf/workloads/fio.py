@@ -26,7 +26,7 @@ from ..results.directory import fio_json_path, log_path
 from ..sshlink import again_while_refused, ssh_failed_to_start
 from ..targets.base import Target
 from ..units import parse_duration, parse_size
-from .base import CaseContext, Figures, WorkloadFailed, figure
+from .base import CaseContext, Figures, WorkloadFailed, figure, slice_figures
 from .turns import take_turns
 
 RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite")
@@ -45,11 +45,6 @@ FIO_FIELDS: dict[str, tuple[Any, bool]] = {
     "slice": ((str, int, float), False), "settle": ((str, int, float), False),
 }
 SLICE = 1.0          # seconds of one side's turn in duet = "turns" (fio's runtime takes whole seconds)
-# Figures a turns record also keeps slice by slice, for compare to judge on slice pairs: throughput.
-# Latency percentiles are judged per iteration, from each side's merged bins: a slice's own p99 is
-# read from a second of I/Os (bench/power.py's A/A of 240 iterations: a slice pair's p99 ratio spread
-# 15.4 % against 10.3 % for an iteration's, and windows of 6 called 3 of 40 against 1 of 40).
-SLICE_UNITS = ("IOPS", "MiB/s")
 
 
 def validate_job(test: dict[str, Any], where: Callable[[str], dict], prefix: str = "") -> None:
@@ -413,8 +408,7 @@ class FioWorkload:
             c.extra["slices"] = {"count": len(runs), "seconds": slice_s, "settle_seconds": settle_s,
                                  # each slice's throughput figures (its total IOPS among them):
                                  # compare pairs a side's k-th slice with the other side's k-th
-                                 "figures": [{k: f["value"] for k, f in stats_figures(r).items()
-                                              if f["unit"] in SLICE_UNITS} for r in runs]}
+                                 "figures": [slice_figures(stats_figures(r)) for r in runs]}
             out.append(stats_figures(merged))
         return out
 

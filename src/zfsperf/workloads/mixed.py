@@ -6,7 +6,8 @@ Taking turns (`duet = "turns"`: a module tunable's two values, or a dataset prop
 sides' datasets), each turn is the same pair of phases, shorter: the reader alone for `slice`
 seconds, then the mix for `settle` + `slice` seconds, of which the first `settle` (fio's
 ramp_time) are left out, so that the writer's dirty data and the throttle it meets build up again
-after the switch before a read is counted. A side's figures come from its turns' merged fio bins.
+after the switch before a read is counted. A side's figures come from its turns' merged fio bins;
+each turn's throughput is kept too (compare judges throughput on turn pairs, as fio's on slice pairs).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..pool import check_property_name, check_property_value
 from ..targets.base import Target
 from ..units import parse_duration, parse_size
 from . import fio
-from .base import CaseContext, Figures, WorkloadFailed, figure
+from .base import CaseContext, Figures, WorkloadFailed, figure, slice_figures
 from .turns import take_turns
 
 JOB_KEYS = {k for k in fio.FIO_FIELDS if k not in ("clients", "runtime", "time_based", "slice", "settle")}
@@ -137,7 +138,10 @@ class MixedWorkload:
         for c, runs in zip(ctxs, turns):
             figs = _figures(c, *(fiojson.in_sequence([r[k] for r in runs]) for k in range(3)))
             c.extra["slices"] = {"count": len(runs), "seconds": slice_s, "settle_seconds": settle_s,
-                                 "read_p99_ratio": [_p99_ratio(r[0], r[1]) for r in runs]}
+                                 "read_p99_ratio": [_p99_ratio(r[0], r[1]) for r in runs],
+                                 # each turn's throughput (the reader's alone and loaded, the
+                                 # writer's): compare pairs a side's k-th turn with the other's k-th
+                                 "figures": [slice_figures(_phase_figures(*r)) for r in runs]}
             out.append(figs)
         return out
 
@@ -177,15 +181,15 @@ def _p99_ratio(alone: dict[str, fiojson.ClassStats], loaded: dict[str, fiojson.C
     return round(b.percentiles_ns["99.000000"] / a.percentiles_ns["99.000000"], 4)
 
 
-def _figures(ctx: CaseContext, alone: dict[str, fiojson.ClassStats], reader: dict[str, fiojson.ClassStats],
-             writer: dict[str, fiojson.ClassStats]) -> Figures:
-    """The reader's figures alone and under the writer, the writer's, and the ratios; the
-    histograms and class table into ctx.extra."""
-    if not alone.get("read") or not alone["read"].ios or not reader.get("read") or not reader["read"].ios:
-        raise WorkloadFailed("the reader did no reads (its rw must read: read, randread, rw, randrw)")
+def _phase_figures(alone: dict[str, fiojson.ClassStats], reader: dict[str, fiojson.ClassStats],
+           writer: dict[str, fiojson.ClassStats]) -> Figures:
+    """The reader's figures alone and under the writer, and the writer's (of a whole side, or of
+    one turn), each class that did I/O."""
     figs: Figures = {}
     for label, classes in (("alone", alone), ("loaded", reader)):
-        st = classes["read"]
+        st = classes.get("read")
+        if st is None or not st.ios:
+            continue
         figs[f"reader_{label}_iops"] = figure(st.iops, "IOPS")
         figs[f"reader_{label}_bw"] = figure(st.mibs, "MiB/s")
         figs[f"reader_{label}_mean"] = figure(st.lat_mean_ns / 1000, "us")
@@ -196,6 +200,16 @@ def _figures(ctx: CaseContext, alone: dict[str, fiojson.ClassStats], reader: dic
         figs["writer_iops"] = figure(w.iops, "IOPS")
         figs["writer_bw"] = figure(w.mibs, "MiB/s")
         figs["writer_lat_mean"] = figure(w.lat_mean_ns / 1000, "us")
+    return figs
+
+
+def _figures(ctx: CaseContext, alone: dict[str, fiojson.ClassStats], reader: dict[str, fiojson.ClassStats],
+             writer: dict[str, fiojson.ClassStats]) -> Figures:
+    """The reader's figures alone and under the writer, the writer's, and the ratios; the
+    histograms and class table into ctx.extra."""
+    if not alone.get("read") or not alone["read"].ios or not reader.get("read") or not reader["read"].ios:
+        raise WorkloadFailed("the reader did no reads (its rw must read: read, randread, rw, randrw)")
+    figs = _phase_figures(alone, reader, writer)
     if "reader_alone_p99" in figs and "reader_loaded_p99" in figs and figs["reader_alone_p99"]["value"] > 0:
         figs["read_p99_ratio"] = figure(figs["reader_loaded_p99"]["value"] / figs["reader_alone_p99"]["value"], "x")
     if figs["reader_alone_mean"]["value"] > 0:
