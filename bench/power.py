@@ -161,8 +161,9 @@ def slice_stats(d: Path) -> dict[int, list[tuple[fiojson.ClassStats, fiojson.Cla
     """A fio turns run's slices as pairs, by iteration: each side's k-th slice of an iteration with
     the other side's k-th, which ran next to it (A1 B1 B2 A2; B1 A1 A2 B2 on even iterations), each
     slice's reads as its own fio JSON has them (fio/<case slug>.i<iteration>.s<k>.json)."""
-    cases = list(by_arm(d, "iops"))
-    its = sorted(set.intersection(*(set(by_arm(d, "iops")[c]) for c in cases)))
+    arms = by_arm(d, "iops")
+    cases = list(arms)
+    its = sorted(set.intersection(*(set(arms[c]) for c in cases)))
     out = {}
     for it in its:
         per = []
