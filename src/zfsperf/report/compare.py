@@ -606,11 +606,12 @@ def _by_iteration(c: CaseData, name: str) -> dict[int, float]:
 def _slice_pairs(a: CaseData, b: CaseData, name: str, its: list[int]) -> tuple[list[float], list[float]] | None:
     """A figure of two sides taking turns in slices (fio's, or the starvation mix's turns of its two
     phases), as slice pairs: in each iteration, A's k-th slice against B's k-th, which ran beside it
-    (A1 B1 B2 A2, or B1 A1 A2 B2). The unit turns' throughput is judged on: twice the pairs of the iterations for one ABBA group, and two slice
-    pairs of one iteration are about as independent as two iterations (bench/power.py's A/A of 240
-    iterations: their log ratios correlated 0.04), so a window of 6 iterations saw a planted 8 %
-    where its 6 iteration pairs saw 15 %, at 1 of 40 false alarms. None unless every iteration's
-    records hold the figure slice by slice, as many a side (older records: per iteration)."""
+    (A1 B1 B2 A2, or B1 A1 A2 B2). The unit turns' throughput is judged on: twice the pairs of the
+    iterations for one ABBA group, and two slice pairs of one iteration are about as independent as
+    two iterations (bench/power.py's A/As of 240 iterations: fio's log ratios correlated 0.04, the
+    mix's -0.12 to 0.08), so windows of 6 iterations saw a planted 8 % (fio) and 10-15 % (the mix)
+    where their iteration pairs saw 15 % and 15-25 %, at 0-1 of 40 false alarms. None unless every
+    iteration's records hold the figure slice by slice, as many a side (older records: per iteration)."""
     recs = [{r.iteration: r for r in c.passed} for c in (a, b)]
     old: list[float] = []
     new: list[float] = []
