@@ -77,44 +77,34 @@ def runfile(threads: int, iterations: int, sweep: str = "", duet: str = "") -> s
     return text
 
 
-FIO_AA = """
+# the fio and mix A/As: one pool of one 512 MiB vdev, a warm-up iteration, the A/A sweep taking turns
+TURNS_AA = """
 [defaults]
-iterations = {iterations}
+iterations = {{iterations}}
 warmup = 1
 [defaults.pool]
 vdevs = 1
 vdev_size = "512M"
 [[test]]
-name = "rr"
+{test}
+duet = "turns"
+dataset = {{{{ "zfsperf:arm" = ["a", "b"] }}}}
+"""
+FIO_AA = TURNS_AA.format(test="""name = "rr"
 workload = "fio"
 rw = "randread"
 bs = "4k"
 size = "16M"
 runtime = 4
-slice = 1
-duet = "turns"
-dataset = {{ "zfsperf:arm" = ["a", "b"] }}
-"""
-
-MIX_AA = """
-[defaults]
-iterations = {iterations}
-warmup = 1
-[defaults.pool]
-vdevs = 1
-vdev_size = "512M"
-[[test]]
-name = "mix"
+slice = 1""")
+MIX_AA = TURNS_AA.format(test="""name = "mix"
 workload = "mixed"
 runtime = 1
 slice = 1
 settle = 1
 reader = {{ rw = "randread", bs = "4k", size = "16M" }}
 writer = {{ rw = "write", bs = "1M", size = "32M", compress_percentage = 66 }}
-writer_dataset = {{ compression = "gzip-9" }}
-duet = "turns"
-dataset = {{ "zfsperf:arm" = ["a", "b"] }}
-"""
+writer_dataset = {{ compression = "gzip-9" }}""")
 MIX_RATES = ("reader_alone_iops", "reader_loaded_iops", "writer_iops")
 
 

@@ -182,7 +182,7 @@ def _p99_ratio(alone: dict[str, fiojson.ClassStats], loaded: dict[str, fiojson.C
 
 
 def _phase_figures(alone: dict[str, fiojson.ClassStats], reader: dict[str, fiojson.ClassStats],
-           writer: dict[str, fiojson.ClassStats]) -> Figures:
+                   writer: dict[str, fiojson.ClassStats]) -> Figures:
     """The reader's figures alone and under the writer, and the writer's (of a whole side, or of
     one turn), each class that did I/O."""
     figs: Figures = {}
