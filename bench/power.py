@@ -181,32 +181,28 @@ def slice_pairs(d: Path, figure: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return np.array(a), np.array(b), np.array(where)
 
 
-def slice_windows(d: Path, w: int, step: int, figure: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Windows of w iterations (step apart), each holding the slice pairs of its iterations."""
-    a, b, where = slice_pairs(d, figure)
+def slice_windows(d: Path, w: int, step: int, figure: str,
+                  pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Windows of w iterations (step apart), each holding the slice pairs of its iterations (pairs:
+    (a, b, iteration) as slice_pairs or kept_slice_pairs give them; default slice_pairs(d, figure))."""
+    a, b, where = pairs if pairs is not None else slice_pairs(d, figure)
     its = sorted(set(where.tolist()))
     return [(a[np.isin(where, its[k:k + w])], b[np.isin(where, its[k:k + w])])
             for k in range(0, len(its) - w + 1, step)]
 
 
-def kept_slice_windows(d: Path, w: int, step: int, figure: str
-                       ) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray, np.ndarray]:
+def kept_slice_pairs(d: Path, figure: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A turns run's figure on slice (or turn) pairs as its records keep them (`slices.figures`,
-    what compare judges), in windows of w iterations step apart; and all its pairs."""
+    what compare judges), and each pair's iteration: iterations whose sides kept as many slices."""
     per: dict[str, dict[int, list[float]]] = {}
     for line in (d / "results.jsonl").read_text().splitlines():
         r = json.loads(line) if line.strip() else {}
         if r.get("status") == "PASS" and r["iteration"] >= 1:
             per.setdefault(r["case"], {})[r["iteration"]] = [s[figure] for s in r["slices"]["figures"]]
-    sides = list(per.values())
-    its = sorted(i for i in set(sides[0]) & set(sides[1]) if len(sides[0][i]) == len(sides[1][i]))
-    wins = []
-    for k in range(0, len(its) - w + 1, step):
-        part = its[k:k + w]
-        wins.append((np.array([v for i in part for v in sides[0][i]]), np.array([v for i in part for v in sides[1][i]])))
-    a = np.array([v for i in its for v in sides[0][i]])
-    b = np.array([v for i in its for v in sides[1][i]])
-    return wins, a, b
+    sa, sb = per.values()
+    its = sorted(i for i in set(sa) & set(sb) if len(sa[i]) == len(sb[i]))
+    return (np.array([v for i in its for v in sa[i]]), np.array([v for i in its for v in sb[i]]),
+            np.array([i for i in its for _ in sa[i]]))
 
 
 Bins = dict[int, int]
@@ -428,15 +424,16 @@ def main() -> None:
             res[f"mix_{figure}"]["three_way"] = three_way(windows)
             res[f"mix_{figure}"]["whole_run"] = whole(a, b)
             if figure in MIX_RATES:
-                tw, ta, tb = kept_slice_windows(d, w, step, figure)
+                ta, tb, where = kept_slice_pairs(d, figure)
+                tw = slice_windows(d, w, step, figure, (ta, tb, where))
                 key = f"mix_{figure}_turn_pairs"
                 res[key] = report(f"mix turns, {figure}, turn pairs, {kind} of {w} iterations", tw, paired, s)
                 res[key]["three_way"] = three_way(tw)
                 res[key]["whole_run"] = whole(ta, tb)
-                # how alike an iteration's two turn pairs are (independent: about 0)
+                # how alike an iteration's first two turn pairs are (independent: about 0)
                 la = np.log(tb) - np.log(ta)
-                n = len(la) // 2 * 2
-                res[key]["within_iteration_corr"] = float(np.corrcoef(la[:n:2], la[1:n:2])[0, 1])
+                first = np.r_[True, where[1:] != where[:-1]]
+                res[key]["within_iteration_corr"] = float(np.corrcoef(la[first], la[np.r_[False, first[:-1]]])[0, 1])
                 print(f"  turn pairs of one iteration: log ratios correlated "
                       f"{res[key]['within_iteration_corr']:.2f}", flush=True)
 
