@@ -114,19 +114,30 @@ def test_the_rebuild_floor_is_the_a_a_intervals_far_end_and_holds_smaller_build_
     """An A/A′ whose interval is −1.5 … +4.0 % makes a floor of 4 %: a later −3 % WORSE between two
     builds of that test and figure is within noise, said why; a −9 % stays WORSE, its note naming
     the floor; another figure or accelerator is untouched."""
-    tests = {"recv build=a → recv build=b": "recv"}
+    tests, defs = {"recv build=a → recv build=b": "recv"}, {"recv": "d1"}
     aa = Comparison(base=None, new=None, changes=[change(1.2, "not significant", (-1.5, 4.0))])
-    floors = buildfloor.measured(aa, tests, "tcg", "/r/aa")
-    assert floors["recv|throughput|tcg"]["floor_pct"] == 4.0
+    floors = buildfloor.measured(aa, tests, defs, "tcg", "/r/aa")
+    assert floors["recv|throughput|tcg|d1"]["floor_pct"] == 4.0
     path = tmp_path / "floors.json"
     buildfloor.save(path, floors)
     small, large = change(-3.0, "worse", (-5.0, -1.0)), change(-9.0, "worse", (-11.0, -7.0))
     cmp = Comparison(base=None, new=None, changes=[small, large])
-    said = buildfloor.apply(cmp, buildfloor.load(path), tests, "tcg")
+    said = buildfloor.apply(cmp, buildfloor.load(path), tests, defs, "tcg")
     assert said == ["builds of one source differ by up to 4.0 % here (recv, throughput: an A/A′ rebuild, /r/aa)"]
     assert small.verdict == ChangeVerdict.WITHIN_NOISE and "within the rebuild floor" in small.note
     assert large.verdict == ChangeVerdict.WORSE and large.note.startswith("builds of one source differ by up to 4.0 %")
     assert small.detectable_pct == 4.0
     native = change(-3.0, "worse", (-5.0, -1.0))
-    assert buildfloor.apply(Comparison(base=None, new=None, changes=[native]), buildfloor.load(path), tests,
+    assert buildfloor.apply(Comparison(base=None, new=None, changes=[native]), buildfloor.load(path), tests, defs,
                             None) == [] and native.verdict == ChangeVerdict.WORSE
+    # another definition of the test (or a floor kept before definitions were keyed): set aside, said so
+    other = change(-3.0, "worse", (-5.0, -1.0))
+    said = buildfloor.apply(Comparison(base=None, new=None, changes=[other]), buildfloor.load(path), tests,
+                            {"recv": "d2"}, "tcg")
+    assert other.verdict == ChangeVerdict.WORSE and not other.note, other
+    assert said == ["no rebuild floor for this definition of recv (throughput): the one kept (/r/aa) was "
+                    "measured of another definition of the test, and is not used"]
+    buildfloor.save(path, {"recv|throughput|tcg": {**floors["recv|throughput|tcg|d1"], "run": "/r/old"}})
+    assert buildfloor.apply(Comparison(base=None, new=None, changes=[change(-3.0, "worse", (-5.0, -1.0))]),
+                            {"recv|throughput|tcg": buildfloor.load(path)["recv|throughput|tcg"]}, tests, defs,
+                            "tcg")[0].startswith("no rebuild floor for this definition of recv")

@@ -838,7 +838,8 @@ def test_a_rebuild_a_a_keeps_its_floor_and_a_later_build_change_inside_it_is_not
     res = ab(True)
     assert res.rc == 0
     floors = buildfloor.load(tmp_path / "cache" / buildab.FLOORS)
-    f = floors["t|throughput|native"]
+    (k, f), = floors.items()
+    assert k.startswith("t|throughput|native|")
     assert 2.0 < f["floor_pct"] < 6.0 and f["run"] == str(res.results_dir)
     assert res.floors and "builds of one source differ by up to" in res.floors[0]
     noise[:] = [1.0] * len(noise)
@@ -851,6 +852,41 @@ def test_a_rebuild_a_a_keeps_its_floor_and_a_later_build_change_inside_it_is_not
     res = ab(False)
     ch = next(c for c in res.comparison.changes if c.figure == "throughput")
     assert ch.verdict == "worse" and ch.note.startswith("builds of one source differ by up to"), ch
+
+
+def test_a_rebuild_floor_is_not_inherited_by_another_definition_of_the_same_test(h, tmp_path, monkeypatch):
+    """The floor was kept per test name: an A/A′ of test "t" on one pool made a wide floor, and a
+    later A/B of a test also named "t" on another pool (another workload, never measured twice)
+    took that floor and called its B, 1 % slower in every pair, "within noise" instead of WORSE.
+    Now a floor belongs to the test's definition: the other "t" gets none, and is told why."""
+    from zfsperf import buildab, machine
+    monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(machine, "RunLock", lambda: RunLock(tmp_path / "run.lock"))
+    noise = [1.0, 1.03, 0.99, 1.02, 0.98, 1.01]
+    slower = [1.0]
+
+    def script(ctx):
+        b = "build=b" in ctx.case_id
+        return {"throughput": figure(100 * (noise[(ctx.iteration - 1) % 6] if b else 1.0) * (slower[0] if b else 1.0),
+                                     "MiB/s")}
+    h.wl.script = script
+
+    def ab(rebuild: bool, vdev_size: str) -> buildab.AbResult:
+        rf = runfile(tmp_path / f"r{vdev_size}.toml", f'[[test]]\nname = "t"\nworkload = "scripted"\n'
+                     f'pool = {{ vdev_size = "{vdev_size}" }}\n', iterations=6)
+        return buildab.run_ab(_builds(), str(rf), blocks=6, seed=1, outdir=str(tmp_path / "o"), tags=None,
+                              test=None, argv=["guest", "ab"], say=lambda _m: None, rebuild=rebuild)
+    assert ab(True, "256M").rc == 0
+    noise[:] = [1.0] * 6
+    slower[0] = 0.99
+    res = ab(False, "512M")
+    ch = next(c for c in res.comparison.changes if c.figure == "throughput")
+    assert ch.verdict == "worse" and "rebuild floor" not in (ch.note or ""), ch
+    assert any(line.startswith("no rebuild floor for this definition of t (throughput)") for line in res.floors), \
+        res.floors
+    res = ab(False, "256M")                   # the definition the floor was measured of still has it
+    ch = next(c for c in res.comparison.changes if c.figure == "throughput")
+    assert ch.verdict == "within noise" and "within the rebuild floor" in ch.note, ch
 
 
 

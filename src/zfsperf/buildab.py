@@ -173,6 +173,7 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     from .tunables import impls
     from .report.model import load_run
     from .runner import RunOptions, Runner
+    from .runfile import load as load_runfile
     if blocks < 2:
         raise InputError("--blocks takes a whole number >= 2", field="--blocks")
     seed = seed if seed is not None else random.SystemRandom().randrange(2 ** 31)
@@ -188,15 +189,16 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     pairs = compare.ab_pairs(run)
     cmp = compare.compare_within(run, pairs)       # each case: first build -> second
     tests = {f"{a.case} → {b.case}": a.test for a, b in pairs}
+    definitions = {t.name: t.definition() for t in load_runfile(runfile, defines).tests}
     accel = run.run.accelerator
     floors_file = cache_root() / FLOORS
     if rebuild:                  # an A/A′: what it measured is the floor of every later build verdict
-        floors = buildfloor.measured(cmp, tests, accel, str(runner.results_dir))
+        floors = buildfloor.measured(cmp, tests, definitions, accel, str(runner.results_dir))
         buildfloor.save(floors_file, floors)
         said = [f"builds of one source differ by up to {f['floor_pct']:.1f} % here ({k.split('|')[0]}, "
                 f"{k.split('|')[1]}): recorded in {floors_file}" for k, f in sorted(floors.items())]
     else:
-        said = buildfloor.apply(cmp, buildfloor.load(floors_file), tests, accel)
+        said = buildfloor.apply(cmp, buildfloor.load(floors_file), tests, definitions, accel)
     pins = impls.summary(run.run.implementations)
     if pins:
         said.append(pins)

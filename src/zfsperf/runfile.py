@@ -19,11 +19,13 @@ Every error names the file, the line, the field and what was expected (InputErro
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import math
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -238,6 +240,17 @@ class TestSpec:
     # the tunables read only when the zfs module loads, with where the runfile set each: a run sets
     # them by loading the module again, which only zfsperf's own guest allows (refuse_load_scope)
     load_scope: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def definition(self) -> str:
+        """What the test measures, as a short digest: its workload, fields (the corpus, duration,
+        threads ...), pool, dataset properties and tunables (their values as the kernel takes them),
+        after params and -D; not its name, iterations, timeout, expectations or how it is judged. A
+        figure kept of one definition (the rebuild floor) is never taken for another's."""
+        tunables = {k: [normalise_value(k, x) for x in (v if isinstance(v, list) else [v])]
+                    for k, v in self.tunables.items()}
+        what = {"workload": self.workload, "fields": self.fields, "pool": asdict(self.pool),
+                "dataset": self.dataset, "tunables": tunables}
+        return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 @dataclass

@@ -7,10 +7,14 @@ smallest difference a build A/B can honestly call a change. Its floor for a figu
 end of the A/A′ interval in absolute value, in per cent ("builds of one source differ by up to X %
 here"): what the two builds could differ by, given what was measured.
 
-Floors are kept per (test, figure, accelerator) in one JSON file (the build cache's
+Floors are kept per (test, figure, accelerator, definition) in one JSON file (the build cache's
 rebuild-floors.json): the machine, emulated or not, and the workload decide them, not the source.
-Every later build verdict of that test and figure states its floor, and a decided change (better
-or worse) that the floor holds is "within noise" instead, its note saying why.
+The definition is the test's digest (runfile.TestSpec.definition: workload, fields, pool, dataset,
+tunables), so a test of the same name that measures something else (another stream size, another
+pool) never inherits a floor it did not measure; such a floor is set aside and said so. Floors kept
+before the definition was part of the key (three-part keys) are set aside the same way. Every later
+build verdict of that test, definition and figure states its floor, and a decided change (better or
+worse) that the floor holds is "within noise" instead, its note saying why.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ from ..units import ChangeVerdict
 from .compare import Comparison, beyond_floor
 
 
-def key(test: str, figure: str, accelerator: str | None) -> str:
-    return f"{test}|{figure}|{accelerator or 'native'}"
+def key(test: str, figure: str, accelerator: str | None, definition: str) -> str:
+    return f"{test}|{figure}|{accelerator or 'native'}|{definition}"
 
 
 def load(path: Path) -> dict[str, dict[str, Any]]:
@@ -36,15 +40,18 @@ def load(path: Path) -> dict[str, dict[str, Any]]:
     return data if isinstance(data, dict) else {}
 
 
-def measured(cmp: Comparison, tests: dict[str, str], accelerator: str | None, run: str) -> dict[str, dict[str, Any]]:
+def measured(cmp: Comparison, tests: dict[str, str], definitions: dict[str, str], accelerator: str | None,
+             run: str) -> dict[str, dict[str, Any]]:
     """The floors an A/A′ comparison measured: for each judged figure with an interval, the larger
-    end of it (tests: each compared case's label -> its test's name)."""
+    end of it (tests: each compared case's label -> its test's name; definitions: each test's name
+    -> its definition digest)."""
     out = {}
     for ch in cmp.changes:
         if ch.ci_pct is None or ch.verdict == ChangeVerdict.NONE or ch.case not in tests:
             continue
         floor = max(abs(ch.ci_pct[0]), abs(ch.ci_pct[1]))
-        out[key(tests[ch.case], ch.figure, accelerator)] = {
+        test = tests[ch.case]
+        out[key(test, ch.figure, accelerator, definitions[test])] = {
             "floor_pct": round(floor, 3), "change_pct": round(ch.change_pct, 3),
             "ci_pct": [round(x, 3) for x in ch.ci_pct], "verdict": str(ch.verdict), "run": run,
             "time": time.time()}
@@ -59,14 +66,22 @@ def save(path: Path, floors: dict[str, dict[str, Any]]) -> None:
     path.write_text(json.dumps(old, indent=1, sort_keys=True))
 
 
-def apply(cmp: Comparison, floors: dict[str, dict[str, Any]], tests: dict[str, str],
+def apply(cmp: Comparison, floors: dict[str, dict[str, Any]], tests: dict[str, str], definitions: dict[str, str],
           accelerator: str | None) -> list[str]:
     """State each build verdict's floor in its note, and call a decided change within it "within
-    noise". Returns one line per (test, figure) floor used, for the output above the table."""
+    noise". Returns one line per (test, figure) floor used or set aside, for the output above the
+    table."""
     said: list[str] = []
     for ch in cmp.changes:
-        f = floors.get(key(tests.get(ch.case, ""), ch.figure, accelerator))
+        test = tests.get(ch.case, "")
+        f = floors.get(key(test, ch.figure, accelerator, definitions.get(test, "")))
         if f is None:
+            other = _other_definition(floors, test, ch.figure, accelerator)
+            if other is not None:
+                line = (f"no rebuild floor for this definition of {test} ({ch.figure}): the one kept "
+                        f"({other['run']}) was measured of another definition of the test, and is not used")
+                if line not in said:
+                    said.append(line)
             continue
         floor = float(f["floor_pct"])
         line = (f"builds of one source differ by up to {floor:.1f} % here ({tests[ch.case]}, {ch.figure}: "
@@ -82,3 +97,12 @@ def apply(cmp: Comparison, floors: dict[str, dict[str, Any]], tests: dict[str, s
         if ch.detectable_pct is not None:
             ch.detectable_pct = max(ch.detectable_pct, floor)
     return said
+
+
+def _other_definition(floors: dict[str, dict[str, Any]], test: str, figure: str,
+                      accelerator: str | None) -> dict[str, Any] | None:
+    """The newest floor kept for this test, figure and accelerator under another definition (or
+    under none: a floor kept before definitions were part of the key), if any."""
+    head = f"{test}|{figure}|{accelerator or 'native'}"
+    found = [f for k, f in floors.items() if k == head or k.startswith(head + "|")]
+    return max(found, key=lambda f: f.get("time", 0)) if found else None
