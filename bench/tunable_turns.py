@@ -13,6 +13,10 @@ with compare's paired test (the exact sign-flip test on the iterations' A/B rati
 with one arm scaled by 1 + d, as bench/power.py does for the zfs-fuse designs. Under TCG the
 figures are relative CPU-bound differences, not speeds.
 
+With --design blocks the same A/A runs in interleaved blocks instead (`ab = true`: each block one
+case a value in an order drawn from the run's seed, each case on a fresh pool, the tunable written
+before the pool and restored after it; paired by block), the design a tunable gets without turns.
+
 With --values 128K,1M it is the real A/B instead (the receive-batching PR's question): compare's
 own verdict on the whole run, and how many disjoint windows called it.
 
@@ -24,7 +28,7 @@ p99, the p99 ratio and the writer. A run of that mix takes about 40 s an iterati
 measured in chunks: each `--chunk NAME` is one run kept under --keep DIR, cut into its own
 disjoint windows, and the windows of every chunk kept there are judged together.
 
-Usage: bench/tunable_turns.py [--workload receive|starvation] [--iterations 120] [--block 6]
+Usage: bench/tunable_turns.py [--workload receive|starvation] [--design turns|blocks] [--iterations 120] [--block 6]
                               [--size 8M] [--duration 4s] [--values 1M,1048576] [--keep DIR]
                               [--chunk NAME] [--reuse]
 Needs the guest's build cached (`zfsperf guest up` once); it boots and stops the guest itself
@@ -60,10 +64,13 @@ workload = "receive"
 corpus = {{ kind = "small-records", size = "{size}" }}
 threads = 1
 duration = "{duration}"
-duet = "turns"
+{design}
 steady = {{ mode = "off" }}
 tunables = {{ zfs_recv_write_batch_size = ["{a}", "{b}"] }}
 """
+# how the two values alternate: turns within one pool, or (--design blocks) interleaved blocks, each
+# case on a fresh pool with its value written before the pool and restored after it
+DESIGNS = {"turns": 'duet = "turns"', "blocks": "ab = true"}
 
 # the built-in starvation-tuned test (runfiles/starvation.toml) at the guest runs' sizes
 STARVATION = """
@@ -97,6 +104,8 @@ def main() -> None:
     ap.add_argument("--keep", help="keep the results here (default: a temporary directory)")
     ap.add_argument("--reuse", action="store_true", help="with --keep: judge the run kept there again")
     ap.add_argument("--workload", choices=("receive", "starvation"), default="receive")
+    ap.add_argument("--design", choices=tuple(DESIGNS), default="turns",
+                    help="--workload receive: the values take turns, or alternate in interleaved blocks")
     ap.add_argument("--chunk", help="--workload starvation: run one more chunk of --iterations, kept as "
                                     "--keep DIR/NAME (without it: judge the chunks kept there)")
     args = ap.parse_args()
@@ -114,7 +123,8 @@ def main() -> None:
         seconds = float((out / "seconds").read_text())
     else:
         rf = out / "aa.toml"
-        rf.write_text(RUNFILE.format(iterations=args.iterations, size=args.size, duration=args.duration, a=va, b=vb))
+        rf.write_text(RUNFILE.format(iterations=args.iterations, size=args.size, duration=args.duration, a=va, b=vb,
+                                     design=DESIGNS[args.design]))
         t0 = time.monotonic()
         res = subprocess.run([sys.executable, "-m", "zfsperf.cli", "guest", "run", "--", "run", "-q", "-r", str(rf),
                               "-o", str(out / "aa"), "--no-history"], capture_output=True, text=True)
@@ -124,13 +134,15 @@ def main() -> None:
         (out / "seconds").write_text(f"{seconds:.1f}")
     d = kept.resolve()
     a, b, windows = arms_and_windows(d, args.block, args.block)          # step = block: disjoint windows
-    print(f"OpenZFS guest, receive of a {args.size} small-records stream in turns, rounds for {args.duration} an "
-          f"iteration, zfs_recv_write_batch_size {va} against {vb}"
+    unit = "iterations" if args.design == "turns" else "blocks"
+    print(f"OpenZFS guest, receive of a {args.size} small-records stream "
+          f"{'in turns' if args.design == 'turns' else 'in interleaved blocks'}, rounds for {args.duration} "
+          f"{'an iteration' if args.design == 'turns' else 'a case'}, zfs_recv_write_batch_size {va} against {vb}"
           f"{' (one value, written two ways)' if aa else ''}: {len(a)} "
-          f"iterations, {len(windows)} disjoint windows of {args.block}; results in {d}")
+          f"{unit}, {len(windows)} disjoint windows of {args.block}; results in {d}")
     per_window = seconds * args.block / max(1, len(a))
     if aa:
-        report(f"tunable turns, {args.block} iterations", windows, paired, per_window * len(windows))
+        report(f"tunable {args.design}, {args.block} {unit}", windows, paired, per_window * len(windows))
         three_way(windows)
         whole(a, b)
     else:                                 # a real A/B: how many windows of --block iterations call it
