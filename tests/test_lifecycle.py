@@ -380,6 +380,48 @@ def test_a_signal_during_a_build_ab_still_loads_the_own_build_back(h, tmp_path):
     assert h.target.module == "own" and h.target.pools == {}
 
 
+def test_a_build_ab_killed_with_9_leaves_the_guest_its_own_build_at_the_next_start(h, tmp_path, monkeypatch):
+    """A build A/B killed with -9 never reached its restore: the guest kept the last build's module,
+    and the next run on it measured that module while recording the guest's own (nothing journaled
+    the swap). Now the swap is journaled before the load: the state a kill -9 leaves mid-case (the
+    journal as it was then, its zfsperf dead, build a still loaded) is put right by the next run,
+    which loads the guest's own build back before its first pool and leaves the journal empty. The
+    journal's module backend reaches the fake target's rmmod/modprobe (kernel-only commands)."""
+    import subprocess
+    from zfsperf.tunables import backend, journal as journal_mod
+    left: dict = {}
+
+    def script(ctx):
+        if "build=a" in ctx.case_id and not left:           # what a kill -9 here would leave
+            left["journal"] = Journal().entries()
+            left["module"] = h.target.module
+        return {"throughput": figure(100.0, "MiB/s")}
+    h.wl.script = script
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=1)
+    code, _d, _recs = h.run(rf, interleave=True, seed=1, builds=_builds())
+    assert code == 0 and h.target.module == "own" and not Journal().path.exists()
+    assert left["module"] == "/hostroot/builds/a/zfs.ko"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    Journal().path.parent.mkdir(parents=True, exist_ok=True)
+    Journal().path.write_text(json.dumps([{**e, "pid": dead.pid} for e in left["journal"]]))
+    h.target.module = left["module"]
+    real = journal_mod.open_backend
+    monkeypatch.setattr(journal_mod, "open_backend", lambda spec: backend.ReloadTunables(spec, h.target.run)
+                        if spec.kind == "module" else real(spec))
+    h.target.events.clear()
+    h.wl.script = lambda ctx: {"throughput": figure(100.0, "MiB/s")}
+    code, _d, _recs = h.run(runfile(tmp_path / "plain.toml", '[[test]]\nname = "p"\nworkload = "scripted"\n',
+                                    iterations=1))
+    assert code == 0 and h.target.module == "own", h.target.module
+    ev = h.target.events
+    back = _index(ev, lambda e: e[0] == "run" and e[1] == ["modprobe", "zfs"])
+    assert back < _index(ev, lambda e: e[0] == "run" and e[1][:2] == ["zpool", "create"])
+    assert not Journal().path.exists()
+    entry = next(e for e in left["journal"] if e["name"] == "zfs module build")
+    assert entry["backend"]["kind"] == "module" and entry["old"] == "the machine's own", entry
+
+
 def test_two_builds_cannot_duet(h, tmp_path):
     rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "receive"\nduet = true\n'
                  'corpus = { kind = "random", size = "4M" }\ndataset = { compression = ["off", "lz4"] }\n'

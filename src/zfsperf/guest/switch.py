@@ -16,6 +16,11 @@ picked by its load-time micro-benchmark are read and pinned to the run's first l
 The same reload sets a load-scope tunable (one read only when the module loads): a sweep of one
 loads the module with each case's value as a module option (tunables/reload.py), in a build A/B
 too; the value before is journaled, and loaded back when the run ends.
+
+A build's module loaded in place of the guest's own is journaled too (tunables.backend.BUILD_ENTRY),
+before the load and forgotten once the own build is back: a zfsperf killed with -9 mid-A/B leaves
+the entry, and the next start loads the guest's own build again (once the dead run's pools are gone)
+instead of measuring, and recording as the guest's own, whatever build the A/B had loaded last.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any
 from .. import proc
 from ..errors import InputError, TargetError
 from ..targets.base import Target
-from ..tunables.backend import FileTunables, module_spec
+from ..tunables.backend import BUILD_ENTRY, OWN_BUILD, FileTunables, module_spec
 from ..tunables.impls import ImplPin
 from ..tunables.journal import Journal
 from ..tunables.reload import ModuleLoader
@@ -102,6 +107,10 @@ class ModuleSwitch:
                     self.journal.record(module_spec(self.params), k, self.original[k], v)
         want = {k: self.original[k] for k in self.original if k not in options} | options
         b = self.builds.get(name) if name is not None else None
+        if b is not None and b.modules is not None and self.journal is not None:
+            others = sorted(n for n, x in self.builds.items() if x.modules is not None)
+            self.journal.record(module_spec(self.params), BUILD_ENTRY, OWN_BUILD,
+                                f"a build of the run ({', '.join(others)})")
         self.current = None
         self.swaps += 1                 # counted first: a reload that fails half-way is restored too
         src = self.loader.reload(want, None if b is None or b.modules is None else f"{HOSTROOT}{b.modules}",
@@ -123,6 +132,7 @@ class ModuleSwitch:
         self.current = None
         self.loader.reload(dict(self.original), what="the guest's own build back")
         if self.journal is not None:
+            self.journal.forget(module_spec(self.params), BUILD_ENTRY)
             for k in self.original:
                 self.journal.forget(module_spec(self.params), k)
             for k in self.pin.pinned:                 # the reload put each selector back at its default

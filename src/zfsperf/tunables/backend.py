@@ -173,8 +173,15 @@ class SysctlTunables:
             raise TargetError(f"cannot set {name}={value}: {res.error_text()}")
 
 
+# The journal's name for "another build's module is loaded" (guest/switch.py, a build A/B): its old
+# value is OWN_BUILD, and putting it back loads the machine's own build (modprobe) again.
+BUILD_ENTRY = "zfs module build"
+OWN_BUILD = "the machine's own"
+
+
 class ReloadTunables:
-    """The journal's backend for load-scope values: set() loads the module again with the value."""
+    """The journal's backend for load-scope values: set() loads the module again with the value
+    (BUILD_ENTRY: the machine's own build loaded back, with no options)."""
 
     def __init__(self, spec: BackendSpec, run: Runner, files: Any = None) -> None:
         self.spec = spec
@@ -197,6 +204,11 @@ class ReloadTunables:
         return self.params.mode(name)
 
     def set(self, name: str, value: str) -> None:
+        if name == BUILD_ENTRY:
+            if value != OWN_BUILD:
+                raise TargetError(f"{BUILD_ENTRY} can only be put back to {OWN_BUILD}, not {value!r}")
+            self.loader.reload({}, what="the machine's own build back")
+            return
         if self.params.has(name) and self.params.get(name) == value:
             return
         self.loader.reload({name: value}, what=f"the zfs module with {name}={value}")
