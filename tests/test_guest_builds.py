@@ -51,8 +51,8 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     ab --turns: the twin guest booted beside the lab's, each build in a guest of its own
     (crosswise every iteration), the other guest paused during every turn (QMP read back), the
     100 ms-per-WRITE commit called WORSE with its interval and the floor stated beside it; then a
-    zfsperf killed with -9 mid-turn leaves no twin QEMU, and the next command resumes a lab guest it
-    left paused."""
+    zfsperf killed with -9 mid-turn leaves no twin QEMU, the next command resumes a lab guest it
+    left paused, and the next run loads the lab guest's own build back in place of the killed A/B's."""
     repo, commits, g = lab
     own = srcversion(g)
     # a test name of its own: the floor is kept in the build cache per test, figure and accelerator,
@@ -129,11 +129,13 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     assert srcversion(g) == own
 
     # kill -9 in the middle of a turn: the guard stops the twin's QEMU (paused or not); the journal
-    # (a state directory of the test's own) keeps what the run changed in both guests
+    # (a state directory of the test's own) keeps what the run changed in both guests: the pins, and
+    # that the lab guest has another build's module loaded (A, the costly commit, in the lab guest
+    # on iteration 1), which no restore loaded back
     state = tmp_path / "state"
     state.mkdir()
-    p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "guest", "ab", "--a", "2.3", "--b", "2.3",
-                          "-r", str(rf), "--turns", "-o", str(tmp_path / "k")],
+    p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "guest", "ab", "--a", f"{repo}@{commits['note']}",
+                          "--b", base, "-r", str(rf), "--turns", "-o", str(tmp_path / "k")],
                          env={**os.environ, "ZFSPERF_STATE": str(state)},
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -152,12 +154,14 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     assert not qemu_alive(g.root / "twin")
     left = json.loads((state / "tunables.journal").read_text())
     machines = {e["backend"]["ssh"]["machine"]["pid"] for e in left}
-    assert machines == {g.state().qemu_pid, twin_pid}, left       # the pins, in both guests
+    assert machines == {g.state().qemu_pid, twin_pid}, left       # the pins and the build, in both guests
+    assert {e["backend"]["ssh"]["machine"]["pid"] for e in left if e["name"] == "zfs module build"} == machines
     info = zfsperf("info", "--target", "guest", "--json", timeout=300)     # a paused lab guest runs again
     assert info.returncode == 0, info.stderr
     q = Guest(g.root).qmp()
     assert q.status() == "running"
     q.close()
+    assert srcversion(g) != own, "the killed A/B's build is still loaded in the lab guest"
     # the next run: the lab guest's selectors put back, the stopped twin's forgotten (its QEMU is
     # gone, and with it what was set there), nothing left unrestored; -x removes the killed run's pool
     (tmp_path / "next").mkdir()
@@ -171,6 +175,7 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
         == lab_names, said
     assert sum(f"(QEMU pid {twin_pid}) has stopped since" in ln for ln in said) == len(left) - len(lab_names), said
     assert not any("could not restore" in ln for ln in said) and not (state / "tunables.journal").exists(), said
+    assert srcversion(g) == own                 # the lab guest's own build loaded back by the next start
     t = open_guest_target()
     try:
         assert not leftover_pools(t)
