@@ -611,3 +611,66 @@ def test_receive_batch_and_starvation_sweep_inside_the_guest(guest, tmp_path):
         assert r["turns"] == "ABBA" and r["slices"]["count"] >= 2 and r["slices"]["settle_seconds"] == 1
         assert r["turn_tunables"] == [{name: str(r["sweep"][name])}] * r["slices"]["count"], r["turn_tunables"]
     assert json.loads((last_dir(res.stdout) / "run.json").read_text())["target"]["implementation"] == "openzfs-linux"
+
+
+SAFETY = ONE_SMALL_POOL + """[defaults.steady]
+mode = "off"
+[[test]]
+name = "recv"
+workload = "receive"
+threads = 2
+duration = "1s"
+corpus = {{ {corpus} }}
+{extra}
+"""
+
+
+def host_view(guest) -> str:
+    """What a test must leave as it was, as the guest's shell sees it: the whole mount table, the
+    /etc that zfsperf's chroot sees (/hostroot/etc) and the guest's own, and both zpool.caches."""
+    return guest_sh(guest, "sh", "-c", "sort /proc/mounts; ls -la --full-time /hostroot/etc /etc; "
+                    "for c in /hostroot/etc/zfs/zpool.cache /etc/zfs/zpool.cache; do "
+                    "md5sum $c 2>/dev/null || echo no $c; done; zpool list -H -o name")
+
+
+def test_inside_the_guest_nothing_reaches_outside_the_pool(guest, tmp_path):
+    """zfsperf as a local process on real OpenZFS: each host-touching setting is exit 2 before
+    anything; the worst accepted ones run (a `zfs send -p` stream whose mountpoint is /etc among
+    them, received with -u -x mountpoint); afterwards the mount table, /etc and zpool.cache are as
+    they were."""
+    # a stream carrying mountpoint=/etc, made in the guest on a scratch pool under an altroot
+    guest_sh(guest, "sh", "-c", "set -e; truncate -s 128M /var/tmp/safety.img; "
+             "zpool create -o cachefile=none -R /tmp/safety-alt zsafe /var/tmp/safety.img; "
+             "zfs create -o mountpoint=/etc zsafe/src; dd if=/dev/urandom of=/tmp/safety-alt/etc/f bs=64k count=16; "
+             "zfs snapshot zsafe/src@s; zfs send -p zsafe/src@s > /hostroot/tmp/safety-p.zfs; "
+             "zpool destroy zsafe; rm /var/tmp/safety.img")
+    before = host_view(guest)
+    stream = 'file = "/tmp/safety-p.zfs"'
+    refused = {
+        "dataset mountpoint": (SAFETY.format(corpus=stream, extra='dataset = { mountpoint = "/etc" }'),
+                               "test[1].dataset.mountpoint: mountpoint takes none, legacy"),
+        "import cache": (SAFETY.format(corpus=stream, extra='pool = { properties = { cachefile = '
+                                       '"/etc/zfs/zpool.cache", altroot = "/" } }'),
+                         "test[1].pool.properties.cachefile: cachefile takes none"),
+        "a system file as stream": (SAFETY.format(corpus='file = "/etc/shadow"', extra=""),
+                                    "sendfile /etc/shadow is under /etc"),
+    }
+    for name, (text, said) in refused.items():
+        rf = tmp_path / f"{name.replace(' ', '-')}.toml"
+        rf.write_text(text)
+        res = in_guest("run", "-r", str(rf), "-o", str(tmp_path / "o"))
+        assert res.returncode == 2 and said in res.stderr, (name, why(res))
+    assert not (tmp_path / "o").exists()
+    worst = tmp_path / "worst.toml"
+    worst.write_text(SAFETY.format(corpus=stream, extra='pool = { properties = { cachefile = "none", failmode = '
+                                   '"continue", comment = "/etc" } }\ndataset = { canmount = "noauto", sharenfs = '
+                                   '"off", zoned = "off", "my:note" = "/etc" }'))
+    res = in_guest("run", "-r", str(worst), "-o", str(tmp_path / "w"))
+    assert res.returncode == 0, why(res)
+    d = last_dir(res.stdout)
+    assert [r["status"] for r in records(d)] == ["PASS"]
+    log = "".join(p.read_text() for p in (d / "logs").glob("*.log"))
+    assert "zfs receive -u -x mountpoint -x sharenfs -x sharesmb" in log, log[-2000:]
+    assert "zpool create -f -o cachefile=none -m /var/tmp/zfsperf/run-" in log
+    guest_sh(guest, "rm", "-f", "/hostroot/tmp/safety-p.zfs")
+    assert host_view(guest) == before

@@ -502,6 +502,12 @@ def _guest_ab_or_bisect(args: argparse.Namespace) -> int:
     blocks = ab.DEFAULT_BLOCKS if args.blocks is None else args.blocks
     if blocks < 2:
         raise InputError(f"--blocks takes a whole number >= 2, got {blocks}", field="--blocks")
+    from . import safepaths
+    if args.guest_action == "ab":
+        safepaths.check_own_dir(args.outdir or "zfsperf-results", "--outdir", "the output directory",
+                                safepaths.results_entry)
+    else:                                       # bisect.json and runs/ of one bisect: resumed when found
+        safepaths.check_place(args.outdir or "zfsperf-bisect", "--outdir", "the output directory")
     argv = redact_argv(["zfsperf", *sys.argv[1:]])
     if args.guest_action == "ab":
         return ab.guest_ab(args.a, args.b, args.runfile, blocks=blocks, seed=args.seed,
@@ -543,6 +549,11 @@ def cmd_lab(args: argparse.Namespace) -> int:
 def cmd_corpus(args: argparse.Namespace) -> int:
     from .opentarget import open_target
     from .workloads import corpus
+    from . import safepaths
+    if args.output:
+        safepaths.check_place(args.output, "--output", "the sendfile")
+    safepaths.check_place(args.vdev_dir, "--vdev-dir", "the vdev directory")
+    safepaths.check_place(corpus.cache_dir(), "ZFSPERF_CACHE", "the corpus cache")
     target = open_target(args.target)
     try:
         c = corpus.make(target, args.kind, args.size, seed=args.seed, vdev_dir=Path(args.vdev_dir),

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from . import safepaths
 from .errors import InputError, TargetError
 from .guest.vm import Guest, GuestState
 
@@ -107,6 +108,8 @@ class InsideRun:
                 raise InputError(f"{what} ({path}) is under {m}, which the guest mounts over: run from elsewhere",
                                  field="guest run")
         args, dest = split_outdir(args)
+        if dest is not None:                    # where the results land on the host, checked as run does
+            safepaths.check_own_dir(dest, "--outdir", "the output directory", safepaths.results_entry)
         xdir = Path(self.st.exchange) / self.token
         draw = dest is not None and "--no-html" not in args
         tail: list[str] = []                      # the summary's last lines, held for the Report line

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import proc
+from . import proc, props
 from .disks import keep_list
 from .errors import InputError, TargetError, ZfsperfError, shown
 from .fileops import LOCAL
 from .targets.base import Target
 from .units import MIB, format_size, parse_size
 
-OWNER_PROP = "zfsperf:owner"
+OWNER_PROP = props.OWN_MARK           # "zfsperf:owner"
 MANIFEST = ".zfsperf-vdevs"
 LAYOUTS = ("stripe", "mirror", "raidz1", "raidz2", "raidz3")
 MIN_VDEVS = {"stripe": 1, "mirror": 2, "raidz1": 2, "raidz2": 3, "raidz3": 4}
@@ -57,49 +57,20 @@ def check_property_name(name: str) -> str:
     return name
 
 
-def check_property_value(value: str) -> str:
-    if "\n" in value or "\0" in value or len(value) > 1024:
-        raise InputError(f"{shown(value)} is not a valid property value", field="property")
-    return value
-
-
-# The values zfsprops(7) allows for the enumerated dataset properties, over every ZFS zfsperf
-# drives (zfs-fuse's pool v23 and OpenZFS 2.x): a value outside them can only fail at `zfs create`,
-# so a runfile giving one is refused before anything is touched. A value one target lacks (lz4 on
-# zfs-fuse) still fails that target's case with zfs's own message.
-_ONOFF = ("on", "off")
-PROPERTY_VALUES: dict[str, tuple[str, ...]] = {
-    "compression": ("on", "off", "lzjb", "gzip", *(f"gzip-{i}" for i in range(1, 10)), "zle", "lz4", "zstd",
-                    *(f"zstd-{i}" for i in range(1, 20)), "zstd-fast",
-                    *(f"zstd-fast-{i}" for i in [*range(1, 11), 20, 30, 40, 50, 60, 70, 80, 90, 100, 500, 1000])),
-    "checksum": ("on", "off", "fletcher2", "fletcher4", "sha256", "noparity", "sha512", "skein", "edonr", "blake3"),
-    "primarycache": ("all", "none", "metadata"),
-    "secondarycache": ("all", "none", "metadata"),
-    "sync": ("standard", "always", "disabled"),
-    "logbias": ("latency", "throughput"),
-    "redundant_metadata": ("all", "most", "some", "none"),
-    "xattr": ("on", "off", "sa", "dir"),
-    "dnodesize": ("legacy", "auto", "1k", "2k", "4k", "8k", "16k"),
-    "atime": _ONOFF, "relatime": _ONOFF, "readonly": _ONOFF, "exec": _ONOFF, "setuid": _ONOFF,
-    "devices": _ONOFF,
-}
+def check_property(name: str, value: str, *, pool: bool = False) -> str:
+    """`name=value` for `zfs create -o` / `zpool create -o` (pool=True): refused (InputError) when
+    the property table (props.py) does not let a test pool or dataset have it. The runfile loader
+    checks the same table with the line; this is the last check before the command."""
+    check_property_name(name)
+    why = props.problem(name, value, pool=pool)
+    if why:
+        raise InputError(why, field="pool.properties" if pool else "dataset")
+    return f"{name}={value}"
 
 
 def unknown_property_value(name: str, value: str) -> str | None:
-    """Why a dataset property value cannot be valid on any ZFS zfsperf drives, or None."""
-    allowed = PROPERTY_VALUES.get(name)
-    if allowed is not None and value.lower() not in allowed:
-        said = ("on, off, lzjb, gzip, gzip-1 … gzip-9, zle, lz4, zstd, zstd-1 … zstd-19, zstd-fast, zstd-fast-N"
-                if name == "compression" else ", ".join(allowed))
-        return f"{name} takes {said}, not {shown(value)}"
-    if name == "recordsize":
-        try:
-            n = parse_size(value)
-        except ValueError:
-            return f"recordsize takes a size (512 to 16M, a power of 2), not {shown(value)}"
-        if n < 512 or n > 16 * MIB or n & (n - 1):
-            return f"recordsize takes a power of 2 from 512 to 16M, not {shown(value)}"
-    return None
+    """Why a dataset property may not be set to value on a zfsperf test dataset, or None."""
+    return props.problem(name, value)
 
 
 @dataclass
@@ -335,7 +306,7 @@ class Pool:
         full = f"{self.root}/{check_dataset_component(name)}"
         argv = ["zfs", "create"]
         for k, v in (properties or {}).items():
-            argv += ["-o", f"{check_property_name(k)}={check_property_value(str(v))}"]
+            argv += ["-o", check_property(k, str(v))]
         res = self.target.run(argv + [full])
         if not res.ok:
             raise TargetError(f"zfs create {full} failed: {res.error_text()}")
@@ -386,13 +357,16 @@ class PoolManager:
                 files += [self.target.device_path(d) for d in loops]
         mountpoint = str(self.vdev_dir.path / "mnt" / name)
         owner = f"{self.run_id}"
-        argv = ["zpool", "create", "-f", "-m", mountpoint, "-O", f"{OWNER_PROP}={owner}"]
+        # cachefile=none: never in the host's import cache (imported at its next boot); -m: mounted
+        # under this run's own directory, whatever the datasets inherit
+        argv = ["zpool", "create", "-f", "-o", "cachefile=none", "-m", mountpoint, "-O", f"{OWNER_PROP}={owner}"]
         if spec.ashift:
             argv += ["-o", f"ashift={spec.ashift}"]
         for k, v in spec.properties.items():
-            argv += ["-o", f"{check_property_name(k)}={check_property_value(str(v))}"]
+            if k != "cachefile":            # "none", the only value the table lets through, is set above
+                argv += ["-o", check_property(k, str(v), pool=True)]
         for k, v in (fs_properties or {}).items():
-            argv += ["-O", f"{check_property_name(k)}={check_property_value(str(v))}"]
+            argv += ["-O", check_property(k, str(v))]
         pool = Pool(self.target, name, spec, files, mountpoint, owner)
         # -f: the files are ours (manifest); they may carry the label of a pool we destroyed.
         res = self.target.run(argv + [name] + pool.layout_argv())

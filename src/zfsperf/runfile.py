@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, shown
-from .pool import LAYOUTS, PoolSpec, check_property_name, unknown_property_value
+from . import props
+from .pool import LAYOUTS, PoolSpec, check_property_name
 from .results.record import SteadyMode
 from .steady import SteadySpec
 from .tunables import normalise_value
@@ -706,7 +707,19 @@ def _load_pool(d: dict, w) -> PoolSpec:
     if "prefill" in d:
         spec.prefill = d["prefill"]
     if "properties" in d:
-        spec.properties = {check_property_name(k): str(v) for k, v in d["properties"].items()}
+        spec.properties = {}
+        for k, v in d["properties"].items():
+            at = w(f"properties.{k}")
+            if not _is(v, (str, int, bool)):
+                raise InputError(f"expected a property value (string, integer, true/false), got {shown(v)}", **at)
+            try:
+                check_property_name(k)
+            except InputError:
+                raise InputError(f"{shown(k)} is not a ZFS property name", **at) from None
+            why = props.problem(k, _propval(v), pool=True)
+            if why:
+                raise InputError(why, **at)
+            spec.properties[k] = _propval(v)
     try:
         spec.validate()
     except InputError as e:
@@ -727,7 +740,7 @@ def _load_props(d: dict, w) -> dict[str, Any]:
         for x in values:
             if not _is(x, (str, int, bool)) or (isinstance(x, str) and ("\n" in x or not x)):
                 raise InputError(f"expected a property value (string, integer, true/false), got {shown(x)}", **w(k))
-            why = unknown_property_value(k, _propval(x))
+            why = props.problem(k, _propval(x))
             if why:
                 raise InputError(why, **w(k))
         out[k] = v

@@ -23,7 +23,7 @@ from .redact import redact
 from .disks import check_disks
 from .pool import PoolManager, finish_pools, fit_problem, room_problem
 from . import machine
-from . import leftovers, runinfo
+from . import leftovers, runinfo, safepaths
 from .results.statusline import status_line
 from .report import export
 from .report.export import junit, results_csv
@@ -36,13 +36,14 @@ from .plan import Choice, Plan
 from .opentarget import check_spec, open_target, reloads_modules
 from .targets.base import Target
 from .tunables import Journal, replay
+from .tunables.journal import journal_path
 from .ui import Console
 from .case import CaseRunner
 from .guest.switch import ModuleSwitch
 from .tunables.impls import ImplPin
 from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
-from .workloads.corpus import Corpus
+from .workloads.corpus import Corpus, cache_dir
 from .steady.rounds import case_verdicts
 from .results.record import STATUSES, CaseRecord, PrecisionVerdict, RunRecord, Status, StopReason
 from .report.abstats import ALPHA, MIN_BLOCKS
@@ -218,6 +219,7 @@ class Runner:
                 raise InputError(f"{c.id}: {why}", file=self.plan.runfile.source, line=c.test.line, field="pool")
         check_disks(opts.storage.disks, opts.storage.force)
         check_spec(opts.storage.target, opts.storage.tunables_dir)
+        self._check_places()
         refuse_load_scope(sorted({id(c.test): c.test for c in cases}.values(), key=lambda t: t.line or 0),
                           reload=reloads_modules(opts.storage.target))
         if opts.output.profile:
@@ -702,6 +704,20 @@ class Runner:
             return 1
         return 4 if history_failed else 0
 
+    def _check_places(self) -> None:
+        """Every directory the run writes into is its own: none under a system directory, none that
+        already holds another's files (safepaths.py). Read only: nothing is made here."""
+        opts = self.opts
+        if not opts.resume:
+            safepaths.check_own_dir(opts.output.outdir, "--outdir", "the output directory", safepaths.results_entry)
+        local = opts.storage.target in ("auto", "zfs-fuse", "openzfs")    # the vdev directory is on this machine
+        if local and not opts.storage.disks:
+            safepaths.check_own_dir(opts.storage.vdev_dir, "--vdev-dir", "the vdev directory", safepaths.vdev_entry)
+        else:
+            safepaths.check_place(opts.storage.vdev_dir, "--vdev-dir", "the vdev directory")
+        safepaths.check_place(journal_path().parent, "ZFSPERF_STATE", "the state directory")
+        safepaths.check_place(cache_dir(), "ZFSPERF_CACHE", "the corpus cache")
+
     def _check_store(self) -> str | None:
         """The history store the run will be added to, opened, its schema checked or created and a
         write tried before anything else is touched: a store that cannot take the run is bad input
@@ -710,9 +726,13 @@ class Runner:
             return None
         from .history.store import Store
         try:
+            if self.opts.dry_run:                   # found out without making the store
+                return Store.probe(self.opts.output.store or None)
             with Store.open(self.opts.output.store or None) as store:
                 store.check_writable()
                 return store.url
+        except InputError:
+            raise
         except Exception as e:  # noqa: BLE001 - whatever the driver says, said without secrets
             raise InputError(f"the history store cannot take this run: {redact(str(e))} (--no-history runs "
                              "without one)", field="--store") from None

@@ -191,6 +191,14 @@ class Target(ABC):
         committed = [t.txg for t in rows if t.state == "C"]
         return max(committed) if committed else max(t.txg for t in rows)
 
+    def receive_guard(self) -> list[str] | None:
+        """`zfs receive` options that keep a stream's own properties (a `zfs send -p` or `-R` stream
+        carries its source's mountpoint and shares) off the host: nothing mounted (-u), the
+        mountpoint and shares not taken from the stream (-x). [] where no guard is needed; None
+        where the target has no such options and its mounts are the host's (a stream that carries
+        properties is then refused)."""
+        return ["-u", "-x", "mountpoint", "-x", "sharenfs", "-x", "sharesmb"]
+
     def iostat_forms(self) -> list[str]:
         """Which `zpool iostat` forms work: "human", "-Hp", "-l", "-w", "-q", "-r"."""
         return ["human", "-Hp", "-l", "-w", "-q", "-r"]

@@ -146,6 +146,11 @@ class SshZfsFuse(_SshMixin, Target):
     def pool_version(self) -> str:
         return "23"
 
+    def receive_guard(self) -> None:
+        """A remote zfs-fuse mounts in the remote host's own namespace and its receive has no -u or
+        -x: a stream that carries properties is refused there."""
+        return None
+
     def kstat_sources(self) -> list[str]:
         try:
             return self.ssh.listdir("/zfs-kstat/zfs")

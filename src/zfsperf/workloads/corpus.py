@@ -54,6 +54,7 @@ class Stream:
     snapshot: str = ""            # the snapshot a receive of it creates ("inc" of pool/ds@inc), from its BEGIN
     on_target: str = ""           # its path on the target's machine (set for each run by the receive workload)
     sha256: str = ""              # of the file: the corpus's identity in run.json ("" in caches made before it)
+    compound: bool = False        # zfs send -p / -R: the stream carries its source's properties
 
     def identity(self) -> dict[str, Any]:
         return {"path": self.path, "bytes": self.length, "sha256": self.sha256 or file_sha256(self.path)}
@@ -61,7 +62,8 @@ class Stream:
     @classmethod
     def from_info(cls, path: str, info: StreamInfo) -> "Stream":
         snap = info.toname.split("@", 1)[1] if "@" in info.toname else ""
-        return cls(path, info.length, info.writes, info.write_bytes, info.incremental, snapshot=snap)
+        return cls(path, info.length, info.writes, info.write_bytes, info.incremental, snapshot=snap,
+                   compound=info.compound)
 
 
 @dataclass

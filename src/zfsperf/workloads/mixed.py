@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from ..errors import InputError, shown
 from ..metrics import fiojson
-from ..pool import check_property_name, check_property_value
+from ..pool import check_property
 from ..targets.base import Target
 from ..units import parse_duration, parse_size
 from . import fio
@@ -60,8 +60,7 @@ class MixedWorkload:
         for key in ("reader_dataset", "writer_dataset"):
             for k, v in (test.get(key) or {}).items():
                 try:
-                    check_property_name(k)
-                    check_property_value(str(v))
+                    check_property(k, str(v))
                 except InputError as e:
                     raise InputError(e.message, **where(key)) from None
         rts = test.get("runtime", 10)

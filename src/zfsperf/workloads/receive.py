@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InputError, shown
+from ..safepaths import check_place
 from ..sshlink import again_while_refused, ssh_failed_to_start
 from ..targets.base import Target
 from ..units import MIB, parse_duration, parse_size
 from ..metrics import crosscheck
 from ..metrics.crosscheck import CrossCheck
 from . import corpus as corpus_mod
+from .sendstream import StreamError, check_header
 from .base import CaseContext, Figures, WorkloadFailed, figure
 from .turns import ORDER, take_turns
 
@@ -87,9 +89,21 @@ class ReceiveWorkload:
                     raise InputError("corpus.file stands alone (no kind/size/seed with it)", **where("corpus"))
                 if not isinstance(spec["file"], str) or not spec["file"]:
                     raise InputError("corpus.file must be a path", **where("corpus"))
-                if not os.path.isfile(spec["file"]):     # checked before anything starts
-                    what = "is not a file" if os.path.exists(spec["file"]) else "does not exist"
-                    raise InputError(f"corpus.file: sendfile {spec['file']} {what}", **where("corpus"))
+                path = spec["file"]                      # checked before anything starts
+                try:
+                    check_place(path, "corpus.file", "sendfile")
+                except InputError as e:
+                    raise InputError(f"corpus.file: {e.message}", **where("corpus")) from None
+                if not os.path.isfile(path):
+                    what = "is not a file" if os.path.exists(path) else "does not exist"
+                    raise InputError(f"corpus.file: sendfile {path} {what}", **where("corpus"))
+                try:
+                    check_header(path)
+                except OSError as e:
+                    raise InputError(f"corpus.file: sendfile {path} cannot be read: {e.strerror}",
+                                     **where("corpus")) from None
+                except StreamError as e:
+                    raise InputError(f"corpus.file: {e}", **where("corpus")) from None
                 continue
             if spec.get("kind") not in corpus_mod.KINDS:
                 raise InputError(f"corpus.kind must be one of {', '.join(corpus_mod.KINDS)}, got "
@@ -117,6 +131,13 @@ class ReceiveWorkload:
                 progress: Callable[[str], None] | None) -> dict[str, corpus_mod.Corpus]:
         specs = test["corpus"] if isinstance(test["corpus"], list) else [test["corpus"]]
         out = {corpus_mod.describe_spec(s): corpus_mod.resolve(target, s, vdev_dir, progress) for s in specs}
+        if target.receive_guard() is None:
+            for c in out.values():
+                if any(st is not None and st.compound for st in (c.stream, c.base)):
+                    raise InputError(f"corpus {c.describe()}: a compound stream (zfs send -p or -R) carries its "
+                                     f"source's properties, mountpoint and shares among them, and {target.impl} "
+                                     "here has no zfs receive -u / -x to keep them off this host",
+                                     field="corpus.file")
         for c in out.values():           # a remote target reads its own copy: no transport in the figures
             for st in (c.stream, c.base):
                 if st is not None:
@@ -134,7 +155,8 @@ class ReceiveWorkload:
         if not res.ok:
             raise WorkloadFailed(f"zfs create {parent}: {res.error_text()}")
         names = [f"{parent}/s{i}" for i in range(threads)]
-        force = ["-F"] if ctx.fields.get("force") else []
+        # a stream's own mountpoint and shares never reach the host (zfs send -p / -R streams)
+        force = (["-F"] if ctx.fields.get("force") else []) + (target.receive_guard() or [])
         if corpus.base is not None:          # incremental: the base goes in first, untimed
             for name in names:
                 r = target.run(["zfs", "receive", *force, name], stdin_file=corpus.base.on_target or corpus.base.path,

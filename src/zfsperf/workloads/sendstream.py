@@ -115,6 +115,20 @@ def _payload_len(rtype: int, hdr: bytes, endian: str, payloadlen: int) -> int:
     return payloadlen                      # BEGIN (nvlist), END, FREE, FREEOBJECTS, BYREF, …
 
 
+def check_header(path: str) -> None:
+    """StreamError unless the file begins with a BEGIN record carrying the backup magic (either byte
+    order): only its first record header is read, so a file that is no send stream (or cannot be
+    read: OSError) is told apart before anything is created."""
+    with open(path, "rb") as f:
+        hdr = f.read(RECORD_SIZE)
+    if len(hdr) < RECORD_SIZE:
+        raise StreamError(f"{path}: not a ZFS send stream (shorter than one {RECORD_SIZE}-byte record header)")
+    for e in "<>":
+        if struct.unpack_from(e + "I", hdr, 0)[0] == DRR_BEGIN and struct.unpack_from(e + "Q", hdr, 8)[0] == BACKUP_MAGIC:
+            return
+    raise StreamError(f"{path}: not a ZFS send stream (no BEGIN record with the backup magic)")
+
+
 def walk(f: BinaryIO, name: str = "stream") -> StreamInfo:
     info = StreamInfo()
     end = f.seek(0, 2)

@@ -38,6 +38,11 @@ class ZfsFuseTarget(Target):
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return self.lab.prefix() + [str(a) for a in argv]
 
+    def receive_guard(self) -> list[str]:
+        """zfs-fuse's receive has no -u or -x, and needs none here: the lab mounts in its own
+        private mount namespace, never over the host's files."""
+        return []
+
     def zfs_version(self) -> str:
         if self._version is None:
             res = proc.run(["dpkg-query", "-W", "-f", "${Version}", "zfs-fuse"])
