@@ -270,9 +270,9 @@ def separate(a, b) -> str:
 
 def verdict(a, b, margin: float | None = None) -> str:
     """compare's own verdict on a window of pairs, as its table prints it: the paired test (the
-    exact sign-flip test), its noise floor (a significant change under NOISE_PCT is "within noise",
-    never better or WORSE) and, given a margin, its "same within ±margin". B higher counts as
-    better; a false-alarm count takes both directions."""
+    exact sign-flip test; no noise floor since issue 69: a significant change is better or WORSE
+    whatever its size) and, given a margin, its "same within ±margin". B higher counts as better; a
+    false-alarm count takes both directions."""
     est = abstats.paired(list(a), list(b))
     if est is None or est.p is None:
         return "not significant"

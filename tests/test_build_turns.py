@@ -104,10 +104,10 @@ def test_rebuild_is_refused_for_two_sources_or_debians_build(tmp_path):
     assert res.returncode == 2 and "Debian's build" in res.stderr, res.stderr
 
 
-def change(pct: float, verdict: str, ci: tuple[float, float]) -> "FigureChange":
+def change(pct: float, verdict: str, ci: tuple[float, float], pairs: int = 30) -> "FigureChange":
     return FigureChange(case="recv build=a → recv build=b", figure="throughput", unit="MiB/s", old=[1.0], new=[1.0],
                         old_median=100.0, new_median=100 + pct, change_pct=pct, ci_pct=ci, p=0.03,
-                        verdict=verdict, design="turns", test="sign-flip", detectable_pct=2.0)
+                        verdict=verdict, design="turns", test="sign-flip", detectable_pct=2.0, pairs=pairs)
 
 
 def test_the_rebuild_floor_is_the_a_a_intervals_far_end_and_holds_smaller_build_changes(tmp_path):
@@ -123,8 +123,10 @@ def test_the_rebuild_floor_is_the_a_a_intervals_far_end_and_holds_smaller_build_
     small, large = change(-3.0, "worse", (-5.0, -1.0)), change(-9.0, "worse", (-11.0, -7.0))
     cmp = Comparison(base=None, new=None, changes=[small, large])
     said = buildfloor.apply(cmp, buildfloor.load(path), tests, defs, "tcg")
-    assert said == ["builds of one source differ by up to 4.0 % here (recv, throughput: an A/A′ rebuild, /r/aa)"]
+    assert said == ["builds of one source differ by up to 4.0 % here (recv, throughput: an A/A′ rebuild of 30 pairs, "
+                    "-1.5 … +4.0 %, /r/aa)"]
     assert small.verdict == ChangeVerdict.WITHIN_NOISE and "within the rebuild floor" in small.note
+    assert "the A/B's own verdict: WORSE (-5.0 … -1.0 %)" in small.note
     assert large.verdict == ChangeVerdict.WORSE and large.note.startswith("builds of one source differ by up to 4.0 %")
     assert small.detectable_pct == 4.0
     native = change(-3.0, "worse", (-5.0, -1.0))
@@ -141,3 +143,21 @@ def test_the_rebuild_floor_is_the_a_a_intervals_far_end_and_holds_smaller_build_
     assert buildfloor.apply(Comparison(base=None, new=None, changes=[change(-3.0, "worse", (-5.0, -1.0))]),
                             {"recv|throughput|tcg": buildfloor.load(path)["recv|throughput|tcg"]}, tests, defs,
                             "tcg")[0].startswith("no rebuild floor for this definition of recv")
+
+
+def test_a_rebuild_floor_of_fewer_pairs_than_the_ab_is_not_precise_enough_to_hold_it(tmp_path):
+    """Issue 69 §10: the floor was the far end of one A/A′'s interval with nothing recording its n,
+    so a short A/A′ made it wide and later build changes inside it became "within noise"."""
+    tests, defs = {"recv build=a → recv build=b": "recv"}, {"recv": "d1"}
+    aa = Comparison(base=None, new=None, changes=[change(1.0, "not significant", (-6.0, 8.0), pairs=6)])
+    floors = buildfloor.measured(aa, tests, defs, "tcg", "/r/short")
+    assert floors["recv|throughput|tcg|d1"]["pairs"] == 6
+    ab = change(-3.0, "worse", (-4.0, -2.0), pairs=30)
+    said = buildfloor.apply(Comparison(base=None, new=None, changes=[ab]), floors, tests, defs, "tcg")
+    assert ab.verdict == ChangeVerdict.WORSE, ab.note                   # its own verdict stands
+    assert "fewer pairs than this A/B's 30: not precise enough to bound it" in said[0]
+    assert "the A/B's own verdict stands" in ab.note
+    old = {k: {kk: vv for kk, vv in f.items() if kk != "pairs"} for k, f in floors.items()}   # kept before pairs
+    ab = change(-3.0, "worse", (-4.0, -2.0), pairs=6)
+    said = buildfloor.apply(Comparison(base=None, new=None, changes=[ab]), old, tests, defs, "tcg")
+    assert ab.verdict == ChangeVerdict.WORSE and "its pairs were not recorded" in said[0]

@@ -67,7 +67,7 @@ def test_history_noise_only_from_earlier_runs_of_identical_settings(tmp_path):
     store = str(tmp_path / "h.sqlite")
     assert zfsperf("history", "import", *map(str, earlier + later + [a, b]), "--store", store).returncode == 0
     ch = _tp(zfsperf("compare", str(a), str(b), "--store", store, "--json"))
-    assert ch["design"] == "history" and "noise from 6 earlier" in ch["test"], ch
+    assert ch["design"] == "history" and "6 earlier runs of identical settings" in ch["test"], ch
     assert ch["verdict"] == "not significant" and ch["detectable_pct"] > 1, ch
     # a real 40 % drop is still called
     c = _results(tmp_path / "c", _level(60.0, rng), start=202.0)

@@ -223,8 +223,13 @@ def test_a_zfs_fuse_pool_is_kept_out_of_the_import_cache_and_mounted_in_its_run(
     pools = PoolManager(target, tmp_path / "v", run_id="safety")
     pool = pools.create(PoolSpec(vdevs=1, vdev_size=128 * MIB), fs_properties={"atime": "off"})
     try:
-        # zfs-fuse's zpool get has no -H: NAME PROPERTY VALUE SOURCE
-        assert target.run(["zpool", "get", "cachefile", pool.name]).stdout.splitlines()[1].split()[2] == "none"
+        # the lab's own cache file (its private /var/lib/zfs, from which a restarted daemon imports its
+        # pools), never the host's; zfs-fuse's zpool get has no -H: NAME PROPERTY VALUE SOURCE
+        assert target.pool_cachefile(str(tmp_path / "v")) is None
+        assert target.run(["zpool", "get", "cachefile", pool.name]).stdout.splitlines()[1].split()[2] == "-"
+        host_cache = Path("/var/lib/zfs/zpool.cache")
+        assert not host_cache.exists() or pool.name.encode() not in host_cache.read_bytes()
+        assert target.txg(pool.name) is not None                     # zdb finds the pool
         mnt = target.run(["zfs", "get", "-H", "-o", "value", "mountpoint", pool.name]).stdout.strip()
         assert mnt == str(tmp_path / "v" / "mnt" / pool.name)
         src = f"{pool.name}/src"
@@ -237,6 +242,15 @@ def test_a_zfs_fuse_pool_is_kept_out_of_the_import_cache_and_mounted_in_its_run(
         pools.cleanup_files()
     ssh_fuse = SshZfsFuse.__new__(SshZfsFuse)           # no host behind it: only its declarations are read
     assert ssh_fuse.receive_guard() is None and target.receive_guard() == []
+    # a system zfs-fuse's default cache file is the host's: there, one of the run's own
+    assert ssh_fuse.pool_cachefile("/var/tmp/zfsperf/run-1") == "/var/tmp/zfsperf/run-1/zpool.cache"
     with pytest.raises(InputError, match="carries its source's properties"):
         WORKLOADS["receive"].prepare({"corpus": {"file": str(stream)}}, ssh_fuse, tmp_path, None)
     assert WORKLOADS["receive"].prepare({"corpus": {"file": str(stream)}}, target, tmp_path, None)
+
+
+def test_a_tests_own_pool_properties_are_named_at_its_line():
+    text = RUNFILE.format(pool="", dataset='atime = "off"') + 'pool = { properties = { altroot = "/" } }\n'
+    with pytest.raises(InputError) as e:
+        loads(text, "rf.toml").cases()
+    assert (e.value.line, e.value.field) == (len(text.splitlines()), "test[1].pool.properties.altroot"), str(e.value)

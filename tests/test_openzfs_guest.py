@@ -628,9 +628,14 @@ corpus = {{ {corpus} }}
 def host_view(guest) -> str:
     """What a test must leave as it was, as the guest's shell sees it: the whole mount table, the
     /etc that zfsperf's chroot sees (/hostroot/etc) and the guest's own, and both zpool.caches."""
-    return guest_sh(guest, "sh", "-c", "sort /proc/mounts; ls -la --full-time /hostroot/etc /etc; "
-                    "for c in /hostroot/etc/zfs/zpool.cache /etc/zfs/zpool.cache; do "
-                    "md5sum $c 2>/dev/null || echo no $c; done; zpool list -H -o name")
+    return guest_sh(guest, "sh", "-c", "sort /proc/mounts; for c in /hostroot/etc/zfs/zpool.cache "
+                    "/etc/zfs/zpool.cache; do md5sum $c 2>/dev/null || echo no $c; done; zpool list -H -o name; "
+                    "touch /tmp/safety-stamp")
+
+
+def changed_in_etc(guest) -> list[str]:
+    """What in /etc (the guest's, and the one zfsperf's chroot sees) changed since host_view."""
+    return guest_sh(guest, "sh", "-c", "find /hostroot/etc /etc -newer /tmp/safety-stamp 2>/dev/null; true").split()
 
 
 def test_inside_the_guest_nothing_reaches_outside_the_pool(guest, tmp_path):
@@ -671,6 +676,7 @@ def test_inside_the_guest_nothing_reaches_outside_the_pool(guest, tmp_path):
     assert [r["status"] for r in records(d)] == ["PASS"]
     log = "".join(p.read_text() for p in (d / "logs").glob("*.log"))
     assert "zfs receive -u -x mountpoint -x sharenfs -x sharesmb" in log, log[-2000:]
-    assert "zpool create -f -o cachefile=none -m /var/tmp/zfsperf/run-" in log
+    assert re.search(r"zpool create -f -o cachefile=/var/tmp/zfsperf/run-\d+/zpool.cache -m /var/tmp/zfsperf/run-", log)
     guest_sh(guest, "rm", "-f", "/hostroot/tmp/safety-p.zfs")
+    assert changed_in_etc(guest) == []
     assert host_view(guest) == before

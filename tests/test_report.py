@@ -237,7 +237,9 @@ def test_some_iterations_failing_in_new_fail_the_gate(tmp_path):
     (b / "results.jsonl").write_text("\n".join(lines) + "\n")
     res = zfsperf("compare", str(a), str(b), "--fail-on-regression", "5")
     assert res.returncode == 1 and "1 KILLED, 4 PASS" in res.stderr, res.stdout + res.stderr
-    assert zfsperf("compare", str(a), str(a), "--fail-on-regression", "5").returncode == 0
+    # a run compared with itself is no comparison (issue 69 §9): exit 2 before any table
+    same = zfsperf("compare", str(a), str(a), "--fail-on-regression", "5")
+    assert same.returncode == 2 and "compared with itself" in same.stderr and same.stdout == "", same.stdout
 
 
 def test_exact_p_with_ties_and_no_ci_where_none_exists(tmp_path):

@@ -312,8 +312,9 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gate-figure", metavar="NAME",
                    help="the figure --fail-on-regression judges in every case (default: each case's headline, "
                         "e.g. throughput for receive, iops for fio; the others are shown, not gated)")
-    p.add_argument("--noise", type=float, default=1.0, metavar="PCT",
-                   help="significant changes smaller than PCT %% count as within noise (default 1)")
+    p.add_argument("--noise", type=float, default=0.0, metavar="PCT",
+                   help="significant changes smaller than PCT %% count as within noise (default 0: a "
+                        "significant change keeps its direction and is told as smaller than ±margin)")
     p.add_argument("--margin", type=float, metavar="PCT",
                    help="a change whose whole 95 %% interval lies inside ±PCT %% is \"same within ±PCT %%\" "
                         "(designs in one run, several runs a side, or history; default 5, or a --detect "
@@ -777,6 +778,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise InputError("give BASE NEW, or BASE... --vs NEW..., or one run", field="dirs")
     if args.cases and (len(args.dirs) != 1 or args.vs):
         raise InputError("--cases compares the cases of one run", field="--cases")
+    runs = [*bases, *news] if bases is not news else bases
+    same = {(r.identity) for r in runs}
+    if bases is not news and len(same) < len(runs):
+        raise InputError("a run is compared with itself (or a copy of it: the same results): give two different "
+                         "runs, or one run alone to compare its own cases", field="dirs")
     if bases is news:
         cmp = compare.compare_within(bases[0], compare.ab_pairs(bases[0], args.cases), args.noise, args.margin)
     else:
@@ -785,6 +791,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                    margin_pct=compare.MARGIN_PCT if args.margin is None else args.margin)
     base, new = cmp.base, cmp.new
     figures = [f.strip() for f in args.figures.split(",")] if args.figures else None
+    if figures:
+        have = {c.figure for c in cmp.changes}
+        unknown = [f for f in figures if f not in have]
+        if unknown:
+            raise InputError(f"no compared case has the figure {shown(unknown[0])} (they have: "
+                             f"{', '.join(sorted(have)) or 'none'})", field="--figures")
     if args.format == "md":
         print(compare.markdown(cmp, figures), end="")
     elif args.json or args.format == "json":
@@ -796,7 +808,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                           "setup_changes": [c.as_dict() for c in cmp.setup],
                           "profiles": [d.as_dict() for d in cmp.profiles],
                           "classes": [c.as_dict() for c in cmp.classes],
-                          "notes": compare.notes(cmp)}, indent=1))
+                          "history_store": cmp.history_store,
+                          "notes": compare.notes(cmp, figures)}, indent=1))
     else:
         from .ui import Console
         compare.render(cmp, Console().rich, figures)
@@ -868,11 +881,16 @@ def _noise_history(args: argparse.Namespace, runs: list):
     when there is no store to read."""
     if args.no_history:
         return None
-    from .history.store import Store, default_url
-    url = args.store or default_url()
-    if not args.store and not url.startswith("postgres") and not Path(url).is_file():
+    from .history.store import Store
+    # only a store that was asked for: --store, or the store the compared runs were added to (their
+    # run.json history_store), never the machine's default found lying about
+    url = args.store or next((r.run.history_store for r in runs if r.run.history_store
+                              and not r.run.history_store.startswith("postgres")), None)
+    if not url:
         return None
-    store = Store.open(args.store, create=False)
+    if not args.store and not Path(url).is_file():
+        return None
+    store = Store.open(url, create=False)
     cache: dict = {}
 
     def earlier(run, case: str, figure: str) -> list[float]:
@@ -880,6 +898,7 @@ def _noise_history(args: argparse.Namespace, runs: list):
         if key not in cache:
             cache[key] = store.same_settings_medians(run, case, figure, compared=runs)
         return cache[key]
+    earlier.store_url = store.url            # type: ignore[attr-defined] - named in compare's design line
     return earlier
 
 

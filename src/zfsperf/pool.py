@@ -27,6 +27,7 @@ from .units import MIB, format_size, parse_size
 
 OWNER_PROP = props.OWN_MARK           # "zfsperf:owner"
 MANIFEST = ".zfsperf-vdevs"
+CACHEFILE = "zpool.cache"          # the cache file of the pools a run creates (Target.pool_cachefile)
 LAYOUTS = ("stripe", "mirror", "raidz1", "raidz2", "raidz3")
 MIN_VDEVS = {"stripe": 1, "mirror": 2, "raidz1": 2, "raidz2": 3, "raidz3": 4}
 # ZFS's own rules (zfs_namecheck.c): pool names start with a letter and hold alphanumerics,
@@ -144,6 +145,13 @@ class VdevDir:
     def _save(self, data: dict) -> None:
         self.fs.makedirs(str(self.path))
         self.fs.write_text(str(self.path / MANIFEST), json.dumps(data, indent=1))
+
+    def note(self, name: str) -> None:
+        """List a file that ZFS writes here (the pools' cache file), so that remove_all takes it."""
+        data = self._manifest()
+        if name not in data["files"]:
+            data["files"][name] = {"size": 0, "prefilled": False}
+            self._save(data)
 
     def files(self, names: list[str], size: int, prefill: bool) -> list[str]:
         """Vdev files of this size, created (and pre-filled) when missing or of another size."""
@@ -357,13 +365,19 @@ class PoolManager:
                 files += [self.target.device_path(d) for d in loops]
         mountpoint = str(self.vdev_dir.path / "mnt" / name)
         owner = f"{self.run_id}"
-        # cachefile=none: never in the host's import cache (imported at its next boot); -m: mounted
-        # under this run's own directory, whatever the datasets inherit
-        argv = ["zpool", "create", "-f", "-o", "cachefile=none", "-m", mountpoint, "-O", f"{OWNER_PROP}={owner}"]
+        # never in the host's import cache (imported at its next boot): a cache file of the run's
+        # own (Target.pool_cachefile); -m: mounted under this run's own directory, whatever the
+        # datasets inherit
+        cache = self.target.pool_cachefile(str(self.vdev_dir.path))
+        argv = ["zpool", "create", "-f", *(["-o", f"cachefile={cache}"] if cache else []), "-m", mountpoint,
+                "-O", f"{OWNER_PROP}={owner}"]
+        if cache:
+            self.vdev_dir.note(CACHEFILE)         # listed, so that it goes with the vdev files
+            self.target.pool_caches[name] = cache
         if spec.ashift:
             argv += ["-o", f"ashift={spec.ashift}"]
         for k, v in spec.properties.items():
-            if k != "cachefile":            # "none", the only value the table lets through, is set above
+            if k != "cachefile":            # "none", the only value the table lets through: zfsperf's own
                 argv += ["-o", check_property(k, str(v), pool=True)]
         for k, v in (fs_properties or {}).items():
             argv += ["-O", check_property(k, str(v))]

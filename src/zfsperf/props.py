@@ -7,7 +7,8 @@ all` as OpenZFS 2.1.11, 2.3.2 and zfs-fuse (pool v23) print them is placed here,
   still checked for the syntax ZFS takes (an enumeration, a size, a count), so that a value that can
   only fail at `zfs create` is refused before anything is touched;
 - **allowed under conditions**: only the values that keep the pool to itself (`sharenfs` only `off`,
-  `mountpoint` only `none` or `legacy`: zfsperf mounts every pool under a directory of its own);
+  `mountpoint` only `none` or `legacy`: zfsperf mounts every pool under a directory of its own,
+  and gives it a cache file of the run's own, never the host's import cache);
 - **refused**: it reaches the host (`altroot`, `bootfs`), needs something zfsperf does not make
   (an encryption key), or is read-only (`used`, `guid`).
 
@@ -176,8 +177,8 @@ POOL: dict[str, Rule] = {
                  "fragmentation", "leaked", "checkpoint", "load_guid", "dedupratio", "bcloneused", "bclonesaved",
                  "bcloneratio", "dedup_table_size", "last_scrubbed_txg", "maxblocksize", "maxdnodesize"),
     **_refused("zfsperf chooses where its pools mount (a directory of its own for the run)", "altroot"),
-    **_only(_enum("none"), "zfsperf creates every pool with cachefile=none: a pool in the host's import cache "
-            "is imported at its next boot", "cachefile"),
+    **_only(_enum("none"), "zfsperf creates every pool with a cache file of the run's own: a pool in the host's "
+            "import cache is imported at its next boot", "cachefile"),
     **_refused("it names a boot file system of the host's", "bootfs"),
     "failmode": Rule(CONDITIONAL, _enum("wait", "continue"), "failmode=panic panics the host on a vdev failure"),
     **_allowed(ONOFF, "delegation", "autoreplace", "listsnapshots", "autoexpand", "autotrim", "multihost",

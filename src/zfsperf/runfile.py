@@ -709,7 +709,8 @@ def _load_pool(d: dict, w) -> PoolSpec:
     if "properties" in d:
         spec.properties = {}
         for k, v in d["properties"].items():
-            at = w(f"properties.{k}")
+            at = dict(w("properties"))                  # the line of the table that set it
+            at["field"] = f"{at['field']}.{k}"
             if not _is(v, (str, int, bool)):
                 raise InputError(f"expected a property value (string, integer, true/false), got {shown(v)}", **at)
             try:

@@ -46,7 +46,7 @@ from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .workloads.corpus import Corpus, cache_dir
 from .steady.rounds import case_verdicts
 from .results.record import STATUSES, CaseRecord, PrecisionVerdict, RunRecord, Status, StopReason
-from .report.abstats import ALPHA, MIN_BLOCKS
+from .report.abstats import ALPHA, MIN_BLOCKS, detectable_at_bound
 
 HEADLINE = {name: wl.headline for name, wl in WORKLOADS.items()}     # the workloads say which figure
 
@@ -513,7 +513,11 @@ class Runner:
                                    for ch in headlines(interim).values()):
                 why, alpha = StopReason.DECIDED, interim
         final = sequential.level(blocks, MIN_BLOCKS, n_max, final=True) if blocks >= MIN_BLOCKS else ALPHA
-        achieved = {k: None if ch is None else ch.detectable_pct for k, ch in headlines(final or ALPHA).items()}
+        # the change each pair sees with 80 % power at a 90 % upper bound of its pairs' spread, so that
+        # a stop is not a lucky low sample sd (abstats.DETECT_SD_BOUND)
+        achieved = {k: None if ch is None or ch.pair_sd is None or ch.pairs is None
+                    else detectable_at_bound(ch.pair_sd, ch.pairs, final or ALPHA)
+                    for k, ch in headlines(final or ALPHA).items()}
         worst = max((v for v in achieved.values() if v is not None), default=None)
         if why is None:                   # a stop that does not depend on the change: the last look
             if blocks >= MIN_BLOCKS and achieved and all(v is not None and v <= target for v in achieved.values()):

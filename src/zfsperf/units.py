@@ -127,6 +127,7 @@ class ChangeVerdict(StrEnum):
     NOT_SIGNIFICANT = "not significant"
     WITHIN_NOISE = "within noise"                   # significant, but smaller than the noise floor
     UNKNOWN_DRIFT = "within unknown drift"          # separate runs: within the drift floor
+    NOT_ALTERNATED = "not alternated"               # one run's cases that did not take turns: a scaling row
     TOO_FEW = "too few iterations"
     NONE = "no verdict"                             # a figure that is not judged (context)
 

@@ -3,9 +3,12 @@
 All work on log values (a ratio new/old is what a performance change is; logs make it additive
 and symmetric). Each returns the change as a ratio, a two-sided p-value, a 95 % interval for the
 ratio when one exists, and the *detectable change*: the smallest change this data could have
-called significant with 80 % power at alpha 0.05, from its own observed variance and n (a
-t-based approximation: (t_{1-α/2} + t_{0.8}) · SE). A verdict of "not significant" says nothing
-without that figure: "~ (could see >= 2.4 %)" does.
+called significant with 80 % power at alpha 0.05, from its own observed spread and n, by the
+power of the test actually used: the exact sign-flip test's from SIGN_FLIP_K (simulated:
+bench/signflip_power.py; at 6 pairs it needs 4.40 standard errors, where the t approximation
+(t_{1-α/2} + t_{0.8}) · SE said 3.49 and so promised a change it saw with 61 % power), the
+history test's from its own degrees of freedom. A verdict of "not significant" says nothing
+without that figure: "~ (could see >= 2.4 %)" does; none is given where no change can be called.
 
 Designs:
 - paired(): one run, interleaved blocks; each block holds one iteration of A and of B, so drift
@@ -23,9 +26,11 @@ Designs:
   2013): each run's median is one observation, so the variance *between* runs -- which a run's
   own iterations never show -- is what the test is judged against. Welch's t on log run medians;
   when one side has a single run, the other side's between-run variance stands for both.
-- known_noise(): one run a side, with the between-run spread known from the history store's
-  earlier runs of the same case on the same host and target (a robust estimate from successive
-  differences, so one real step in the history does not inflate it).
+- history(): one run a side, judged against the history store's earlier runs of identical
+  settings: Student's t on the log ratio, the run-to-run sd from successive differences (drift in
+  the history barely inflates it) with the degrees of freedom its efficiency gives (between_run_sd).
+  Exact for normal run medians; heavy-tailed ones (t₃) are called more often than α
+  (bench/calibration.py says how often).
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ class Estimate:
     ci: tuple[float, float] | None        # 95 % interval of the ratio
     detectable_pct: float | None          # smallest change seen with 80 % power, in %
     n: str                                # what the test counted, e.g. "8 pairs", "3 vs 2 runs"
+    sd: float | None = None               # paired: the sd of the log ratios the test ran on
+    pairs: int | None = None              # paired: how many
 
 
 def _t():
@@ -58,14 +65,24 @@ def _t():
     return sps.t
 
 
+def median_unbiased(spread: float, df: float) -> float:
+    """A sample sd (or a standard error made of one) scaled so that it is the true one's median-
+    unbiased estimate, √(df / χ²₀.₅(df)): an sd is more often below its σ than above (at 5 degrees of
+    freedom its median is 0.93 σ), so a detectable change computed from it as it is was seen with
+    74 % power at its median instead of 80 % (bench/calibration.py)."""
+    from scipy import stats as sps
+    return spread * math.sqrt(df / sps.chi2.ppf(0.5, df))
+
+
 def _mde(se: float, df: float, alpha: float = ALPHA) -> float | None:
-    if se == 0:
-        return 0.0
+    """The 80 %-power change of a t test (its own power: the t approximation is the t test's),
+    from the median-unbiased standard error; None when nothing spread (no power can be stated from
+    a spread of 0) or the degrees of freedom are too few."""
     if not (se > 0 and df >= 1 and alpha > 0):
         return None
     t = _t()
     k = t.ppf(1 - alpha / 2, df) + t.ppf(POWER, df)
-    return float(np.expm1(k * se) * 100)
+    return float(np.expm1(k * median_unbiased(se, df)) * 100)
 
 
 def _t_ci(mean: float, se: float, df: float) -> tuple[float, float] | None:
@@ -121,6 +138,28 @@ def sign_flip_ci(d: np.ndarray, alpha: float = ALPHA) -> tuple[float, float] | N
     return edge(float(d.min()) - span), edge(float(d.max()) + span)
 
 
+# K(n): the shift, in standard errors of the mean log ratio (σ / √n), that the exact sign-flip test
+# at α 0.05 detects with 80 % power on n normal pairs (bench/signflip_power.py --trials 10000,
+# seeded). From 12 pairs on the simulation agrees with the t approximation within its own noise
+# (12: 3.049 against 3.077; 18: 2.990 against 2.973), which is used there.
+SIGN_FLIP_K = {6: 4.391, 7: 3.525, 8: 3.373, 9: 3.266, 10: 3.160, 11: 3.126}
+
+
+def signflip_detectable(sd: float, n: int, alpha: float = ALPHA) -> float | None:
+    """The change (in %) that the exact sign-flip test on n pairs of log-ratio spread sd sees with
+    80 % power; None under MIN_BLOCKS pairs (no change can be called) or when nothing spread
+    (sd 0: no spread measured, so no power can be stated). At another alpha (a --detect look)
+    the t approximation at that alpha, scaled by the table's excess over it at 0.05."""
+    if n < MIN_BLOCKS or not sd > 0:
+        return None
+    t = _t()
+    k_t = t.ppf(1 - ALPHA / 2, n - 1) + t.ppf(POWER, n - 1)
+    k = SIGN_FLIP_K.get(n, k_t)
+    if alpha != ALPHA:
+        k *= (t.ppf(1 - alpha / 2, n - 1) + t.ppf(POWER, n - 1)) / k_t
+    return float(np.expm1(k * median_unbiased(sd, n - 1) / math.sqrt(n)) * 100)
+
+
 def paired(a: list[float], b: list[float], alpha: float = ALPHA) -> Estimate | None:
     """a[i], b[i]: the same block's iterations of A and B (positive values). alpha: the level the
     interval and the detectable change are for (a --detect run's look: report.sequential)."""
@@ -130,11 +169,29 @@ def paired(a: list[float], b: list[float], alpha: float = ALPHA) -> Estimate | N
     d = np.log(y) - np.log(x)
     n = len(d)
     mean, sd = float(d.mean()), float(d.std(ddof=1))
-    se = sd / math.sqrt(n)
     p = 1.0 if np.all(d == 0) else sign_flip_p(d)
-    ci = sign_flip_ci(d, alpha) if alpha > 0 else None
+    # every pair's ratio alike: a zero-width interval estimates nothing (no spread was measured), so
+    # none is given and no "same" can follow from it
+    ci = sign_flip_ci(d, alpha) if alpha > 0 and sd > 0 else None
     return Estimate(math.exp(mean), p, None if ci is None else (math.exp(ci[0]), math.exp(ci[1])),
-                    _mde(se, n - 1, alpha), f"{n} pairs")
+                    signflip_detectable(sd, n, alpha), f"{n} pairs", sd=sd, pairs=n)
+
+
+# --detect stops when the detectable change at this one-sided upper confidence bound of the pairs'
+# sd reaches its target: stopping on the sample sd itself stopped 59 % of runs at 6 pairs with a
+# real power of 74 % on average (41 % at the 10th percentile); at a 90 % bound the real power at
+# stopping averaged 95 % (10th percentile 87 %) for a 5 % target with a pair sd of 3.4 %, and 90 %
+# (78 %) for 3 % (bench/calibration.py, design detect).
+DETECT_SD_BOUND = 0.90
+
+
+def detectable_at_bound(sd: float, n: int, alpha: float = ALPHA, conf: float = DETECT_SD_BOUND) -> float | None:
+    """signflip_detectable at the conf one-sided upper bound of sd, σ ≤ sd·√((n − 1) / χ²_{1−conf, n−1})."""
+    if n < MIN_BLOCKS or not sd > 0:
+        return None
+    from scipy import stats as sps
+    upper = sd * math.sqrt((n - 1) / sps.chi2.ppf(1 - conf, n - 1))
+    return signflip_detectable(upper / math.sqrt((n - 1) / sps.chi2.ppf(0.5, n - 1)), n, alpha)
 
 
 def runs(base: list[float], new: list[float]) -> Estimate | None:
@@ -156,40 +213,45 @@ def runs(base: list[float], new: list[float]) -> Estimate | None:
     return _t_estimate(diff, se, df, f"{k1} vs {k2} runs")
 
 
-# The history design estimates run-to-run noise from at least this many earlier runs of identical
-# settings; with fewer, compare does not use the history at all.
+# The history design needs at least this many earlier runs of identical settings; with fewer,
+# compare does not use the history at all.
 MIN_HISTORY_RUNS = 5
 
 
-def between_run_sd(history: list[float]) -> float | None:
-    """The spread of one run's log median around the level, from successive differences of a
-    history of run medians (robust: MAD of the differences / sqrt 2; their sd where the MAD is 0),
-    or None under MIN_HISTORY_RUNS runs or when the runs do not vary at all."""
+def between_run_sd(history: list[float]) -> tuple[float, float] | None:
+    """The spread of one run's log median around the level, from the history's run medians, with its
+    degrees of freedom: von Neumann's mean square successive difference, √(Σ Δ² / 2(n − 1)), which a
+    slow drift or one step in the history barely inflates, and whose efficiency against the plain
+    sd gives its degrees of freedom, 2(n − 1)² / (3n − 4) (Satterthwaite; 2.9 for 5 runs, 12.7 for
+    20). None under MIN_HISTORY_RUNS runs or when the runs do not vary at all."""
     h = np.log(np.asarray([v for v in history if v > 0], float))
-    if len(h) < MIN_HISTORY_RUNS:
+    n = len(h)
+    if n < MIN_HISTORY_RUNS:
         return None
-    dd = np.diff(h)
-    sd = float(1.4826 * np.median(np.abs(dd - np.median(dd))) / math.sqrt(2))
-    if not sd > 0:                  # half the differences alike: the MAD says 0, the runs do not
-        sd = float(np.std(dd, ddof=1) / math.sqrt(2))
-    return sd if sd > 0 else None   # an sd of 0 is never a measure of noise
+    sd = float(math.sqrt(np.mean(np.diff(h) ** 2) / 2))
+    return (sd, 2 * (n - 1) ** 2 / (3 * n - 4)) if sd > 0 else None
 
 
-def known_noise(base: list[float], new: list[float], sd: float, history_n: int) -> Estimate | None:
-    """One (or a few) runs a side, judged against a between-run sd known from history_n runs."""
-    if not base or not new or any(v <= 0 for v in base + new):
+def history(base: float, new: float, earlier: list[float], alpha: float = ALPHA) -> Estimate | None:
+    """One run a side (their medians) judged against earlier runs of identical settings: Student's t
+    on log(new / base) with the run-to-run sd of between_run_sd and its degrees of freedom. It
+    replaced a robust MAD of successive differences taken as exact with n − 1 degrees of freedom,
+    which called 14 % of A/As with 5 history runs (bench/calibration.py)."""
+    est = between_run_sd(earlier)
+    if est is None or base <= 0 or new <= 0:
         return None
-    diff = float(np.mean(np.log(new)) - np.mean(np.log(base)))
-    se = sd * math.sqrt(1 / len(base) + 1 / len(new))
-    return _t_estimate(diff, se, history_n - 1, f"{len(base)} vs {len(new)} runs, noise from {history_n} earlier")
+    sd, df = est
+    n = len([v for v in earlier if v > 0])
+    diff = math.log(new) - math.log(base)
+    return _t_estimate(diff, sd * math.sqrt(2), df, f"{n} earlier runs of identical settings", alpha)
 
 
-def _t_estimate(diff: float, se: float, df: float, n: str) -> Estimate:
+def _t_estimate(diff: float, se: float, df: float, n: str, alpha: float = ALPHA) -> Estimate:
     if se <= 0:
         p = 1.0 if diff == 0 else 0.0
     else:
         p = float(2 * _t().sf(abs(diff) / se, df))
-    return Estimate(math.exp(diff), p, _t_ci(diff, se, df), _mde(se, df), n)
+    return Estimate(math.exp(diff), p, _t_ci(diff, se, df), _mde(se, df, alpha) if se > 0 else None, n)
 
 
 def unpaired_detectable(a: list[float], b: list[float]) -> float | None:

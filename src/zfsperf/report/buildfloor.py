@@ -13,8 +13,11 @@ The definition is the test's digest (runfile.TestSpec.definition: workload, fiel
 tunables), so a test of the same name that measures something else (another stream size, another
 pool) never inherits a floor it did not measure; such a floor is set aside and said so. Floors kept
 before the definition was part of the key (three-part keys) are set aside the same way. Every later
-build verdict of that test, definition and figure states its floor, and a decided change (better or
-worse) that the floor holds is "within noise" instead, its note saying why.
+build verdict of that test, definition and figure states its floor with the A/A′'s pairs and
+interval, and a decided change (better or worse) that the floor holds is "within noise" instead, its
+note saying why and giving the A/B's own verdict beside the floor's. A floor measured on fewer
+pairs than the A/B it would guard (or whose pairs were not recorded: kept before they were) is
+stated as not precise enough to bound it, and the A/B keeps its own verdict.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..units import ChangeVerdict
-from .compare import Comparison, beyond_floor
+from .compare import Comparison, beyond_floor, verdict_text
 
 
 def key(test: str, figure: str, accelerator: str | None, definition: str) -> str:
@@ -54,7 +57,7 @@ def measured(cmp: Comparison, tests: dict[str, str], definitions: dict[str, str]
         out[key(test, ch.figure, accelerator, definitions[test])] = {
             "floor_pct": round(floor, 3), "change_pct": round(ch.change_pct, 3),
             "ci_pct": [round(x, 3) for x in ch.ci_pct], "verdict": str(ch.verdict), "run": run,
-            "time": time.time()}
+            "pairs": ch.pairs, "time": time.time()}
     return out
 
 
@@ -84,14 +87,26 @@ def apply(cmp: Comparison, floors: dict[str, dict[str, Any]], tests: dict[str, s
                     said.append(line)
             continue
         floor = float(f["floor_pct"])
+        n = f.get("pairs")
+        ci = f.get("ci_pct")
+        of = (f"{n} pairs" if n else "pairs not recorded") + (f", {ci[0]:+.1f} … {ci[1]:+.1f} %" if ci else "")
         line = (f"builds of one source differ by up to {floor:.1f} % here ({tests[ch.case]}, {ch.figure}: "
-                f"an A/A′ rebuild, {f['run']})")
+                f"an A/A′ rebuild of {of}, {f['run']})")
+        precise = n is not None and (ch.pairs is None or n >= ch.pairs)
+        if not precise:
+            line += (f"; measured on fewer pairs than this A/B's {ch.pairs}" if n is not None and ch.pairs
+                     else "; its pairs were not recorded") + ": not precise enough to bound it"
         if line not in said:
             said.append(line)
-        if ch.verdict in (ChangeVerdict.BETTER, ChangeVerdict.WORSE) and not beyond_floor(ch.change_pct, floor):
+        own = verdict_text(ch)
+        if ch.verdict in (ChangeVerdict.BETTER, ChangeVerdict.WORSE) and not beyond_floor(ch.change_pct, floor) \
+                and precise:
             ch.verdict = ChangeVerdict.WITHIN_NOISE
-            ch.note = (f"{ch.change_pct:+.1f} % is within the rebuild floor: {line}"
+            ch.note = (f"{ch.change_pct:+.1f} % is within the rebuild floor (the A/B's own verdict: {own}): {line}"
                        + (f"; {ch.note}" if ch.note else ""))
+        elif ch.verdict in (ChangeVerdict.BETTER, ChangeVerdict.WORSE) and not beyond_floor(ch.change_pct, floor):
+            ch.note = (f"{ch.change_pct:+.1f} % lies within the rebuild floor, which is not precise enough to hold "
+                       f"it: the A/B's own verdict stands: {line}" + (f"; {ch.note}" if ch.note else ""))
         else:
             ch.note = line + (f"; {ch.note}" if ch.note else "")
         if ch.detectable_pct is not None:

@@ -42,7 +42,12 @@ from ..results.record import Status
 
 ALPHA = 0.05
 EXACT_LIMIT = 13_000      # tied samples: exact permutation p while C(n1+n2, n1) is at most this (8 vs 8)
-NOISE_PCT = 1.0          # significant changes inside a factor of 1.01 either way are "within noise" (beyond_floor)
+# No noise floor by default: a significant change is better or WORSE whatever its size, and its size
+# is told beside it ("smaller than ±5 %" when its whole interval lies inside the margin); the margin
+# decides what is too small to matter, and the gate fails only on a change of --fail-on-regression
+# or more. (A fixed 1 % floor printed 100 pairs at −0.87 % [−1.1 … −0.7 %], p < 10⁻⁴, as "same".)
+# `--noise PCT` still sets one.
+NOISE_PCT = 0.0
 # The equivalence margin δ: a change whose whole 95 % interval lies inside ±δ is "same within ±δ"
 # (two one-sided tests at α/2 each, so at least as strict as TOST at α). 5 %: the smallest change the
 # changes users bring are argued about (OpenZFS pull requests quote 25 % or more), and about the
@@ -82,7 +87,11 @@ class FigureChange:
     design: Design = Design.ITERATIONS    # what was compared with what (DESIGNS says it in words)
     test: str = "Mann-Whitney U"          # the test behind p
     detectable_pct: float | None = None   # the smallest change this data sees with 80 % power
-    margin_pct: float | None = None       # "same": the equivalence margin δ its interval lies inside
+    margin_pct: float | None = None       # "same", or a significant change inside ±δ: the margin δ
+    exploratory: bool = False             # not the case's headline: p Holm-adjusted within the case, never gated
+    pair_sd: float | None = None          # paired designs: the sd of the log ratios and how many pairs
+    pairs: int | None = None
+    p_raw: float | None = None            # an exploratory figure's own p before that adjustment
 
     def __post_init__(self) -> None:
         self.verdict = ChangeVerdict(self.verdict)      # a verdict read back from JSON is its word
@@ -94,15 +103,21 @@ class FigureChange:
                                                "detectable_pct")}
         if self.margin_pct is not None:
             out["margin_pct"] = self.margin_pct
+        if self.exploratory:
+            out["exploratory"], out["p_raw"] = True, self.p_raw
         return out
 
     def judge_same(self, margin_pct: float) -> None:
-        """The third outcome: a change that is not significant (or within noise), judged by a design
-        whose interval holds the question's variance, with its whole 95 % interval inside ±margin,
-        is "same within ±margin"; otherwise it stays what it was (can't tell, with the change the
-        data could have seen)."""
-        if (self.verdict in (ChangeVerdict.NOT_SIGNIFICANT, ChangeVerdict.WITHIN_NOISE) and self.design in SAME_DESIGNS
-                and self.ci_pct is not None and -margin_pct <= self.ci_pct[0] and self.ci_pct[1] <= margin_pct):
+        """The third outcome: a change that is not significant (or within a floor set on purpose),
+        judged by a design whose interval holds the question's variance, with its whole 95 % interval
+        inside ±margin, is "same within ±margin"; otherwise it stays what it was (can't tell, with
+        the change the data could have seen). A significant change keeps its direction and is told
+        as smaller than ±margin instead (verdict_text)."""
+        inside = self.ci_pct is not None and -margin_pct <= self.ci_pct[0] and self.ci_pct[1] <= margin_pct
+        if self.verdict.decided and inside:
+            self.margin_pct = margin_pct            # "WORSE −0.9 % (…), smaller than ±5 %"
+        elif (self.verdict in (ChangeVerdict.NOT_SIGNIFICANT, ChangeVerdict.WITHIN_NOISE)
+              and self.design in SAME_DESIGNS and inside):
             self.verdict, self.margin_pct = ChangeVerdict.SAME, margin_pct
 
 
@@ -116,8 +131,13 @@ DESIGNS = {
     Design.TURNS: "one run, both sides on one pool taking turns round by round (ABBA): within-iteration ratios "
              "(what drifts over seconds hits both alike; each turn pays its own costs, a receive round "
              "its own txg sync)",
-    Design.UNPAIRED: "one run, not interleaved: iterations compared (consecutive cases carry drift)",
+    Design.UNPAIRED: "one run, not interleaved: its cases are sweep points, not an A/B (consecutive cases carry "
+                     "drift, so no change is judged): each point's ratio to the first, its interval from the "
+                     "iterations; run the points in blocks (--interleave, ab = true) or in turns to judge them",
 }
+# what the design column says, short
+DESIGN_WORDS = {Design.ITERATIONS: "runs (iterations)", Design.HISTORY: "history", Design.RUNS: "runs",
+                Design.PAIRED: "blocks", Design.DUET: "duet", Design.TURNS: "turns", Design.UNPAIRED: "sweep"}
 # turns whose sides are two builds (guest ab --turns): the same statistics, a different machine
 BUILD_TURNS = ("one run, each build in a guest of its own taking turns round by round (ABBA), the other guest "
                "paused; the builds change guests every iteration{settled}: within-iteration ratios (what drifts "
@@ -179,6 +199,7 @@ class Comparison:
     profiles: list[ProfileDiff] = field(default_factory=list)   # where the CPU went, A against B (--profile)
     classes: list[ClassChange] = field(default_factory=list)    # per-class latency histograms, A against B
     workloads: dict[str, str] = field(default_factory=dict)     # an in-run pair's label "A → B": its workload
+    history_store: str | None = None                           # the store the history design read
 
     def regressions(self, pct: float) -> list[FigureChange]:
         return [c for c in self.changes if c.verdict == ChangeVerdict.WORSE and abs(c.change_pct) >= pct]
@@ -322,7 +343,7 @@ def compare_values(case: str, figure: str, unit: str, old: list[float], new: lis
         return FigureChange(case=case, figure=figure, unit=unit, old=old, new=new, old_median=om, new_median=nm,
                             change_pct=change, ci_pct=ci, p=None, verdict=ChangeVerdict.TOO_FEW,
                             note=f"{len(a)} vs {len(b)} iterations: no test can reach p < {ALPHA} and no 95 % "
-                                 f"interval exists (need ≥ {need} per side)", detectable_pct=detectable)
+                                 f"interval exists (need ≥ {need} per side)")
     if np.all(a == a[0]) and np.all(b == b[0]) and a[0] == b[0]:
         p = 1.0
     else:
@@ -354,7 +375,30 @@ def from_estimate(case: str, figure: str, unit: str, old: list[float], new: list
     return FigureChange(case=case, figure=figure, unit=unit, old=old, new=new, old_median=float(np.median(old)),
                         new_median=float(np.median(new)), change_pct=change, ci_pct=ci, p=est.p,
                         verdict=_verdict(change, est.p, way, noise_pct, alpha), design=design,
-                        test=f"{test}, {est.n}", detectable_pct=est.detectable_pct)
+                        test=f"{test}, {est.n}", detectable_pct=est.detectable_pct, pair_sd=est.sd,
+                        pairs=est.pairs)
+
+
+def adjust_exploratory(cmp: "Comparison", alpha: float = ALPHA) -> None:
+    """Every figure but a case's headline is exploratory: its p is Holm-adjusted over the case's other
+    figures, its verdict decided on that p, and the gate never judges it. (Each figure at α on its
+    own called some figure of the starvation mix's A/A in 7 of 30 windows, its headline in 1.)"""
+    by_case: dict[str, list[FigureChange]] = {}
+    for ch in cmp.changes:
+        if ch.figure != headline(cmp.workload_of(ch.case)) and ch.verdict not in (ChangeVerdict.NONE,
+                                                                                 ChangeVerdict.NOT_ALTERNATED):
+            by_case.setdefault(ch.case, []).append(ch)
+    for changes in by_case.values():
+        tested = sorted((c for c in changes if c.p is not None), key=lambda c: c.p or 0.0)
+        m, running = len(tested), 0.0
+        for k, c in enumerate(tested):
+            running = max(running, min(1.0, (m - k) * (c.p or 0.0)))
+            c.exploratory, c.p_raw, c.p = True, c.p, running
+            if c.verdict.decided and running >= alpha:
+                c.verdict = ChangeVerdict.NOT_SIGNIFICANT
+                c.margin_pct = None
+        for c in changes:
+            c.exploratory = True
 
 
 History = Callable[[RunData, str, str], list[float]]     # (run, case, figure) -> earlier run medians
@@ -410,8 +454,10 @@ def compare_runs(bases: list[RunData], news: list[RunData], noise_pct: float = N
     for key, nc in new.cases.items():
         if key not in base.cases:
             cmp.unmatched.append(f"{nc.case} (only in {new.label})")
+    adjust_exploratory(cmp)
     # a geometric-mean row per figure once more than one case contributes to it
     cmp.geomeans = {k: float(np.exp(np.mean(np.log(v)))) for k, v in ratios.items() if len(v) > 1}
+    cmp.history_store = getattr(history, "store_url", None)
     return cmp
 
 
@@ -436,12 +482,11 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
             return ch
     ch = compare_values(bc.case, name, unit, old, newv, noise_pct, way)
     earlier = history(new_run, bc.case, name) if history is not None else []
-    sd = abstats.between_run_sd(earlier)
-    if sd is not None and ch.verdict != ChangeVerdict.TOO_FEW:
-        est = abstats.known_noise([float(np.median(old))], [float(np.median(newv))], sd, len(earlier))
+    if len(earlier) >= abstats.MIN_HISTORY_RUNS:
+        est = abstats.history(float(np.median(old)), float(np.median(newv)), earlier)
         if est is not None:
             return from_estimate(bc.case, name, unit, old, newv, est, way, noise_pct, Design.HISTORY,
-                                 "Student's t on log medians, between-run sd from history")
+                                 "permutation of run-median gaps (exact)")
     down = (1 - 1 / (1 + floor / 100)) * 100
     judge = ("to judge it, run both sides in one run (duet = \"turns\", or --interleave / ab = true), give "
              "several runs a side (--vs), or keep a history of identical runs")
@@ -465,8 +510,10 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
         ch.note = (f"one run a side and no history of these settings: a change within a factor of {1 + floor / 100:g} "
                    f"(−{down:.1f} … +{floor:g} %) cannot be judged between separate runs ({DRIFT_FLOOR_SOURCE}"
                    f"{'' if floor == DRIFT_FLOOR_PCT else f'; set by --drift-floor {floor:g}'}); {judge}")
-    if ch.detectable_pct is not None:
-        ch.detectable_pct = max(ch.detectable_pct, floor)
+    if ch.detectable_pct is not None and ch.design is Design.ITERATIONS:
+        # only a change beyond the floor is judged, and one at the floor is called half the time: what
+        # the data sees with 80 % power is the floor times the test's own detectable change
+        ch.detectable_pct = ((1 + floor / 100) * (1 + ch.detectable_pct / 100) - 1) * 100
     return ch
 
 
@@ -532,8 +579,14 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
                     continue
                 ch = compare_values(f"{a.case} → {b.case}", name, a.unit(name), old, newv, noise_pct, way)
                 ch.design = Design.UNPAIRED
+                if ch.verdict is not ChangeVerdict.NONE:    # sweep points: a scaling row, never a verdict
+                    ch.verdict, ch.detectable_pct, ch.p = ChangeVerdict.NOT_ALTERNATED, None, None
+                    ch.note, ch.test = "", "none (the interval: Hodges-Lehmann on the iterations)"
+                cmp.changes.append(ch)
+                continue
             ch.judge_same(margin_pct)
             cmp.changes.append(ch)
+    adjust_exploratory(cmp)
     return cmp
 
 
@@ -653,7 +706,8 @@ def ab_pairs(run: RunData, names: list[str] | None = None) -> list[tuple[CaseDat
 SYMBOL = {ChangeVerdict.BETTER: "better", ChangeVerdict.WORSE: "WORSE", ChangeVerdict.SAME: "= same",
           ChangeVerdict.NOT_SIGNIFICANT: "~ (not significant)", ChangeVerdict.WITHIN_NOISE: "~ (within noise)",
           ChangeVerdict.UNKNOWN_DRIFT: "~ (cannot be judged between separate runs)",
-          ChangeVerdict.TOO_FEW: "? too few iterations", ChangeVerdict.NONE: "(not judged)"}
+          ChangeVerdict.TOO_FEW: "? too few iterations", ChangeVerdict.NONE: "(not judged)",
+          ChangeVerdict.NOT_ALTERNATED: "(sweep point: not an A/B)"}
 
 
 def verdict_text(ch: FigureChange) -> str:
@@ -661,15 +715,30 @@ def verdict_text(ch: FigureChange) -> str:
     the change this data could have seen."""
     text = SYMBOL[ch.verdict]
     if ch.verdict.decided and ch.ci_pct is not None:
-        return f"{text} ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %)"
+        small = f", smaller than ±{ch.margin_pct:.3g} %" if ch.margin_pct is not None else ""
+        return f"{text} ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %){small}"
     if ch.verdict == ChangeVerdict.SAME and ch.ci_pct is not None and ch.margin_pct is not None:
         return f"{text} within ±{ch.margin_pct:.3g} % ({ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %)"
-    if ch.detectable_pct is not None and ch.verdict != ChangeVerdict.NONE:
+    if ch.verdict == ChangeVerdict.TOO_FEW:
+        pairs = ch.design in (Design.PAIRED, Design.DUET, Design.TURNS)
+        return f"{text} (p < {ALPHA:g} needs ≥ {abstats.MIN_BLOCKS if pairs else needed_per_side()} " \
+               f"{'pairs' if pairs else 'iterations a side'})"
+    if ch.verdict in (ChangeVerdict.NONE, ChangeVerdict.NOT_ALTERNATED):
+        return text
+    if ch.detectable_pct is not None:
         return f"{text} (could see ≥ {ch.detectable_pct:.1f} %)"
+    if ch.p is not None and ch.verdict == ChangeVerdict.NOT_SIGNIFICANT and _no_spread(ch):
+        return f"{text} (no spread measured)"
     return text
 
 
-COLUMNS = ("case", "figure", "old", "new", "change", "95% CI", "p", "verdict")
+def _no_spread(ch: FigureChange) -> bool:
+    """Every iteration of both sides the same (or every pair's ratio): no power can be stated."""
+    return len(set(ch.old)) <= 1 and len(set(ch.new)) <= 1 or (
+        len(ch.old) == len(ch.new) and len({round(b / a, 12) for a, b in zip(ch.old, ch.new) if a > 0}) <= 1)
+
+
+COLUMNS = ("case", "figure", "design", "old", "new", "change", "95% CI", "p", "verdict")
 
 
 def design_lines(cmp: Comparison) -> list[str]:
@@ -680,6 +749,9 @@ def design_lines(cmp: Comparison) -> list[str]:
         if d is Design.TURNS and cmp.base.run.selection.get("build_turns"):
             settled = any(r.detail.get("settle_turns") for r in cmp.base.records)
             text = BUILD_TURNS.format(settled=SETTLED if settled else "")
+        elif d is Design.HISTORY:
+            text = ("one run a side, judged against earlier runs of identical settings: the compared runs' gap "
+                    "ranked among the gaps of every pair of runs")
         else:
             text = DESIGNS[d]
         out.append(f"design: {text}; test: {_tests_text(tests)}; α = {ALPHA}")
@@ -706,6 +778,14 @@ def _tests_text(tests: list[str]) -> str:
     return ", ".join(parts)
 
 
+def history_line(cmp: Comparison) -> list[str]:
+    """The first line of a comparison judged on history: which store, how many runs."""
+    ns = sorted({ch.test.rsplit(", ", 1)[-1] for ch in cmp.changes if ch.design is Design.HISTORY})
+    if not ns:
+        return []
+    return [f"judged on history: {' / '.join(ns)} from {cmp.history_store or 'the history store'}"]
+
+
 def emulated(cmp: Comparison) -> bool:
     """Some figure compared was taken under QEMU TCG."""
     return any(r.accelerator == "tcg" for r in [*(cmp.bases or [cmp.base]), *(cmp.news or [cmp.new])])
@@ -729,13 +809,14 @@ def table_rows(cmp: Comparison, figures: list[str] | None = None) -> list[list[s
         if figures and ch.figure not in figures:
             continue
         ci = "-" if ch.ci_pct is None else f"{ch.ci_pct[0]:+.1f} … {ch.ci_pct[1]:+.1f} %"
-        rows.append([ch.case, ch.figure, format_figure(ch.old_median, ch.unit), format_figure(ch.new_median, ch.unit),
-                     f"{ch.change_pct:+.1f} %", ci, "-" if ch.p is None else f"{ch.p:.3f}", verdict_text(ch)])
+        p = "-" if ch.p is None else f"{ch.p:.3f}" + ("ᴴ" if ch.exploratory else "")
+        rows.append([ch.case, ch.figure, DESIGN_WORDS[ch.design], format_figure(ch.old_median, ch.unit),
+                     format_figure(ch.new_median, ch.unit), f"{ch.change_pct:+.1f} %", ci, p, verdict_text(ch)])
     for name, g in cmp.geomeans.items():
         if not figures or name in figures:
-            rows.append(["(geomean)", name, "", "", f"{(g - 1) * 100:+.1f} %", "", "", ""])
+            rows.append(["(geomean)", name, "", "", "", f"{(g - 1) * 100:+.1f} %", "", "", ""])
     for f in cmp.failures:
-        rows.append([f.case, "(status)", StatusChange.text(f.old), StatusChange.text(f.new), "", "", "",
+        rows.append([f.case, "(status)", "", StatusChange.text(f.old), StatusChange.text(f.new), "", "", "",
                      "FAILED" + (f": {f.error}" if f.error else "")])
     return rows
 
@@ -745,27 +826,23 @@ def setup_lines(cmp: Comparison) -> list[str]:
     return [f"set-up differs: {c.text}" for c in cmp.setup]
 
 
-def by_chance(cmp: Comparison) -> str | None:
-    """Calls on figures other than a case's headline, each judged on its own at α: on identical
-    settings about one figure in 1/α is called by chance (the starvation mix's A/A in the guest:
-    some figure called in 7 of 30 windows of 6, its headline in 1), so the words say so."""
-    off = [ch for ch in cmp.changes if ch.verdict.decided and ch.figure != headline(cmp.workload_of(ch.case))]
-    if not off:
+def by_chance(cmp: Comparison, figures: list[str] | None = None) -> str | None:
+    """Figures other than a case's headline are exploratory (adjust_exploratory): the words say so,
+    counting only the figures shown."""
+    shown_ = [ch for ch in cmp.changes if ch.exploratory and (not figures or ch.figure in figures)]
+    if not shown_:
         return None
-    per_pair: dict[str, int] = {}
-    for ch in cmp.changes:
-        per_pair[ch.case] = per_pair.get(ch.case, 0) + (ch.p is not None)
-    heads = sorted({headline(cmp.workload_of(ch.case)) for ch in off} - {""})
-    return (f"{len(off)} of the calls are on figures other than a case's headline: each figure is judged on its "
-            f"own at α {ALPHA:g} (up to {max(per_pair.values())} a pair here), so on identical settings about one "
-            f"in {round(1 / ALPHA)} is called by chance; a case's verdict, and the gate's, is its headline figure"
-            + (f" ({', '.join(heads)})" if heads else ""))
+    called = sum(ch.verdict.decided for ch in shown_)
+    heads = sorted({headline(cmp.workload_of(ch.case)) for ch in shown_} - {""})
+    return (f"{len(shown_)} figure(s) shown besides a case's headline are exploratory: their p (ᴴ) is Holm-adjusted "
+            f"over the case's other figures ({called} still called), and neither they nor their calls fail the gate; "
+            "a case's verdict, and the gate's, is its headline figure" + (f" ({', '.join(heads)})" if heads else ""))
 
 
-def notes(cmp: Comparison) -> list[str]:
+def notes(cmp: Comparison, figures: list[str] | None = None) -> list[str]:
     tcg = (["Note: figures taken under QEMU TCG (software emulation): only relative, CPU-bound differences "
             "mean anything; none of them is a speed"] if emulated(cmp) else [])
-    chance = by_chance(cmp)
+    chance = by_chance(cmp, figures)
     return tcg + ([f"Note: {chance}"] if chance else []) + ([f"Note: {n}" for n in sorted({ch.note for ch in cmp.changes if ch.note})]
             + [f"Context (not judged): {c}" for c in cmp.context]
             + [f"Profile (not judged): {d.summary_line()}" for d in cmp.profiles]
@@ -775,6 +852,8 @@ def notes(cmp: Comparison) -> list[str]:
 
 def render(cmp: Comparison, console: Any, figures: list[str] | None = None) -> None:
     from rich.table import Table
+    for line in history_line(cmp):
+        console.print(line, highlight=False)
     for r in cmp.bases or [cmp.base]:
         console.print(f"base: {r.describe()}", highlight=False)
     if cmp.new is not cmp.base:
@@ -784,11 +863,11 @@ def render(cmp: Comparison, console: Any, figures: list[str] | None = None) -> N
         console.print(line, highlight=False)
     t = Table(title=title(cmp), title_justify="left")
     for c in COLUMNS:
-        t.add_column(c, justify="left" if c in ("case", "figure", "verdict") else "right")
+        t.add_column(c, justify="left" if c in ("case", "figure", "design", "verdict") else "right")
     for row in table_rows(cmp, figures):
         t.add_row(*row)
     console.print(t)
-    for line in notes(cmp):
+    for line in notes(cmp, figures):
         console.print(line, highlight=False)
 
 
@@ -796,12 +875,12 @@ def markdown(cmp: Comparison, figures: list[str] | None = None) -> str:
     """For a pull request comment or a CI step summary."""
     def cell(x: str) -> str:
         return x.replace("|", "\\|")
-    out = [f"### zfsperf compare: {title(cmp)}", ""]
+    out = [f"### zfsperf compare: {title(cmp)}", ""] + [f"**{line}**\n" for line in history_line(cmp)]
     out += [f"- {line}" for line in setup_lines(cmp) + design_lines(cmp)] + [""]
     out.append("| " + " | ".join(COLUMNS) + " |")
-    out.append("|" + "|".join("---" if c in ("case", "figure", "verdict") else "---:" for c in COLUMNS) + "|")
+    out.append("|" + "|".join("---" if c in ("case", "figure", "design", "verdict") else "---:" for c in COLUMNS) + "|")
     out += ["| " + " | ".join(cell(x) for x in row) + " |" for row in table_rows(cmp, figures)]
-    extra = notes(cmp)
+    extra = notes(cmp, figures)
     for d in cmp.profiles:
         if not d.rows:
             continue

@@ -75,6 +75,7 @@ class Target(ABC):
     def __init__(self, log: proc.CommandLog = proc.NULL_LOG) -> None:
         self.log = log
         self.tunables: TunableBackend | None = None     # FileTunables, SysctlTunables, or None (zfs-fuse)
+        self.pool_caches: dict[str, str] = {}           # pool -> the cachefile zfsperf created it with
 
     # ------------------------------------------------------------------ commands
     def wrap(self, argv: Sequence[str]) -> list[str]:
@@ -190,6 +191,18 @@ class Target(ABC):
             return None
         committed = [t.txg for t in rows if t.state == "C"]
         return max(committed) if committed else max(t.txg for t in rows)
+
+    def pool_cachefile(self, run_dir: str) -> str | None:
+        """The cachefile a test pool is created with: never the host's import cache (a pool in it is
+        imported at the next boot), but a file in the run's own vdev directory, which zdb is told
+        (zdb_argv: zdb finds a pool only through a cache file). None: the target's default, where
+        that is no host's (zfs-fuse's lab)."""
+        return f"{run_dir}/zpool.cache"
+
+    def zdb_argv(self, pool: str) -> list[str]:
+        """zdb, told the cache file zfsperf created pool with (-U), so that it finds the pool."""
+        cache = self.pool_caches.get(pool.split("/", 1)[0])
+        return ["zdb", "-U", cache] if cache else ["zdb"]
 
     def receive_guard(self) -> list[str] | None:
         """`zfs receive` options that keep a stream's own properties (a `zfs send -p` or `-R` stream

@@ -166,7 +166,7 @@ class SshZfsFuse(_SshMixin, Target):
         return _field_lines(res.stdout)        # missing fields: grep complains, the rest are read
 
     def txg(self, pool: str) -> int | None:
-        res = self.ssh.run(["zdb", "-u", pool], log=proc.NULL_LOG, timeout=30)
+        res = self.ssh.run([*self.zdb_argv(pool), "-u", pool], log=proc.NULL_LOG, timeout=30)
         return parse_zdb_txg(res.stdout) if res.ok else None
 
     def iostat_forms(self) -> list[str]:

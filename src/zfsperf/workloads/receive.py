@@ -366,7 +366,7 @@ class ReceiveWorkload:
         if not last.streams:
             return None
         dataset = last.streams[0][0]
-        res = ctx.target.run(["zdb", "-dddd", dataset], timeout=120)
+        res = ctx.target.run([*ctx.target.zdb_argv(dataset), "-dddd", dataset], timeout=120)
         if not res.ok:
             return None
         judged = (ctx.fields.get("corpus") or {}).get("kind", "file") != "file"

@@ -38,6 +38,11 @@ class ZfsFuseTarget(Target):
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return self.lab.prefix() + [str(a) for a in argv]
 
+    def pool_cachefile(self, run_dir: str) -> None:
+        """The lab's default: /var/lib/zfs/zpool.cache inside its private namespace (a directory of
+        the lab's own, never the host's), from which a restarted daemon imports its pools again."""
+        return None
+
     def receive_guard(self) -> list[str]:
         """zfs-fuse's receive has no -u or -x, and needs none here: the lab mounts in its own
         private mount namespace, never over the host's files."""
@@ -105,7 +110,7 @@ class ZfsFuseTarget(Target):
         here), and into a pipe its output only comes out at exit. Line-buffered (stdbuf -oL), the
         txg line is read as it is printed and zdb -- a read-only reader of the pool -- is stopped:
         a receive iteration reads the txg twice, so this took 2 s of every iteration."""
-        p = self.popen(["stdbuf", "-oL", "zdb", "-u", pool], stderr=subprocess.DEVNULL)
+        p = self.popen(["stdbuf", "-oL", *self.zdb_argv(pool), "-u", pool], stderr=subprocess.DEVNULL)
         try:
             m = proc.read_until(p, ZDB_TXG_RE, timeout=30)
         finally:

@@ -1,0 +1,292 @@
+"""Every verdict design calibrated through compare's own code path: records in, verdicts out.
+
+For each design, simulated runs (in-memory `RunData` of `CaseRecord`s, exactly what compare reads
+from a results directory) are judged by `compare.compare_within` / `compare.compare_runs`, under
+three kinds of noise on the log scale: normal, heavy-tailed (Student's t with 3 degrees of freedom,
+scaled to the same sd) and drifting (normal plus a level that moves 1 % an iteration, or a run for
+the designs whose unit is the run). Per design it reports:
+
+- A/A false alarms: the share of trials compare calls better or WORSE with no change planted
+  (goal ≤ 5 %, the 95 % upper bound ≤ 7 %), with its Wilson interval;
+- the real power at the printed detectable change: a change of the A/As' median "could see ≥ X %"
+  planted, the share called (goal 80 %, within 75-90 %);
+- "same" at a true change of ±δ (δ = the margin, 5 %): the share of trials called "same within
+  ±5 %" when B really is 5 % off (goal ≤ 5 %);
+- interval coverage: the share of trials whose 95 % interval holds the planted ratio (93-97 %).
+
+Designs: paired (interleaved blocks), turns (a duet taking turns; the same sign-flip statistics on
+its pairs), history (one run a side against 5, 8, 12 and 20 earlier runs), runs (3 vs 3 runs a side,
+`--vs`), separate (one run a side without history: the drift floor), unpaired (sweep points of a run
+that did not alternate: never a verdict), and detect (`--detect`'s stopping rule: the real power at
+its target when it stops).
+
+    .venv/bin/python bench/calibration.py [--trials 2000] [--designs paired,history,...] [--json OUT]
+
+A smaller seeded version runs in `make test` (tests/test_calibration.py) and fails when a design
+leaves its bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from zfsperf.report import abstats, compare  # noqa: E402
+from zfsperf.report.model import CaseData, RunData  # noqa: E402
+from zfsperf.results.record import CaseRecord, Figure, RunRecord, Status  # noqa: E402
+from zfsperf.units import ChangeVerdict  # noqa: E402
+
+SD = 0.03                       # a pair's (or a run's) spread on the log scale: 3 %
+MARGIN = compare.MARGIN_PCT     # δ
+NOISES = ("normal", "t3", "drift")
+DRIFT = 0.01                    # the drifting noise: the level moves 1 % an iteration (or a run)
+
+
+def noise(rng: np.random.Generator, kind: str, shape: tuple[int, ...], sd: float = SD) -> np.ndarray:
+    if kind == "t3":
+        return rng.standard_t(3, shape) * sd / math.sqrt(3)
+    return rng.standard_normal(shape) * sd
+
+
+# ----------------------------------------------------------------------------- simulated runs
+def _records(test: str, side: str, values: list[float], iterations: list[int]) -> list[CaseRecord]:
+    return [CaseRecord(test=test, case=f"{test} arm={side}", sweep={"arm": side}, iteration=i, workload="receive",
+                       status=Status.PASS, figures={"throughput": Figure(float(v), "MiB/s")})
+            for v, i in zip(values, iterations)]
+
+
+def one_run(sides: dict[str, list[float]], *, interleave: bool = False, turns: bool = False,
+            host: str = "sim", start: float = 0.0) -> RunData:
+    """A run of one test whose cases are the sides (arm=a, arm=b, …), each with these iterations."""
+    rr = RunRecord(host=host, start=start)
+    rr.selection = {"interleave": interleave}
+    if turns:
+        rr.duets, rr.turns = ["t"], ["t"]
+    cases: dict[str, CaseData] = {}
+    for side, values in sides.items():
+        cd = CaseData("t", f"t arm={side}", "receive", {"arm": side}, _records("t", side, values,
+                                                                               list(range(1, len(values) + 1))))
+        cases[cd.key] = cd
+    rr.cases = [c.case for c in cases.values()]
+    return RunData(path=Path(f"/sim/{host}/{start}"), run=rr, cases=cases,
+                   records=[r for c in cases.values() for r in c.records])
+
+
+def side_run(values: list[float], start: float) -> RunData:
+    """One side's run of the separate-runs designs: the case is the same in every run."""
+    rr = RunRecord(host="sim", start=start)
+    cd = CaseData("t", "t", "receive", {}, _records("t", "", values, list(range(1, len(values) + 1))))
+    cd.records = [CaseRecord(test="t", case="t", sweep={}, iteration=r.iteration, workload="receive",
+                             status=Status.PASS, figures=r.figures) for r in cd.records]
+    rr.cases = ["t"]
+    return RunData(path=Path(f"/sim/{start}"), run=rr, cases={cd.key: cd}, records=list(cd.records))
+
+
+# ----------------------------------------------------------------------------- designs
+Trial = Callable[[np.random.Generator, str, float], compare.FigureChange | None]   # (rng, noise, log shift)
+
+
+def paired_trial(n: int, turns: bool) -> Trial:
+    def trial(rng: np.random.Generator, kind: str, shift: float) -> compare.FigureChange | None:
+        level = 100 * np.exp((DRIFT * np.arange(n) if kind == "drift" else np.zeros(n)) + noise(rng, "normal", (n,)))
+        a = level * np.exp(noise(rng, kind, (n,), SD / math.sqrt(2)))
+        b = level * np.exp(noise(rng, kind, (n,), SD / math.sqrt(2)) + shift)
+        run = one_run({"a": list(a), "b": list(b)}, interleave=not turns, turns=turns)
+        cmp = compare.compare_within(run, compare.ab_pairs(run))
+        return next((c for c in cmp.changes if c.figure == "throughput"), None)
+    return trial
+
+
+def history_trial(n_hist: int) -> Trial:
+    def trial(rng: np.random.Generator, kind: str, shift: float) -> compare.FigureChange | None:
+        k = n_hist + 2
+        levels = noise(rng, kind, (k,)) + (DRIFT * np.arange(k) if kind == "drift" else 0.0)
+        meds = 100 * np.exp(levels)
+        iters = 5
+        base = side_run(list(meds[-2] * np.exp(noise(rng, "normal", (iters,), 0.005))), start=1000.0)
+        new = side_run(list(meds[-1] * math.exp(shift) * np.exp(noise(rng, "normal", (iters,), 0.005))), start=1001.0)
+        hist = list(meds[:-2])
+        cmp = compare.compare_runs([base], [new], history=lambda _r, _c, _f: hist)
+        return next((c for c in cmp.changes if c.figure == "throughput"), None)
+    return trial
+
+
+def runs_trial(k: int) -> Trial:
+    def trial(rng: np.random.Generator, kind: str, shift: float) -> compare.FigureChange | None:
+        levels = noise(rng, kind, (2 * k,)) + (DRIFT * np.arange(2 * k) if kind == "drift" else 0.0)
+        runs = [side_run(list(100 * math.exp(levels[i] + (shift if i >= k else 0.0))
+                              * np.exp(noise(rng, "normal", (5,), 0.005))), start=float(i)) for i in range(2 * k)]
+        cmp = compare.compare_runs(runs[:k], runs[k:])
+        return next((c for c in cmp.changes if c.figure == "throughput"), None)
+    return trial
+
+
+def separate_trial() -> Trial:
+    def trial(rng: np.random.Generator, kind: str, shift: float) -> compare.FigureChange | None:
+        lv = noise(rng, kind, (2,)) + (np.array([0.0, DRIFT]) if kind == "drift" else 0.0)
+        a = side_run(list(100 * math.exp(lv[0]) * np.exp(noise(rng, "normal", (5,), 0.01))), 0.0)
+        b = side_run(list(100 * math.exp(lv[1] + shift) * np.exp(noise(rng, "normal", (5,), 0.01))), 1.0)
+        cmp = compare.compare_runs([a], [b])
+        return next((c for c in cmp.changes if c.figure == "throughput"), None)
+    return trial
+
+
+def unpaired_trial(n: int) -> Trial:
+    def trial(rng: np.random.Generator, kind: str, shift: float) -> compare.FigureChange | None:
+        drift = DRIFT * np.arange(2 * n) if kind == "drift" else np.zeros(2 * n)
+        a = 100 * np.exp(drift[:n] + noise(rng, kind, (n,)))
+        b = 100 * np.exp(drift[n:] + noise(rng, kind, (n,)) + shift)
+        run = one_run({"a": list(a), "b": list(b)})
+        cmp = compare.compare_within(run, compare.ab_pairs(run))
+        return next((c for c in cmp.changes if c.figure == "throughput"), None)
+    return trial
+
+
+DESIGNS: dict[str, Trial] = {
+    "paired 6": paired_trial(6, False), "paired 12": paired_trial(12, False), "turns 8": paired_trial(8, True),
+    "history 5": history_trial(5), "history 8": history_trial(8), "history 12": history_trial(12),
+    "history 20": history_trial(20), "runs 3 vs 3": runs_trial(3), "separate": separate_trial(),
+    "unpaired 6": unpaired_trial(6),
+}
+
+
+# ----------------------------------------------------------------------------- measuring
+def wilson(k: int, n: int) -> tuple[float, float]:
+    if n == 0:
+        return (0.0, 1.0)
+    z = 1.959964
+    p = k / n
+    mid, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, mid - half), min(1.0, mid + half))
+
+
+@dataclass
+class Row:
+    design: str
+    noise: str
+    trials: int
+    false_alarms: int
+    detectable_pct: float | None          # the A/As' median "could see ≥ X %"
+    power: float | None                   # called at that planted change
+    same_at_margin: float | None          # "same" at a true ±δ
+    coverage: float | None                # planted changes' intervals holding the truth
+    p10: float | None = None              # detect: the 10th percentile of the real power at the stop
+    mean_pairs: float | None = None       # detect: the pairs it stopped at, on average
+
+    @property
+    def fa_rate(self) -> float:
+        return self.false_alarms / self.trials if self.trials else 0.0
+
+    @property
+    def fa_upper(self) -> float:
+        return wilson(self.false_alarms, self.trials)[1]
+
+    def as_dict(self) -> dict:
+        return {"design": self.design, "noise": self.noise, "trials": self.trials,
+                "false_alarm_rate": self.fa_rate, "false_alarm_upper95": self.fa_upper,
+                "detectable_pct": self.detectable_pct, "power_at_detectable": self.power,
+                "same_at_margin": self.same_at_margin, "coverage": self.coverage, "p10": self.p10,
+                "mean_pairs": self.mean_pairs}
+
+
+def covers(ch: compare.FigureChange, shift: float) -> bool | None:
+    if ch.ci_pct is None:
+        return None
+    true = math.expm1(shift) * 100
+    return ch.ci_pct[0] - 1e-9 <= true <= ch.ci_pct[1] + 1e-9
+
+
+def measure(name: str, trial: Trial, kind: str, trials: int, seed: int) -> Row:
+    rng = np.random.default_rng(seed)
+    aa = [trial(rng, kind, 0.0) for _ in range(trials)]
+    aa = [c for c in aa if c is not None]
+    calls = sum(c.verdict.decided for c in aa)
+    dets = [c.detectable_pct for c in aa if c.detectable_pct is not None]
+    det = float(np.median(dets)) if dets else None
+    cov = [covers(c, 0.0) for c in aa]
+    power = same = None
+    if det is not None:
+        shift = math.log1p(det / 100)
+        planted = [trial(rng, kind, -shift) for _ in range(trials)]     # a loss of the printed size
+        power = float(np.mean([c is not None and c.verdict.decided for c in planted]))
+        cov += [covers(c, -shift) for c in planted if c is not None]
+    judged_same = [c for c in (trial(rng, kind, s * math.log1p(MARGIN / 100)) for s in (1, -1)
+                               for _ in range(trials // 2)) if c is not None]
+    if judged_same and any(c.design in compare.SAME_DESIGNS for c in judged_same):
+        same = float(np.mean([c.verdict == ChangeVerdict.SAME for c in judged_same]))
+    if aa and all(c.design is compare.Design.ITERATIONS for c in aa):
+        cov = []        # separate runs: the interval is of the iterations, not of the runs (not claimed)
+    held = [x for x in cov if x is not None]
+    return Row(name, kind, len(aa), calls, det, power, same, float(np.mean(held)) if held else None)
+
+
+def detect_rows(trials: int, seed: int) -> list[Row]:
+    """--detect's stopping rule (runner._detected): blocks are added from MIN_BLOCKS until the change
+    seen with 80 % power at the 90 % upper bound of the pairs' sd reaches the target; the real power
+    at the target when it stops, of the test it then runs (K(n) of the sign-flip test)."""
+    from scipy import stats
+    out = []
+    for target, sd in ((5.0, 0.034), (3.0, 0.034)):
+        rng = np.random.default_rng(seed)
+        powers, ns = [], []
+        for _ in range(trials):
+            d = rng.standard_normal(400) * sd
+            for n in range(abstats.MIN_BLOCKS, 401):
+                det = abstats.detectable_at_bound(float(d[:n].std(ddof=1)), n)
+                if det is not None and det <= target:
+                    break
+            k = abstats.SIGN_FLIP_K.get(n, stats.t.ppf(0.975, n - 1) + stats.t.ppf(0.8, n - 1))
+            powers.append(float(stats.norm.cdf(math.log1p(target / 100) / (sd / math.sqrt(n)) - (k - stats.norm.ppf(0.8)))))
+            ns.append(n)
+        out.append(Row(f"detect {target:g} % (pair sd {sd * 100:.1f} %)", "normal", trials, 0, target,
+                       float(np.mean(powers)), None, None, float(np.percentile(powers, 10)), float(np.mean(ns))))
+    return out
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:.1f} %"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trials", type=int, default=2000)
+    ap.add_argument("--designs", default=",".join([*DESIGNS, "detect"]))
+    ap.add_argument("--noises", default=",".join(NOISES))
+    ap.add_argument("--seed", type=int, default=20261202)
+    ap.add_argument("--json", metavar="OUT")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    rows: list[Row] = []
+    print("| design | noise | A/A false alarms (95 % upper) | could see (median) | power there | "
+          "\"same\" at ±5 % | coverage |")
+    print("|---|---|---|---|---|---|---|")
+    for name in [d.strip() for d in args.designs.split(",") if d.strip()]:
+        if name == "detect":
+            for r in detect_rows(args.trials, args.seed):
+                rows.append(r)
+                print(f"| {r.design} | normal | - | target | mean {pct(r.power)}, 10th pct "
+                      f"{pct(r.p10)} ({r.mean_pairs or 0:.1f} pairs) | - | - |", flush=True)
+            continue
+        for kind in args.noises.split(","):
+            r = measure(name, DESIGNS[name], kind, args.trials, args.seed)
+            rows.append(r)
+            print(f"| {r.design} | {kind} | {pct(r.fa_rate)} ({pct(r.fa_upper)}) | "
+                  f"{'-' if r.detectable_pct is None else f'{r.detectable_pct:.1f} %'} | {pct(r.power)} | "
+                  f"{pct(r.same_at_margin)} | {pct(r.coverage)} |", flush=True)
+    print(f"# {args.trials} trials a cell, seed {args.seed}, {time.time() - t0:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.as_dict() for r in rows], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
