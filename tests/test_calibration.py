@@ -24,7 +24,7 @@ def _bench(name: str):
 
 
 calibration = _bench("calibration")
-TRIALS = 300
+TRIALS = 200
 
 
 @pytest.mark.parametrize("design", ["paired 6", "paired 12", "turns 8", "history 5", "history 8", "history 20",

@@ -51,6 +51,7 @@ def test_an_a_a_a_third_apart_cannot_be_judged_and_says_why(tmp_path):
     assert ch["change_pct"] == pytest.approx(33.3, abs=0.5) and ch["p"] < 0.05
     assert ch["verdict"] == "within unknown drift", ch
     assert "cannot be judged between separate runs" in ch["note"] and "docs/benchmarks.md" in ch["note"]
+    assert "uncalibrated" in ch["note"] and "zfsperf calibrate" in ch["note"]       # and how to calibrate it
     assert "duet = \"turns\"" in ch["note"]                                # the design that would judge it
     md = zfsperf("compare", str(a), str(b), "--no-history", "--format", "md").stdout
     # only a change beyond the floor is judged, and one at the floor half the time: what it sees with

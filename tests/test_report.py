@@ -304,8 +304,8 @@ def test_compare_markdown_renders_as_a_table(ab_runs):
     page = MarkdownIt("commonmark").enable("table").render(res.stdout)
     assert page.count("<table>") == 1 and "<h3>zfsperf compare" in page and "<li>design:" in page
     heads = re.findall(r"<th[^>]*>([^<]*)</th>", page)
-    assert heads[:4] == ["case", "figure", "old", "new"] and "verdict" in heads
+    assert heads[:5] == ["case", "figure", "design", "old", "new"] and "verdict" in heads
     rows = re.findall(r"<tr>(.*?)</tr>", page, re.S)
     tp = next(r for r in rows if "<td>throughput</td>" in r)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", tp)
-    assert len(cells) == len(heads) and "WORSE" in cells[-1] and cells[4].startswith("-")
+    assert len(cells) == len(heads) and "WORSE" in cells[-1] and cells[5].startswith("-")

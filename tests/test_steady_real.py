@@ -3,6 +3,7 @@ people look (the summary table, summary.txt, report, compare), on real zfs-fuse.
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -105,8 +106,13 @@ def test_a_cache_still_filling_is_not_steady_with_its_reason(tmp_path, lab):
         timescale.running(steady.decision_samples(series), "workload_iops"), 1.0) if s["metrics"].get("workload_iops")]
     assert vals[-1] > 2 * vals[1]                                  # it really was still climbing
     assert "not steady: iteration 1: headline workload_iops" in (d / "summary.txt").read_text()
-    # compare says so next to its verdict
-    out = zfsperf("compare", str(d), str(d), "--no-history").stdout
+    # compare says so next to its verdict (against a second run of the same records: a run compared
+    # with itself is no comparison, exit 2)
+    other = tmp_path / "other"
+    shutil.copytree(d, other)
+    info = json.loads((other / "run.json").read_text())
+    (other / "run.json").write_text(json.dumps(info | {"start": info["start"] + 60}))
+    out = zfsperf("compare", str(d), str(other), "--no-history").stdout
     assert "was not in a steady state" in out
     _chart_panels_drawn(d, r)
 

@@ -98,11 +98,12 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="zfsperf", description="A performance test suite for ZFS.")
-    ap.add_argument("--version", action="version", version=f"zfsperf {__version__}")
+    ap.add_argument("--version", action="store_true", help="print zfsperf's version and git commit")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
     _add_run(sub)
     _add_list(sub)
     _add_check(sub)
+    _add_calibrate(sub)
     _add_info(sub)
     _add_lab(sub)
     _add_guest(sub)
@@ -125,6 +126,31 @@ def _add_list(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keys", action="store_true",
                    help="the fields a runfile's tests, [defaults] and pool take (type, default, help), and each "
                         "workload's own fields (type, sweepable)")
+
+
+def _add_calibrate(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf calibrate`."""
+    p = sub.add_parser("calibrate", help="this machine's run-to-run noise, so that two separate runs can be judged",
+                       description="Make N identical runs of a runfile (default: the quick suite) and add them to "
+                                   "the history store; print each case's run-to-run spread and what two separate "
+                                   "runs of these settings can then see. `compare BASE NEW` of these settings is "
+                                   "judged against that noise (the history design) and says so on its first line. "
+                                   "Example: zfsperf calibrate -r quick --runs 5",
+                       epilog="examples:\n  zfsperf calibrate --runs 5\n  zfsperf calibrate -r my.toml -D size=64M "
+                              "--runs 8\n  zfsperf calibrate --from-store zfsperf-results/current",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dirs", nargs="*", metavar="DIR", help="--from-store: a results directory of the settings")
+    p.add_argument("-r", "--runfile", default="quick", help="a runfile path or a built-in name (default quick)")
+    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("-I", "--iterations", type=int, help="iterations per case of each run")
+    p.add_argument("-s", "--vdev-size", help="vdev size of each run (as run -s)")
+    p.add_argument("--target", help="as run --target")
+    p.add_argument("--runs", type=int, default=5, help="identical runs to make (default 5, the least the history "
+                                                        "design takes)")
+    p.add_argument("--store", help="the history store (default $ZFSPERF_STORE, else $ZFSPERF_STATE/history.sqlite)")
+    p.add_argument("-o", "--outdir", default="zfsperf-results", help="where the runs' results directories go")
+    p.add_argument("--from-store", action="store_true",
+                   help="make no run: read the runs of DIR's settings the store already holds")
 
 
 def _add_check(sub: argparse._SubParsersAction) -> None:
@@ -327,11 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     try:
-        if args.cmd is None or args.cmd == "run":
-            if args.cmd is None:
-                args = build_parser().parse_args(["run", *argv])
+        if args.cmd is None:                # `zfsperf` alone: what to type, never a benchmark
+            print(version_line() if args.version else USAGE, end="" if args.version else None)
+            return 0
+        if args.cmd == "run":
             return cmd_run(args, argv)
         return {"list": cmd_list, "info": cmd_info, "check": cmd_check, "lab": cmd_lab, "guest": cmd_guest, "corpus": cmd_corpus,
+                "calibrate": cmd_calibrate,
                 "history": cmd_history,
                 "report": cmd_report, "compare": cmd_compare, "steady": cmd_steady}[args.cmd](args)
     except InputError as e:
@@ -346,6 +374,35 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:                 # `zfsperf … | head`: the reader left; not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+USAGE = """zfsperf: a performance test suite for ZFS (zfsperf COMMAND --help for each; zfsperf --help for all)
+
+  zfsperf run                        the default suite on the embedded zfs-fuse (about 3 minutes)
+  zfsperf run -r RUNFILE --dry-run   check a runfile against the target and show what it would do
+  zfsperf report zfsperf-results/current   summarise a run (nothing is re-run)
+  zfsperf compare BASE NEW           did it get faster or slower, by how much, and how sure
+  zfsperf check                      what would make numbers noisy on this machine, measured now
+"""
+
+
+def version_line() -> str:
+    """zfsperf's version and the git commit it runs from (and whether that has local changes)."""
+    from .runinfo import software
+    sw = software()
+    commit = sw.get("commit")
+    return f"zfsperf {__version__}" + (f" (commit {commit[:12]}{', with local changes' if sw.get('dirty') else ''})"
+                                       if commit else "") + "\n"
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from . import calibrate
+
+    def run_once(argv: list[str]) -> tuple[int, str | None]:
+        code = cmd_run(build_parser().parse_args(["run", *argv]), ["run", *argv])
+        current = Path(args.outdir) / "current"
+        return code, str(current.resolve()) if current.exists() else None
+    return calibrate.run(args, run_once)
 
 
 def _tags(text: str | None) -> list[str] | None:
@@ -727,6 +784,16 @@ def cmd_history(args: argparse.Namespace) -> int:
         print(f"zfsperf: no runs in {store.url}" + (" for that case/figure" if args.case or args.figure else ""),
               file=sys.stderr)
         return 2
+    need = 2 * args.min_segment          # a change point has --min-segment runs on each side
+    if args.fail_on_change is not None:
+        short = [s for s in series if len(s.points) < need]
+        if len(short) == len(series):
+            raise InputError(f"a change point needs at least {need} runs of a series ({args.min_segment} on each "
+                             f"side, --min-segment); the most here is {max(len(s.points) for s in series)}: the "
+                             "gate could not fail, so it does not pretend to judge", field="--fail-on-change")
+        for s in short:
+            print(f"warning: {s.case} / {s.figure}: {len(s.points)} runs, fewer than the {need} a change point "
+                  "needs: the gate cannot fail on it", file=sys.stderr)
     if args.json:
         print(json.dumps({"store": store.url, "series": [s.as_dict() for s in series]}, indent=1))
     else:

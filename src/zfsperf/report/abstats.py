@@ -246,6 +246,12 @@ def history(base: float, new: float, earlier: list[float], alpha: float = ALPHA)
     return _t_estimate(diff, sd * math.sqrt(2), df, f"{n} earlier runs of identical settings", alpha)
 
 
+def separate_runs_detectable(sd: float, df: float) -> float | None:
+    """What the history design sees with 80 % power between two runs whose medians each spread sd
+    (log scale), known with df degrees of freedom (zfsperf calibrate prints it)."""
+    return _mde(sd * math.sqrt(2), df)
+
+
 def _t_estimate(diff: float, se: float, df: float, n: str, alpha: float = ALPHA) -> Estimate:
     if se <= 0:
         p = 1.0 if diff == 0 else 0.0

@@ -105,6 +105,8 @@ class FigureChange:
             out["margin_pct"] = self.margin_pct
         if self.exploratory:
             out["exploratory"], out["p_raw"] = True, self.p_raw
+        if self.pairs is not None:
+            out["pairs"], out["pair_sd"] = self.pairs, self.pair_sd
         return out
 
     def judge_same(self, margin_pct: float) -> None:
@@ -149,8 +151,9 @@ SETTLED = ", and each side's first turn (after the fresh pools) is run and left 
 # run's own iterations varied 5-13 %. The floor is a factor of 1.5 either way (−33.3 % … +50 %),
 # above every such A/A difference; a 50 % drop (a factor of 2) is beyond it.
 DRIFT_FLOOR_PCT = 50.0
-DRIFT_FLOOR_SOURCE = ("the default floor: consecutive runs of identical settings on zfs-fuse here differed by up "
-                      "to +33 %, docs/benchmarks.md")
+DRIFT_FLOOR_SOURCE = ("the default floor, uncalibrated: consecutive runs of identical settings on one zfs-fuse "
+                      "machine differed by up to +33 %, docs/benchmarks.md; `zfsperf calibrate` measures this "
+                      "machine's run-to-run noise, after which compare judges these settings on it")
 
 
 def _span(values: list[float]) -> float:
@@ -397,8 +400,6 @@ def adjust_exploratory(cmp: "Comparison", alpha: float = ALPHA) -> None:
             if c.verdict.decided and running >= alpha:
                 c.verdict = ChangeVerdict.NOT_SIGNIFICANT
                 c.margin_pct = None
-        for c in changes:
-            c.exploratory = True
 
 
 History = Callable[[RunData, str, str], list[float]]     # (run, case, figure) -> earlier run medians
@@ -862,10 +863,15 @@ def render(cmp: Comparison, console: Any, figures: list[str] | None = None) -> N
     for line in setup_lines(cmp) + design_lines(cmp):
         console.print(line, highlight=False)
     t = Table(title=title(cmp), title_justify="left")
-    for c in COLUMNS:
+    # on a terminal the design column only where rows differ in it: one design is named, for every
+    # row, by the design line above (--format md and --json carry it on every row)
+    rows = table_rows(cmp, figures)
+    keep = [i for i, c in enumerate(COLUMNS) if c != "design" or len({r[2] for r in rows if r[2]}) > 1]
+    for i in keep:
+        c = COLUMNS[i]
         t.add_column(c, justify="left" if c in ("case", "figure", "design", "verdict") else "right")
-    for row in table_rows(cmp, figures):
-        t.add_row(*row)
+    for row in rows:
+        t.add_row(*(row[i] for i in keep))
     console.print(t)
     for line in notes(cmp, figures):
         console.print(line, highlight=False)

@@ -1,0 +1,67 @@
+"""The path a user takes first (issue 70): a bare `zfsperf` helps and runs nothing, `--version`
+names the commit, and a history gate that cannot fail says so."""
+
+import random
+import subprocess
+
+from helpers import level_run, stored_results, zfsperf
+
+
+def test_zfsperf_alone_prints_usage_and_starts_nothing(tmp_path):
+    """It started the default benchmark (2 × 2 GiB vdevs, a zfs-fuse daemon, two minutes of I/O)."""
+    env = {"ZFSPERF_STATE": str(tmp_path / "state"), "ZFSPERF_LAB": str(tmp_path / "lab")}
+    res = zfsperf(env=env, cwd=tmp_path, timeout=60)
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stdout.splitlines() if ln.strip().startswith("zfsperf ")]
+    assert len(lines) == 5 and "zfsperf run" in lines[0] and "zfsperf compare BASE NEW" in res.stdout
+    assert "Starting ZFS target" not in res.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == []           # no results, state or lab
+
+
+def test_version_names_the_commit():
+    res = zfsperf("--version", timeout=60)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert res.returncode == 0 and res.stdout.startswith("zfsperf 0.") and f"commit {head[:12]}" in res.stdout
+
+
+def test_history_gate_says_how_many_runs_a_change_point_needs(tmp_path):
+    """Three runs with a −40 % drop printed `0 change point(s)`, exit 0."""
+    rng = random.Random(3)
+    runs = [stored_results(tmp_path / f"r{i}", level_run(v, rng), start=i) for i, v in enumerate((100, 100, 60))]
+    store = str(tmp_path / "h.sqlite")
+    assert zfsperf("history", "import", *map(str, runs), "--store", store).returncode == 0
+    res = zfsperf("history", "--store", store, "--fail-on-change", "5")
+    assert res.returncode == 2 and "a change point needs at least 4 runs" in res.stderr, res.stdout + res.stderr
+
+
+def command_lines(text: str) -> list[str]:
+    """Every `zfsperf …` line of a document's code blocks, its trailing comment taken off; lines
+    that show a syntax ([optional] parts, `...`, a|b) rather than a command are left out."""
+    out, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):          # shell blocks only: others show output
+            fenced = not fenced and line.strip()[3:] in ("sh", "bash", "shell", "console")
+            continue
+        cmd = line.split(" # ", 1)[0].strip()
+        if fenced and cmd.startswith("zfsperf ") and not any(m in cmd for m in ("[", "...", "…", "|")):
+            out.append(cmd)
+    return out
+
+
+def test_every_command_in_the_readme_and_the_docs_parses():
+    """The manual's examples are tests (benchstat): each parses with today's argument parser."""
+    import shlex
+    from pathlib import Path
+    from zfsperf import cli
+    root = Path(__file__).resolve().parents[1]
+    docs = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    seen = 0
+    for doc in docs:
+        for cmd in command_lines(doc.read_text()):
+            argv = shlex.split(cmd)[1:]
+            try:
+                cli.build_parser().parse_args(argv)
+            except SystemExit as e:
+                raise AssertionError(f"{doc.name}: `{cmd}` does not parse (exit {e.code})") from None
+            seen += 1
+    assert seen >= 40, seen
