@@ -65,3 +65,20 @@ def test_every_command_in_the_readme_and_the_docs_parses():
                 raise AssertionError(f"{doc.name}: `{cmd}` does not parse (exit {e.code})") from None
             seen += 1
     assert seen >= 40, seen
+
+
+def test_every_subcommand_has_examples_that_parse():
+    """No subcommand had an example (issue 70): each has one to three now, and each parses."""
+    import shlex
+    from zfsperf import cli
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, __import__("argparse")._SubParsersAction))
+    for name, p in sub.choices.items():
+        assert p.epilog and p.epilog.startswith("examples:"), name
+        examples = [ln.strip().split(" # ", 1)[0].strip() for ln in p.epilog.splitlines()[1:] if ln.strip()]
+        assert 1 <= len(examples) <= 3, (name, examples)
+        for ex in examples:
+            try:
+                cli.build_parser().parse_args(shlex.split(ex)[1:])
+            except SystemExit as e:
+                raise AssertionError(f"{name}: example `{ex}` does not parse (exit {e.code})") from None

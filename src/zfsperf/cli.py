@@ -112,7 +112,32 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(sub)
     _add_history(sub)
     _add_compare(sub)
+    for name, p in sub.choices.items():          # one to three examples under every subcommand's help
+        if name in EXAMPLES and not p.epilog:
+            p.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
+            p.formatter_class = argparse.RawDescriptionHelpFormatter
     return ap
+
+
+EXAMPLES = {
+    "run": ["zfsperf run                                  # the default suite on the embedded zfs-fuse",
+            "zfsperf run -r checksum-ab                   # an A/B of a dataset property, the sides taking turns",
+            "zfsperf run -r my.toml --dry-run             # check a runfile, nothing started or written"],
+    "list": ["zfsperf list -r receive-batch", "zfsperf list --keys"],
+    "check": ["zfsperf check", "zfsperf check --window 10 --json"],
+    "info": ["zfsperf info                                 # starts the embedded zfs-fuse when there is no kernel ZFS"],
+    "lab": ["zfsperf lab start", "zfsperf lab status", "zfsperf lab stop"],
+    "guest": ["zfsperf guest up", "zfsperf guest run -- run -r receive-batch",
+              "zfsperf guest ab --a 2.3 --b ~/src/zfs -r receive --turns"],
+    "corpus": ["zfsperf corpus make --kind small-records --size 256M"],
+    "steady": ["zfsperf steady zfsperf-results/current", "zfsperf steady --method snia zfsperf-results/current"],
+    "report": ["zfsperf report zfsperf-results/current", "zfsperf report zfsperf-results/current --format md"],
+    "history": ["zfsperf history import zfsperf-results/*", "zfsperf history --fail-on-change 10",
+                "zfsperf history runs"],
+    "compare": ["zfsperf compare zfsperf-results/current       # the A/B pairs of one run (turns, duet, blocks)",
+                "zfsperf compare BASE NEW --fail-on-regression 5",
+                "zfsperf compare BASE1 BASE2 BASE3 --vs NEW1 NEW2 NEW3"],
+}
 
 
 def _add_list(sub: argparse._SubParsersAction) -> None:

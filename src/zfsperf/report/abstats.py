@@ -5,7 +5,7 @@ and symmetric). Each returns the change as a ratio, a two-sided p-value, a 95 % 
 ratio when one exists, and the *detectable change*: the smallest change this data could have
 called significant with 80 % power at alpha 0.05, from its own observed spread and n, by the
 power of the test actually used: the exact sign-flip test's from SIGN_FLIP_K (simulated:
-bench/signflip_power.py; at 6 pairs it needs 4.40 standard errors, where the t approximation
+bench/signflip_power.py; at 6 pairs it needs 4.39 standard errors, where the t approximation
 (t_{1-α/2} + t_{0.8}) · SE said 3.49 and so promised a change it saw with 61 % power), the
 history test's from its own degrees of freedom. A verdict of "not significant" says nothing
 without that figure: "~ (could see >= 2.4 %)" does; none is given where no change can be called.
@@ -180,7 +180,7 @@ def paired(a: list[float], b: list[float], alpha: float = ALPHA) -> Estimate | N
 # --detect stops when the detectable change at this one-sided upper confidence bound of the pairs'
 # sd reaches its target: stopping on the sample sd itself stopped 59 % of runs at 6 pairs with a
 # real power of 74 % on average (41 % at the 10th percentile); at a 90 % bound the real power at
-# stopping averaged 95 % (10th percentile 87 %) for a 5 % target with a pair sd of 3.4 %, and 90 %
+# stopping averaged 95 % (10th percentile 87 %) for a 5 % target with a pair sd of 3.4 %, and 91 %
 # (78 %) for 3 % (bench/calibration.py, design detect).
 DETECT_SD_BOUND = 0.90
 
@@ -236,7 +236,7 @@ def history(base: float, new: float, earlier: list[float], alpha: float = ALPHA)
     """One run a side (their medians) judged against earlier runs of identical settings: Student's t
     on log(new / base) with the run-to-run sd of between_run_sd and its degrees of freedom. It
     replaced a robust MAD of successive differences taken as exact with n − 1 degrees of freedom,
-    which called 14 % of A/As with 5 history runs (bench/calibration.py)."""
+    which called 14 % of A/As with 5 history runs (simulated; bench/calibration.py measures this one)."""
     est = between_run_sd(earlier)
     if est is None or base <= 0 or new <= 0:
         return None

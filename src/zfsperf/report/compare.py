@@ -126,7 +126,8 @@ class FigureChange:
 DESIGNS = {
     Design.ITERATIONS: "one run a side, iterations compared; run-to-run drift unknown (changes below the drift "
                   "floor are not called)",
-    Design.HISTORY: "one run a side, judged against the run-to-run noise of identical settings in the history store",
+    Design.HISTORY: "one run a side, judged against the run-to-run noise of identical settings in the history store "
+                    "(their successive differences)",
     Design.RUNS: "several runs a side, the run as the unit (between-run variance)",
     Design.PAIRED: "one run, interleaved blocks: within-block ratios (drift cancels)",
     Design.DUET: "one run, both sides at once on one pool (duet): within-iteration ratios (noise hits both alike)",
@@ -487,7 +488,8 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
         est = abstats.history(float(np.median(old)), float(np.median(newv)), earlier)
         if est is not None:
             return from_estimate(bc.case, name, unit, old, newv, est, way, noise_pct, Design.HISTORY,
-                                 "permutation of run-median gaps (exact)")
+                                 "Student's t on log run medians, run-to-run sd from the history's successive "
+                                 "differences")
     down = (1 - 1 / (1 + floor / 100)) * 100
     judge = ("to judge it, run both sides in one run (duet = \"turns\", or --interleave / ab = true), give "
              "several runs a side (--vs), or keep a history of identical runs")
@@ -751,8 +753,8 @@ def design_lines(cmp: Comparison) -> list[str]:
             settled = any(r.detail.get("settle_turns") for r in cmp.base.records)
             text = BUILD_TURNS.format(settled=SETTLED if settled else "")
         elif d is Design.HISTORY:
-            text = ("one run a side, judged against earlier runs of identical settings: the compared runs' gap "
-                    "ranked among the gaps of every pair of runs")
+            text = ("one run a side, judged against earlier runs of identical settings: their run-to-run spread "
+                    "(successive differences, with the degrees of freedom its efficiency gives)")
         else:
             text = DESIGNS[d]
         out.append(f"design: {text}; test: {_tests_text(tests)}; α = {ALPHA}")
