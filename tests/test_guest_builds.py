@@ -169,7 +169,7 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     (tmp_path / "next").mkdir()
     nxt = zfsperf("run", "--target", "guest", "-x", "-r",
                   str(write_runfile(tmp_path / "next", RECV.replace('size = "4M"', 'size = "1M"'))),
-                  "-o", str(tmp_path / "next"), env={"ZFSPERF_STATE": str(state)}, timeout=1800)
+                  "-o", str(tmp_path / "next" / "res"), env={"ZFSPERF_STATE": str(state)}, timeout=1800)
     assert nxt.returncode == 0, why(nxt)
     said = [ln for ln in (nxt.stdout + nxt.stderr).splitlines() if "journal: " in ln]
     lab_names = {e["name"] for e in left if e["backend"]["ssh"]["machine"]["pid"] != twin_pid}
