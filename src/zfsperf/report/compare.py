@@ -582,9 +582,11 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
                     continue
                 ch = compare_values(f"{a.case} → {b.case}", name, a.unit(name), old, newv, noise_pct, way)
                 ch.design = Design.UNPAIRED
-                if ch.verdict is not ChangeVerdict.NONE:    # sweep points: a scaling row, never a verdict
-                    ch.verdict, ch.detectable_pct, ch.p = ChangeVerdict.NOT_ALTERNATED, None, None
-                    ch.note, ch.test = "", "none (the interval: Hodges-Lehmann on the iterations)"
+                # sweep points: a scaling row, never a verdict, and no test behind it
+                if ch.verdict is not ChangeVerdict.NONE:
+                    ch.verdict = ChangeVerdict.NOT_ALTERNATED
+                ch.detectable_pct, ch.p = None, None
+                ch.note, ch.test = "", "none (the interval: Hodges-Lehmann on the iterations)"
                 cmp.changes.append(ch)
                 continue
             ch.judge_same(margin_pct)
