@@ -367,6 +367,7 @@ class ScriptedWorkload:
     bandwidth_figure = None
     summary_figures = ["throughput"]
     directions: dict[str, int] = {}
+    figure_units = (("throughput", "MiB/s"),)
     fields = {"level": ((int, float), True), "mode": (str, True)}
     duet_modes: tuple[str, ...] = ()
     turns_share_files = False
@@ -386,6 +387,12 @@ class ScriptedWorkload:
         return self.script(ctx)
 
     def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
+        return None
+
+    def kept_bytes(self, fields: dict[str, Any]) -> int | None:
+        return None
+
+    def asked_seconds(self, fields: dict[str, Any]) -> float | None:
         return None
 
     def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:

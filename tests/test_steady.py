@@ -294,7 +294,9 @@ def test_a_repeated_gate_reports_its_time_to_steady_with_an_interval(tmp_path):
     assert t["mean_s"] == pytest.approx(12.0) and t["n"] == 3 and t["never"] == 1
     assert t["ci_s"] == pytest.approx([12.0 - half, 12.0 + half], rel=1e-4)
     text = zfsperf("report", str(d)).stdout
-    assert "time to steady 12.0 s [7.0 … 17.0 s] (mean and 95 % CI over 3 iterations; 1 never steady)" in text
+    assert max(len(ln) for ln in text.splitlines()[1:]) <= 100           # wrapped (the first: the path)
+    assert "time to steady 12.0 s [7.0 … 17.0 s] (mean and 95 % CI over 3 iterations; 1 never steady)" in \
+        " ".join(text.split())
     assert "runfile not recorded" in text and "None" not in text          # a repr once stood here
 
 

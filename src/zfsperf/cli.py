@@ -301,6 +301,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    default="terminal", help="terminal, or any exporter's text on stdout (default terminal)")
     p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report with pictures")
     p.add_argument("--no-histograms", action="store_true", help="terminal: leave out the quantize histograms")
+    p.add_argument("--wide", action="store_true", help="terminal: every statistic (median, stddev, min, max too)")
 
 
 def _add_history(sub: argparse._SubParsersAction) -> None:
@@ -744,7 +745,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     x = export.Exported.of(runs, reports)
     if args.format == "terminal":
         from .ui import Console
-        terminal.show(reports, Console().rich, histograms=not args.no_histograms)
+        terminal.show(reports, Console().rich, histograms=not args.no_histograms, wide=args.wide)
     else:
         sys.stdout.write(export.EXPORTERS[args.format].render(x))
     if args.html:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import platform
+import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import proc
 from .tunables import FileTunables
 from .errors import InputError, TargetError, shown
-from .zfsfuse.daemon import Lab, lab_dir_from_env
+from .zfsfuse.daemon import Lab, lab_dir_from_env, zfs_fuse_available
 from .zfsfuse.target import ZfsFuseTarget
 from .guest.vm import open_guest_target
 from .sshlink import parse_url
@@ -64,6 +66,46 @@ def check_spec(spec: str, tunables_dir: str | None = None) -> None:
         raise InputError("not a directory", file=tunables_dir, field="--tunables-dir")
     if spec.startswith("ssh://"):
         parse_url(spec)                      # an input error before anything is contacted
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The target a spec will open, told without starting or contacting anything: its
+    implementation where that is known before it answers (else None) and, in words, what opening
+    it will start."""
+    impl: str | None
+    how: str
+
+
+def expected(spec: str, tunables_dir: str | None = None) -> Expected:
+    """What open_target(spec) will reach, or an input error (exit 2) for one it cannot: kernel
+    OpenZFS asked for where there is none, the embedded zfs-fuse not installed, an ssh host whose
+    name does not resolve. Reads only this host's files and its resolver."""
+    check_spec(spec, tunables_dir)
+    if spec.startswith("ssh://"):
+        _user, host, port = parse_url(spec)
+        try:
+            socket.getaddrinfo(host, port)
+        except (socket.gaierror, UnicodeError) as e:
+            raise InputError(f"ssh host {shown(host)} does not resolve ({e})", field="--target") from None
+        return Expected(None, f"the host {host} over ssh (its ZFS is read once connected)")
+    if spec == "guest":
+        return Expected("openzfs-linux", "the OpenZFS guest under QEMU (booted if it is not running)")
+    kernel = platform.system() == "FreeBSD" or present("/")
+    if spec == "openzfs" and not kernel:
+        raise InputError("no kernel OpenZFS on this machine (/proc/spl/kstat/zfs is absent): --target auto or "
+                         "zfs-fuse runs on the embedded zfs-fuse", field="--target")
+    if kernel and spec != "zfs-fuse":
+        impl = "openzfs-freebsd" if platform.system() == "FreeBSD" else "openzfs-linux"
+        return Expected(impl, "this host's kernel OpenZFS (nothing is started)")
+    if not zfs_fuse_available():
+        raise InputError("the embedded zfs-fuse is not installed (`make run` installs it: apt-get install zfs-fuse)",
+                         field="--target")
+    lab = lab_dir_from_env()
+    if (lab / "state.json").is_file():
+        return Expected("zfs-fuse", f"the embedded zfs-fuse of `zfsperf lab` at {lab} (if it still runs; "
+                                    "else a daemon of the run's own)")
+    return Expected("zfs-fuse", "the embedded zfs-fuse: a daemon of the run's own, started for it and stopped after")
 
 
 def reloads_modules(spec: str) -> bool:

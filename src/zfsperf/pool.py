@@ -267,6 +267,23 @@ def fit_problem(spec: PoolSpec, data: int | None, compression: str | None = None
     return None
 
 
+HOLD_MARGIN = 1.15     # what a pool holds of its raw capacity, less ZFS's slop, metadata and the last round's check
+
+
+def hold_problem(spec: PoolSpec, kept: int | None, compression: str | None = None) -> str | None:
+    """Why an iteration that keeps `kept` bytes on its pool (a fixed number of receive rounds)
+    would be cut short by it, or None: with compression the data may well fit, so only without."""
+    if kept is None or compression not in (None, "off"):
+        return None
+    need = int(kept * HOLD_MARGIN)
+    if need <= spec.capacity():
+        return None
+    per = -(-need // max(1, spec.capacity() // spec.vdev_size))     # vdev_size that would hold it
+    return (f"an iteration keeps {format_size(kept)} on its pool and the pool ({spec.describe()}) holds "
+            f"{format_size(spec.capacity())} before ZFS's overhead: make vdev_size at least "
+            f"{format_size(-(-per // MIB) * MIB)}, or io_size or threads smaller")
+
+
 def new_pool_name(prefix: str = "zfsperf") -> str:
     return f"{prefix}_{secrets.token_hex(3)}"
 

@@ -224,3 +224,40 @@ def problem(name: str, value: str, *, pool: bool = False) -> str | None:
     if why is None:
         return None
     return f"{name} {why}" + (f" ({r.why})" if r.place == CONDITIONAL and r.why else "")
+
+
+# What zfs-fuse 0.7.0 (pool v23) takes, beside the table above: the property names its `zfs get all`
+# and `zpool get all` print (tests/fixtures/zfs-fuse/, checked by tests/test_dry_run.py), and the values
+# it refuses that OpenZFS takes (its own error text: `must be one of 'on | off | lzjb | gzip | gzip-[1-9] | zle'`)
+ZFS_FUSE_DATASET = frozenset(
+    "type creation used available referenced compressratio mounted quota reservation recordsize mountpoint "
+    "sharenfs checksum compression atime devices exec setuid readonly zoned snapdir aclmode aclinherit canmount "
+    "xattr copies version utf8only normalization casesensitivity vscan nbmand sharesmb refquota refreservation "
+    "primarycache secondarycache usedbysnapshots usedbydataset usedbychildren usedbyrefreservation logbias dedup "
+    "mlslabel".split())
+ZFS_FUSE_POOL = frozenset(
+    "size capacity altroot health guid version bootfs delegation autoreplace cachefile failmode listsnapshots "
+    "autoexpand dedupditto dedupratio free allocated ashift".split())
+_ZFS_FUSE_VALUES: dict[str, Check] = {
+    "compression": _enum("on", "off", "lzjb", "gzip", *(f"gzip-{i}" for i in range(1, 10)), "zle"),
+    "checksum": _enum("on", "off", "fletcher2", "fletcher4", "sha256"),
+    "dedup": _enum("on", "off", "verify", "sha256", "sha256,verify"),
+    "xattr": _enum("on", "off"),
+    "recordsize": lambda v: _recordsize(v) or (None if parse_size(v) <= 128 * 1024 else
+                                                f"takes 512 to 128K (no large blocks), not {shown(v)}"),
+    "version": _count(least=1, most=23),
+}
+
+
+def target_problem(impl: str, name: str, value: str, *, pool: bool = False) -> str | None:
+    """Why the target's own ZFS (Target.impl) cannot take `name=value` though the table above
+    allows it (zfs-fuse's pool v23: no lz4, no recordsize over 128K, no feature flags), or None.
+    OpenZFS takes every value the table allows (its zfs create says what a pool's features lack)."""
+    if impl != "zfs-fuse" or USER_PROP_RE.match(name):
+        return None
+    names = ZFS_FUSE_POOL if pool else ZFS_FUSE_DATASET
+    if name not in names:
+        return f"zfs-fuse (pool v23) has no {'pool' if pool else 'dataset'} property {name}"
+    check = _ZFS_FUSE_VALUES.get(name)
+    why = check(value) if check is not None else None
+    return f"{name} on zfs-fuse (pool v23) {why}" if why else None

@@ -40,6 +40,7 @@ from .tunables.registry import known_names, nearest
 from .tunables.scope import Scope, refused, scope_of
 from .units import parse_duration, parse_size
 from .workloads import WORKLOADS
+from .workloads.base import figure_names, figure_unit
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 TUNABLE_RE = re.compile(r"^[a-z][a-z0-9_]{1,80}$")
@@ -300,6 +301,18 @@ class Runfile:
             out.extend(expand(t))
         return out
 
+    def where(self, t: TestSpec, key: str) -> dict:
+        """file, line and field of a test's key (dotted: "dataset.compression"): the test's own line
+        for it, else [defaults]' (a built-in's too), else the test's first line."""
+        loc, idx = Locator(self.text), next((i for i, x in enumerate(self.tests) if x is t), -1)
+        own = loc.line("test", idx, key) if idx >= 0 else None
+        if own is not None:
+            return {"file": self.source, "line": own, "field": f"test[{idx + 1}].{key}"}
+        dflt = loc.line("defaults", -1, key)
+        if dflt is not None:
+            return {"file": self.source, "line": dflt, "field": f"defaults.{key}"}
+        return {"file": self.source, "line": t.line, "field": key}
+
     def select(self, *, tags: list[str] | None = None, test: str | None = None) -> list[TestSpec]:
         tests = self.tests
         if test:
@@ -527,7 +540,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     tunables, load_scope = _load_tunables(*merged("tunables"))
 
     fields = _load_fields(raw, wl, where)
-    expect = _load_expect(raw, where)
+    expect = _load_expect(raw, wl, where)
     steady_d, steady_w = merged("steady")
     steady = SteadySpec.from_dict(steady_d, steady_w)
 
@@ -590,7 +603,7 @@ def _load_fields(raw: dict, wl: Any, where) -> dict[str, Any]:
     return fields
 
 
-def _load_expect(raw: dict, where) -> list[Expectation]:
+def _load_expect(raw: dict, wl: Any, where) -> list[Expectation]:
     expect = []
     ex = raw.get("expect", {})
     if not isinstance(ex, dict):
@@ -599,8 +612,16 @@ def _load_expect(raw: dict, where) -> list[Expectation]:
         m = EXPECT_RE.match(text) if isinstance(text, str) else None
         if not m:
             raise InputError(f"expected e.g. \">= 100 MiB/s\", got {shown(text)}", **where("expect"))
-        expect.append(Expectation(fig, m.group(1), float(m.group(2)), (m.group(3) or "").strip() or None,
-                                  text.strip()))
+        unit, reported = (m.group(3) or "").strip() or None, figure_unit(wl, fig)
+        at = dict(where("expect"))
+        at["field"] = f"{at['field']}.{fig}"
+        if reported is None:
+            raise InputError(f"a {wl.name} test reports no figure {shown(fig)} (its figures: "
+                             f"{', '.join(figure_names(wl))})", **at)
+        if unit is not None and unit != reported:
+            raise InputError(f"{fig} is reported in {reported}, not {shown(unit)} (write e.g. \"{m.group(1)} "
+                             f"{m.group(2)} {reported}\")", **at)
+        expect.append(Expectation(fig, m.group(1), float(m.group(2)), unit, text.strip()))
     return expect
 
 

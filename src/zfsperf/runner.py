@@ -21,7 +21,7 @@ from .errors import InputError, ZfsperfError
 from .units import ChangeVerdict
 from .redact import redact
 from .disks import check_disks
-from .pool import PoolManager, finish_pools, fit_problem, room_problem
+from .pool import PoolManager, finish_pools, fit_problem, hold_problem, room_problem
 from . import machine
 from . import leftovers, runinfo, safepaths
 from .results.statusline import status_line
@@ -30,10 +30,12 @@ from .report.export import junit, results_csv
 from .results.stats import summarise
 from .results.directory import RUN_JSON, SUMMARY, ResultsDir, log_path
 from .metrics.quantize import render_histograms
+from .report.summary import cut_short
 from .report.tables import case_table
 from .runfile import Case, Runfile, refuse_load_scope
 from .plan import Choice, Plan
-from .opentarget import check_spec, open_target, reloads_modules
+from .opentarget import Expected, check_spec, expected, open_target, reloads_modules
+from . import dryrun
 from .targets.base import Target
 from .tunables import Journal, replay
 from .tunables.journal import journal_path
@@ -181,6 +183,7 @@ class Runner:
         self.control = Control()                     # signals: recorded, acted on at safe points
         self.cases: CaseRunner | None = None
         self.plan: Plan                              # what the run measures: decided once in run()
+        self.expected: Expected | None = None        # the target the spec reaches, told before it is opened
         self.switch: ModuleSwitch | None = None     # a build A/B: which build the guest has loaded
         self.results_dir: Path | None = None        # once created (or reopened to resume)
         self.detected: dict[str, Any] | None = None  # --detect: what the blocks reached, and what stopped them
@@ -212,18 +215,25 @@ class Runner:
             if opts.storage.prefill:
                 c.test.pool.prefill = True
             c.test.pool.validate()
+            wl, comp = WORKLOADS[c.test.workload], str(c.dataset["compression"]) if "compression" in c.dataset else None
+            kept, sides = wl.kept_bytes(c.fields), 2 if c.test.duet else 1     # a duet's sides share a pool
             why = ((None if opts.storage.disks else room_problem(c.test.pool, opts.storage.vdev_dir))
-                   or fit_problem(c.test.pool, WORKLOADS[c.test.workload].active_bytes(c.fields, None),
-                                  str(c.dataset.get("compression")) if "compression" in c.dataset else None))
+                   or fit_problem(c.test.pool, wl.active_bytes(c.fields, None), comp)
+                   or (None if opts.storage.disks else hold_problem(c.test.pool, kept and kept * sides, comp)))
             if why:
-                raise InputError(f"{c.id}: {why}", file=self.plan.runfile.source, line=c.test.line, field="pool")
+                at = (self.plan.runfile.where(c.test, "pool.vdev_size") if opts.storage.vdev_size is None
+                      else {"field": "-s"})
+                raise InputError(f"{c.id}: {why}", **at)
         check_disks(opts.storage.disks, opts.storage.force)
         check_spec(opts.storage.target, opts.storage.tunables_dir)
+        dryrun.time_check(cases, self.plan.iterations, self.plan.runfile)
         self._check_places()
         refuse_load_scope(sorted({id(c.test): c.test for c in cases}.values(), key=lambda t: t.line or 0),
                           reload=reloads_modules(opts.storage.target))
         if opts.output.profile:
             check_profiler(opts.storage.target)
+        self.expected = expected(opts.storage.target, opts.storage.tunables_dir)
+        dryrun.target_check(cases, self.expected.impl, self.plan.runfile)
         return cases, self._check_store()
 
     def _run_record(self, target: Target, cases: list[Case], t_start: float, tun_names: list[str],
@@ -246,11 +256,10 @@ class Runner:
         cases, store_url = self._checked_input()
         rf = self.plan.runfile
         if opts.dry_run:
-            tests = sorted({c.test.name for c in cases})
-            self.ui.say(f"dry run: {rf.source}: {len(cases)} case(s) of {len(tests)} test(s) checked (runfile, "
-                        f"tunable and property names and values, vdev room, data against pool size"
-                        + (", DISKS" if opts.storage.disks else "") + (f", the store {store_url}" if store_url else "")
-                        + "); nothing was started or written")
+            for line in dryrun.plan_lines(self.plan, cases, self.expected, outdir=opts.output.outdir,
+                                          vdev_dir=opts.storage.vdev_dir, disks=opts.storage.disks,
+                                          store_url=store_url):
+                self.ui.say(line)
             return 0
         # one run at a time on a machine, and the machine looked at before anything is touched
         self.lock.acquire(opts.argv)
@@ -277,6 +286,8 @@ class Runner:
             if target.accelerator == "tcg":
                 self.ui.say("warning: the target is a QEMU guest under TCG (software emulation): its formats, "
                             "behaviour and tunables are real, its timings are not speeds")
+            if self.expected is not None and self.expected.impl is None:   # an ssh host: known once connected
+                dryrun.target_check(cases, target.impl, rf)
             self.control.check()
             leftovers.on_the_target(target, Path(opts.storage.vdev_dir), self.ui.say, cleanup=opts.cleanup,
                                     resume_owner=rd.path.name if opts.resume else None)
@@ -670,9 +681,10 @@ class Runner:
             lines.append("Interrupted:\tyes (resume with --resume " + str(rd.path) + ")")
         if self.busier:
             lines.append(f"Machine:\t{self.busier}")
-        for r in records:                 # an iteration cut short measured less than it was asked to
-            if r.detail.get("duration_note") and r.iteration >= 1:
-                lines.append(f"Cut short:\t{r.case} iteration {r.iteration}: {r.detail['duration_note']}")
+        for case in dict.fromkeys(r.case for r in records):   # iterations cut short measured less work
+            short = cut_short([r for r in records if r.case == case])
+            if short:
+                lines.append(f"Cut short:\t{short}")
         if self.detected is not None:
             d = self.detected
             worst = "-" if d["worst_pct"] is None else f"{d['worst_pct']:.2f} %"

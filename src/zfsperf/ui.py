@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 import threading
 import time
 from typing import Any, Iterator
 
+from rich import box
 from rich.console import Console as RichConsole
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
@@ -22,7 +24,7 @@ from rich.table import Table as RichTable
 
 from .control import detach_output
 from .results.statusline import status_line
-from .report.tables import Table
+from .report.tables import TABLE_ROOM, Table
 from .results.record import CaseRecord
 
 
@@ -91,8 +93,7 @@ class Console:
         self.verbose = verbose
         self.file = file or sys.stdout
         self.is_tty = bool(getattr(self.file, "isatty", lambda: False)())
-        self.rich = RichConsole(file=self.file, highlight=False, soft_wrap=True,
-                                width=None if self.is_tty else 160)
+        self.rich = RichConsole(file=self.file, highlight=False, soft_wrap=True, width=width(self.file))
         self._progress: Progress | None = None
         self._task = None
         self.eta: Eta | None = None
@@ -155,26 +156,41 @@ class Console:
         self._print(status_line(record, headline))
 
     def _rich_table(self, t: Table) -> RichTable:
-        rt = RichTable(title=t.title or None, show_lines=False)
-        for i, c in enumerate(t.columns):
-            rt.add_column(c, justify="left" if i < 2 else "right")
+        rt = RichTable(title=t.title or None, show_lines=False, box=box.SIMPLE_HEAD, title_justify="left")
+        for i, c in enumerate(t.columns):      # no cell wraps or is cut; a header's unit goes under its name
+            rt.add_column(c.replace(" (", "\n(", 1), justify="left" if i < 2 else "right", no_wrap=True)
         for row in t.rows:
             rt.add_row(*row)
         return rt
 
     def render_table(self, t: Table) -> str:
         buf = io.StringIO()
-        RichConsole(file=buf, width=160, color_system=None).print(self._rich_table(t))
-        return buf.getvalue()
+        RichConsole(file=buf, width=TABLE_ROOM, color_system=None).print(self._rich_table(t))
+        return buf.getvalue() + "".join(f"{n}\n" for n in t.notes)
 
     def print_table(self, t: Table) -> None:
         if t.rows:
-            with _output_may_be_gone():
-                self.rich.print(self._rich_table(t))
+            with _output_may_be_gone():        # as wide as its cells need (no cell wraps or is cut)
+                RichConsole(file=self.file, highlight=False, width=max(self.rich.width, TABLE_ROOM)).print(
+                    self._rich_table(t))
+                for n in t.notes:
+                    self.rich.print(n, markup=False, highlight=False)
 
     def summary_line(self, line: str) -> None:
         with _output_may_be_gone():
             print(line, file=self.file, flush=True)
+
+
+PIPED_WIDTH = 100          # columns of output that goes to a file or a pipe without COLUMNS
+
+
+def width(file: Any) -> int | None:
+    """The columns output to `file` may take: COLUMNS when set (also piped), else the terminal's
+    own (None: rich asks it), else PIPED_WIDTH."""
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    return None if bool(getattr(file, "isatty", lambda: False)()) else PIPED_WIDTH
 
 
 @contextlib.contextmanager

@@ -80,12 +80,30 @@ def format_size(nbytes: float) -> str:
     return str(nbytes)
 
 
+def format_bytes(nbytes: float) -> str:
+    """A byte count in binary units to three significant figures: 3.01 GiB, 512 KiB, 17 B."""
+    for unit, size in (("TiB", 1024.0 ** 4), ("GiB", 1024.0 ** 3), ("MiB", 1024.0 ** 2), ("KiB", 1024.0)):
+        if abs(nbytes) >= size:
+            return f"{nbytes / size:.3g} {unit}"
+    return f"{nbytes:.0f} B"
+
+
 def format_duration(seconds: float) -> str:
     """[MM:SS] as the ZFS Test Suite prints a test's time; HH:MM:SS past an hour."""
     seconds = max(0, int(round(seconds)))
     h, rem = divmod(seconds, 3600)
     m, s = divmod(rem, 60)
     return f"{h:02d}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+def format_span(seconds: float) -> str:
+    """A length of time in the largest unit that keeps it readable: 4 s, 20 min, 3 h, 1000 days."""
+    def num(v: float) -> str:
+        return f"{v:,.0f}" if v >= 10 else f"{v:.2g}"
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= 2 * size:
+            return f"{num(seconds / size)} {unit}"
+    return f"{num(seconds)} s"
 
 
 # every figure taken under QEMU TCG (software emulation) carries this, wherever it is shown

@@ -38,6 +38,7 @@ from .profilediff import ProfileDiff
 from .model import CaseData, RunData
 from .setup import SetupChange, differences, same_run
 from .summary import details
+from .tables import TABLE_ROOM
 from ..results.record import Status
 
 ALPHA = 0.05
@@ -866,17 +867,23 @@ def render(cmp: Comparison, console: Any, figures: list[str] | None = None) -> N
             console.print(f"new:  {r.describe()}", highlight=False)
     for line in setup_lines(cmp) + design_lines(cmp):
         console.print(line, highlight=False)
-    t = Table(title=title(cmp), title_justify="left")
+    from rich import box
+    from rich.console import Console
+    t = Table(title=title(cmp), title_justify="left", box=box.SIMPLE_HEAD)
     # on a terminal the design column only where rows differ in it: one design is named, for every
-    # row, by the design line above (--format md and --json carry it on every row)
+    # row, by the design line above (--format md and --json carry it on every row); the interval
+    # only where the verdict does not already say it
     rows = table_rows(cmp, figures)
-    keep = [i for i, c in enumerate(COLUMNS) if c != "design" or len({r[2] for r in rows if r[2]}) > 1]
+    ci = COLUMNS.index("95% CI")
+    keep = [i for i, c in enumerate(COLUMNS) if (c != "design" or len({r[2] for r in rows if r[2]}) > 1)
+            and (i != ci or any(r[ci] != "-" and r[ci] not in r[-1] for r in rows))]
     for i in keep:
         c = COLUMNS[i]
-        t.add_column(c, justify="left" if c in ("case", "figure", "design", "verdict") else "right")
+        t.add_column(c, justify="left" if c in ("case", "figure", "design", "verdict") else "right", no_wrap=True)
     for row in rows:
         t.add_row(*(row[i] for i in keep))
-    console.print(t)
+    # no row wraps and no number is cut: the table takes the width its cells need (most fit 100 columns)
+    Console(file=console.file, width=max(console.width, TABLE_ROOM), highlight=False).print(t)
     for line in notes(cmp, figures):
         console.print(line, highlight=False)
 

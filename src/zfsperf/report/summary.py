@@ -5,6 +5,8 @@ format renders; `to_json()` is the `--format json` form."""
 
 from __future__ import annotations
 
+import re
+
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
@@ -167,6 +169,26 @@ def case_steady(case: CaseData, stored: dict[str, Any] | None) -> dict[str, Any]
     return out
 
 
+def timescale_words(scales: list[dict[str, Any]]) -> list[str]:
+    """The time scales a case's iterations were judged at, one phrase per kind of cycle with the
+    range of its length: "a receive round, 0.44-0.49 s", not one phrase per iteration."""
+    kinds: dict[str, list[float]] = {}
+    for x in scales:
+        m = re.match(r"^(.*?) \((\d+(?:\.\d+)?) s\b", str(x.get("cycle")))
+        if m:
+            kinds.setdefault(m.group(1), []).append(float(m.group(2)))
+        else:
+            kinds.setdefault(str(x.get("cycle")), [])
+    out = []
+    for kind, secs in sorted(kinds.items()):
+        if not secs:
+            out.append(kind)
+        else:
+            lo, hi = min(secs), max(secs)
+            out.append(f"{kind}, {lo:.2g} s" if lo == hi else f"{kind}, {lo:.2g}-{hi:.2g} s")
+    return out
+
+
 def steady_summary(case: CaseData, stored: dict[str, Any] | None = None) -> dict[str, Any] | None:
     vs = case.steady()
     if not vs:
@@ -181,7 +203,7 @@ def steady_summary(case: CaseData, stored: dict[str, Any] | None = None) -> dict
             failed[m] = failed.get(m, 0) + 1
     tt = _time_to_steady(tts, len(judged))
     verdict = case_steady(case, stored)
-    scales = sorted({f"{x.timescale.get('cycle')}" for x in vs if x.timescale})
+    scales = timescale_words([x.timescale for x in vs if x.timescale])
     return {"mode": vs[0].mode, "steady": len(steady), "of": len(judged), "too_short": len(short),
             "window": vs[0].window, "mean_time_to_steady_s": tt["mean_s"] if tt else None,
             "time_to_steady": tt,
@@ -221,6 +243,19 @@ def details(cases: list[CaseData], key: str) -> list[dict[str, Any]]:
     return [r.detail[key] for c in cases for r in c.passed if r.detail.get(key)]
 
 
+def cut_short(records: list) -> str | None:
+    """One line for a case whose counted iterations ended early (the pool would not hold another
+    round): how many of how many, and the first one's reason; its figures are rates over the
+    work each did, and the line says the iterations did unequal work."""
+    short = [r for r in records if r.iteration >= 1 and (r.detail or {}).get("duration_note")]
+    if not short:
+        return None
+    counted = sum(1 for r in records if r.iteration >= 1)
+    return (f"{short[0].case}: {len(short)} of {counted} iterations cut short (iteration "
+            f"{', '.join(str(r.iteration) for r in short)}): {short[0].detail['duration_note']}; its figures are "
+            "rates over unequal work")
+
+
 def build(run: RunData) -> RunReport:
     cases = []
     warnings = []
@@ -229,8 +264,9 @@ def build(run: RunData) -> RunReport:
         warnings += outlier_warnings(c, rows)
         warnings += [f"{c.case}: iteration {r.iteration}: cross-check disagrees: {w}"
                      for r in c.records for w in crosscheck.summary(r.cross_checks or [])]
-        warnings += [f"{c.case}: iteration {r.iteration} was cut short: {r.detail['duration_note']}"
-                     for r in c.records if r.detail.get("duration_note")]
+        short = cut_short(c.records)
+        if short:
+            warnings.append(short)
         cases.append(CaseReport(test=c.test, case=c.case, workload=c.workload, sweep=c.sweep, statuses=c.statuses(),
                                 figures=rows, class_table=class_table(c), histograms=merged_histograms(c),
                                 steady=steady_summary(c, run.run.verdicts.get(c.case)),

@@ -13,11 +13,15 @@ from ..units import format_number
 # preferred column order; other figures follow alphabetically
 ORDER = ["throughput", "blocks", "txgs", "per_stream", "iops", "bw", "read_iops", "write_iops", "read_bw", "write_bw",
          "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99", "receive_time"]
+TABLE_ROOM = 240     # a table on a terminal takes the width its cells need, up to this (most fit 100)
+
+
 @dataclass
 class Table:
     columns: list[str] = field(default_factory=list)
     rows: list[list[str]] = field(default_factory=list)
     title: str = ""
+    notes: list[str] = field(default_factory=list)     # lines under it (what a cell says in one word)
 
 
 def case_table(records: list[CaseRecord], summary: dict[str, list[str]] | None = None,
@@ -44,7 +48,10 @@ def case_table(records: list[CaseRecord], summary: dict[str, list[str]] | None =
         statuses = sorted({r.status.value for r in recs})
         row = [case, "/".join(statuses), str(len(passed))]
         if sampled:
-            row.append(steady_cell(recs))
+            word, why = steady_cell(recs)
+            row.append(word)
+            if why:
+                t.notes.append(f"{case}: {why}")
         for n in names:
             vals = [r.figures[n].value for r in passed if n in r.figures]
             if not vals:
@@ -56,12 +63,13 @@ def case_table(records: list[CaseRecord], summary: dict[str, list[str]] | None =
     return t
 
 
-def steady_cell(recs: list[CaseRecord]) -> str:
-    """The case's steady-state verdict in a few words, with its time to steady when it had one."""
+def steady_cell(recs: list[CaseRecord]) -> tuple[str, str | None]:
+    """The case's steady-state verdict in a word or two for its cell, and, when that is not a plain
+    "steady", the verdict in full for a line under the table."""
     v = case_verdict(recs, headline(recs[0].workload))
     if v is None:
-        return "-"
+        return "-", None
     text = v.short()
-    if v.steady and v.time_to_steady_s is not None:
-        text += f" (after {v.time_to_steady_s:.1f} s)"
-    return text
+    if v.steady:
+        return "steady", (f"steady after {v.time_to_steady_s:.1f} s" if v.time_to_steady_s is not None else None)
+    return text.split(":", 1)[0].split(" (", 1)[0], text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,6 +26,20 @@ def figure(value: float, unit: str) -> dict[str, Any]:
 # iterations: a slice pair's p99 ratio spread 15.4 % against 10.3 % for an iteration's, and windows
 # of 6 called 3 of 40 against 1 of 40).
 SLICE_UNITS = ("IOPS", "MiB/s")
+
+
+def figure_unit(wl: "Workload", name: str) -> str | None:
+    """The unit of the workload's figure `name`, or None when it reports no such figure."""
+    for pattern, unit in wl.figure_units:
+        if re.fullmatch(pattern, name):
+            return unit
+    return None
+
+
+def figure_names(wl: "Workload") -> list[str]:
+    """Its figures' names as a user would type them (patterns shown with their first choice)."""
+    return [re.sub(r"\((?:\.\+_)\)\?|\\", "", re.sub(r"\(([^|()]+)\|[^()]*\)", r"\1", p)).replace(".+", "x")
+            for p, _u in wl.figure_units]
 
 
 def slice_figures(figs: Figures) -> dict[str, float]:
@@ -128,6 +143,9 @@ class Workload(Protocol):
     summary_figures: list[str]  # the run summary's columns (every figure is in results.jsonl and reports)
     directions: dict[str, int]  # figure -> +1 higher is better, -1 lower is better, 0 context (not judged);
                                 # figures not named here go by their unit (unit_direction)
+    # every figure it reports, as (a name pattern, fully matched, and its unit): `expect` is checked
+    # against it before anything starts (figure_unit)
+    figure_units: tuple[tuple[str, str], ...]
     # field name -> (python type or tuple of types, sweepable); validated by runfile.py
     fields: dict[str, tuple[Any, bool]]
     # the duets it can run (runfile.py checks a test's `duet` against it): "together" (both sides at
@@ -158,6 +176,15 @@ class Workload(Protocol):
 
     def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
         """The active data set of a case, for the steady-state cache gate."""
+
+    def asked_seconds(self, fields: dict[str, Any]) -> float | None:
+        """The time a measured iteration is asked to take (a duration, fio's runtime), known before
+        anything starts, or None where it is however long its work takes: the dry run holds it
+        against the iteration's timeout and adds it up into the plan's estimate."""
+
+    def kept_bytes(self, fields: dict[str, Any]) -> int | None:
+        """The data a measured iteration leaves on its pool by its end, known before anything starts
+        (a fixed number of receive rounds), or None where it depends on time or on nothing."""
 
     def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:
         """The workload's own cycle in seconds and what it is, in words: the shortest span over

@@ -136,6 +136,14 @@ def job_lines(p: dict[str, Any], runtime: float | None) -> list[str]:
     return out
 
 
+# every figure a fio case reports, as (a name pattern, its unit): the classes' own, the totals, the
+# load hosts' count and the pool's waits (OpenZFS `zpool iostat -l`); a job's prefix is any name_
+_CLASS = r"(.+_)?(read|write|trim)"
+FIGURE_UNITS = ((_CLASS + "_iops", "IOPS"), (_CLASS + "_bw", "MiB/s"), (r"(.+_)?sync_ops", "ops"),
+                (r"(.+_)?(read|write|trim|sync)_lat_(mean|stddev|max|p50|p90|p99|p99\.9)", "us"),
+                ("iops", "IOPS"), ("bw", "MiB/s"), ("hosts", "hosts"), ("pool_.+", "us"))
+
+
 def stats_figures(classes: dict[str, fiojson.ClassStats], prefix: str = "") -> Figures:
     """Per class: IOPS, MiB/s and latency (mean, stddev, p50/p90/p99/p99.9, max) in µs."""
     figs: Figures = {}
@@ -305,12 +313,13 @@ class FioWorkload:
     headline = "iops"            # the figure a case is summarised and judged by
     series_headline = "workload_iops"   # its live counterpart in the sampled series (steady veto)
     bandwidth_figure: str | None = "bw"   # cross-checked against zpool iostat
-    summary_figures = ["iops", "bw", "read_lat_mean", "read_lat_p99", "write_lat_mean", "write_lat_p99", "sync_lat_p99"]
+    summary_figures = ["iops", "bw", "read_lat_p99", "write_lat_p99", "sync_lat_p99"]   # `zfsperf report`: every one
     # one job set on each dataset at once, or the two taking turns in slices (run_turns)
     duet_modes = ("together", "turns")
     turns_across_guests = False          # its turns assume one pool (not yet for build turns)
     turns_share_files = True             # its slices keep their files: tunable turns share them
     directions = {"iops": 1, "bw": 1, "hosts": 0, "sync_ops": 0}
+    figure_units = FIGURE_UNITS
     fields = FIO_FIELDS
 
     def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
@@ -323,6 +332,14 @@ class FioWorkload:
     def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:
         """fio reports its counts once per status interval: finer samples see its steps."""
         return float(STATUS_INTERVAL), f"fio's status interval ({STATUS_INTERVAL} s)"
+
+    def asked_seconds(self, fields: dict[str, Any]) -> float | None:
+        """runtime (10 s unless set) and its ramp_time: a time-based job runs them whole, one that is
+        not runs at most that long."""
+        return parse_duration(fields.get("runtime", 10)) + parse_duration(fields.get("ramp_time", 0))
+
+    def kept_bytes(self, fields: dict[str, Any]) -> int | None:
+        return None                      # its files are rewritten in place, or the iteration is timed
 
     def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
         return parse_size(fields.get("size", "128M")) * int(fields.get("numjobs", 1))

@@ -34,6 +34,9 @@ class MixedWorkload:
     bandwidth_figure: str | None = None   # cross-checked against zpool iostat (None: two phases, no one figure)
     summary_figures = ["reader_alone_p99", "reader_loaded_p99", "read_p99_ratio", "reader_loaded_iops", "writer_bw"]
     directions = {"read_p99_ratio": -1, "read_mean_ratio": -1, "writer_bw": 1, "writer_iops": 1}
+    figure_units = (("reader_(alone|loaded)_iops", "IOPS"), ("reader_(alone|loaded)_bw", "MiB/s"),
+                    ("reader_(alone|loaded)_(mean|p99)", "us"), ("writer_iops", "IOPS"), ("writer_bw", "MiB/s"),
+                    ("writer_lat_mean", "us"), ("read_(p99|mean)_ratio", "x"))
     fields: dict[str, tuple[Any, bool]] = {
         "reader": (dict, False), "writer": (dict, False),
         "reader_dataset": (dict, False), "writer_dataset": (dict, False),
@@ -84,6 +87,12 @@ class MixedWorkload:
 
     def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:
         return 1.0, "fio's status interval (1 s)"
+
+    def asked_seconds(self, fields: dict[str, Any]) -> float | None:
+        return 2 * parse_duration(fields.get("runtime", 10))     # the reader alone, then under the writer
+
+    def kept_bytes(self, fields: dict[str, Any]) -> int | None:
+        return None                      # its files are rewritten in place, or the iteration is timed
 
     def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
         return sum(parse_size(fields[r].get("size", "128M")) * int(fields[r].get("numjobs", 1))

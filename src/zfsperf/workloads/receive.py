@@ -60,16 +60,19 @@ class ReceiveWorkload:
     headline = "throughput"            # the figure a case is summarised and judged by
     series_headline = "workload_mibs"   # its live counterpart in the sampled series (steady veto)
     bandwidth_figure: str | None = "throughput"   # cross-checked against zpool iostat
-    summary_figures = ["throughput", "blocks", "txgs", "per_stream", "receive_time"]
+    summary_figures = ["throughput", "per_stream", "receive_time"]   # `zfsperf report` shows every one
     duet_modes = ("together", "turns")   # both sides at once, or round by round (run_turns)
     turns_across_guests = True           # run_turns reads each side's own pool (build turns)
     turns_share_files = False            # each round receives into fresh datasets, named per side
     directions = {"throughput": 1, "per_stream": 1, "blocks": 1, "bytes": 0, "txgs": 0, "receive_time": -1}
+    figure_units = (("throughput", "MiB/s"), ("per_stream", "MiB/s"), ("blocks", "blocks/s"), ("bytes", "B"),
+                    ("txgs", "TXGs/s"), ("receive_time", "s"))
     fields: dict[str, tuple[Any, bool]] = {
         "corpus": (dict, True),
         "threads": (int, True),
         "force": (bool, False),          # zfs receive -F
         "duration": ((str, int, float), False),   # measure: receive rounds back to back this long
+        "io_size": ((str, int), False),  # measure: whole rounds back to back until this much is received
     }
 
     def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
@@ -122,6 +125,15 @@ class ReceiveWorkload:
                     raise ValueError("must be positive")
             except ValueError as e:
                 raise InputError(f"duration: {e}", **where("duration")) from None
+        if "io_size" in test:
+            if "duration" in test:
+                raise InputError("io_size and duration do not go together: an iteration receives a fixed amount "
+                                 "(the same work each time) or for a time", **where("io_size"))
+            try:
+                if parse_size(test["io_size"]) < MIB:
+                    raise ValueError("must be at least 1M")
+            except ValueError as e:
+                raise InputError(f"io_size: {e}", **where("io_size")) from None
         threads = test.get("threads", 1)
         for t in threads if isinstance(threads, list) else [threads]:
             if not 1 <= t <= 64:
@@ -251,8 +263,9 @@ class ReceiveWorkload:
         until that long has passed, so that a measurement outlasts what caches absorb and the
         sampler sees enough samples for a steady verdict. Figures are over all rounds' timed parts."""
         duration = parse_duration(ctx.fields["duration"]) if ctx.fields.get("duration") else 0.0
+        count = self.rounds(ctx.fields, ctx.prepared)
         txg_rate: float | None = None
-        if ctx.phase != "measure" or not duration:
+        if ctx.phase != "measure" or not (duration or count > 1):
             rounds = [self._round(ctx, keep=ctx.phase == "measure")]
             if rounds[0].txgs is not None:
                 txg_rate = rounds[0].txgs / rounds[0].elapsed
@@ -263,10 +276,15 @@ class ReceiveWorkload:
             rounds = []
             txg0, t0 = ctx.target.txg(ctx.pool.name), time.monotonic()
             until = t0 + duration
-            while not rounds or (time.monotonic() < until and ctx.remaining() > 0 and not ctx.procs.cancelled):
+            def more() -> bool:
+                if count:
+                    return len(rounds) < count and not ctx.procs.cancelled
+                return time.monotonic() < until and ctx.remaining() > 0 and not ctx.procs.cancelled
+            while not rounds or more():
                 if rounds and self._available(ctx) < 1.25 * rounds[-1].nbytes * ctx.sharers:
-                    ctx.extra["duration_note"] = (f"rounds ended after {len(rounds)}: the pool would not hold "
-                                                  "another (make vdev_size larger for the full duration)")
+                    asked = f" of {count}" if count else ""
+                    ctx.extra["duration_note"] = (f"rounds ended after {len(rounds)}{asked}: the pool would not hold "
+                                                  "another (make vdev_size larger)")
                     break
                 rounds.append(self._round(ctx, keep=True, txgs=False))
             t1, txg1 = time.monotonic(), ctx.target.txg(ctx.pool.name)
@@ -290,9 +308,9 @@ class ReceiveWorkload:
             if all(self._available(c) >= need for c in own):
                 return None
             return (f"turns ended after {sum(map(len, rounds))} rounds: the pool would not hold another group "
-                    "(make vdev_size larger for the full duration)")
+                    "(make vdev_size larger)")
         rounds = take_turns(ctxs, lambda c: self._round(c, keep=True, txgs=False), duration=duration, room=room,
-                            settled=True)
+                            settled=True, turns=self.rounds(ctxs[0].fields, ctxs[0].prepared))
         t1, txg1 = time.monotonic(), [c.target.txg(c.pool.name) for c in own]
         rates = [(b - a) / (t1 - t0) if a is not None and b is not None else None for a, b in zip(txg0, txg1)]
         return [self._figures(c, r, rates[min(i, len(rates) - 1)]) for i, (c, r) in enumerate(zip(ctxs, rounds))]
@@ -388,10 +406,40 @@ class ReceiveWorkload:
             return None, "receive rounds (length unknown)"
         return wall / rounds, f"a receive round ({wall / rounds:.2f} s, {rounds} rounds)"
 
+    @staticmethod
+    def rounds(fields: dict[str, Any], prepared: Any) -> int:
+        """With io_size, the whole rounds a measured iteration receives (each round: every thread's
+        stream once), from the corpus's nominal size, so that the plan and the run agree; a
+        sendfile's from its stream once prepared. 0 without io_size (one round, or for a time)."""
+        if not fields.get("io_size"):
+            return 0
+        spec, threads = fields["corpus"], int(fields.get("threads", 1))
+        if "file" in spec:
+            if prepared is None:
+                return 0
+            size = prepared[corpus_mod.describe_spec(spec)].stream.length
+        else:
+            size = parse_size(spec.get("size", "256M"))
+        return max(1, -(-parse_size(fields["io_size"]) // (threads * size)))
+
+    def asked_seconds(self, fields: dict[str, Any]) -> float | None:
+        return parse_duration(fields["duration"]) if fields.get("duration") else None
+
+    def kept_bytes(self, fields: dict[str, Any]) -> int | None:
+        """With io_size, every round's streams stay on the pool to the iteration's end (and an
+        incremental's base, once per stream); with duration, how many rounds depends on speed."""
+        count = self.rounds(fields, None)
+        if not count:
+            return None
+        size = parse_size(fields["corpus"].get("size", "256M"))
+        if fields["corpus"].get("kind") == "incremental":     # the base, a quarter rewritten, an eighth new
+            size = size * 11 // 8
+        return int(fields.get("threads", 1)) * count * size
+
     def active_bytes(self, fields: dict[str, Any], prepared: Any) -> int | None:
         """The streams' bytes × threads; before the corpus is made (prepared None), its size as the
         runfile gives it (a sendfile's size on disk)."""
-        threads = int(fields.get("threads", 1))
+        threads = int(fields.get("threads", 1)) * max(1, self.rounds(fields, prepared))   # rounds stay on the pool
         if prepared is None:
             spec = fields["corpus"]
             if "file" in spec:

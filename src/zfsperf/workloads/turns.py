@@ -29,8 +29,10 @@ R = TypeVar("R")
 
 
 def take_turns(ctxs: list[CaseContext], one: Callable[[CaseContext], R], *, duration: float,
-               room: Callable[[list[list[R]]], str | None] | None = None, settled: bool = False) -> list[list[R]]:
-    """Run one(ctx) for the two sides in ABBA groups for `duration` seconds (ctxs[0] first); room,
+               room: Callable[[list[list[R]]], str | None] | None = None, settled: bool = False,
+               turns: int = 0) -> list[list[R]]:
+    """Run one(ctx) for the two sides in ABBA groups for `duration` seconds (ctxs[0] first), or,
+    with turns, until each side has taken that many (rounded up to whole groups); room,
     asked before each further group, returns why no other group fits (said as each side's
     duration_note) or None. settled: the workload's turns may be settling ones (above). Returns
     each side's counted turns' results, in order."""
@@ -46,7 +48,8 @@ def take_turns(ctxs: list[CaseContext], one: Callable[[CaseContext], R], *, dura
     k = 0
     while True:
         if k % len(ORDER) == 0 and k:
-            if time.monotonic() >= until or ctxs[0].remaining() <= 0 or ctxs[0].procs.cancelled:
+            over = len(done[0]) >= turns if turns else time.monotonic() >= until
+            if over or ctxs[0].remaining() <= 0 or ctxs[0].procs.cancelled:
                 break
             why = room(done) if room is not None else None
             if why:

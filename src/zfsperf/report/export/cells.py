@@ -52,11 +52,11 @@ def steady_line(st: dict[str, Any] | None) -> str | None:
     if st["of"]:
         parts.append(f"steady in {st['steady']} of {st['of']}")
     if st.get("too_short"):
-        parts.append(f"{st['too_short']} too short for a window of {st.get('window', 10)} samples"
-                     + (", so judged across iterations" if st.get("verdict") else ""))
+        parts.append(f"{st['too_short']} too short for a {st.get('window', 10)}-sample window"
+                     + (" (judged across iterations)" if st.get("verdict") else ""))
     text += "within iterations"
     if st.get("timescales"):
-        text += f", judged on samples spanning {', '.join(st['timescales'])}"
+        text += f" ({'; '.join(st['timescales'])})"
     text += ": " + ", ".join(parts)
     tts = st.get("time_to_steady")
     if tts and tts.get("ci_s"):
