@@ -50,3 +50,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/python -m pip install -q -e '.[test]'
     touch "$stamp"
 fi
+# shell completion (bash, zsh) and the man page, generated from the argument parser: as root, where
+# bash-completion, zsh and man find them; else said how
+if [ "$(id -u)" = 0 ]; then
+    .venv/bin/python -m zfsperf.shellfiles install >/dev/null || echo "zfsperf: completion and man page not installed" >&2
+fi

@@ -19,7 +19,8 @@ last lines say each lane's exit status and time, then every failed test's line (
 summary), so that the end of a long log names what failed.
 
 `python tests/lanes.py ARGS...` with arguments runs `pytest ARGS` once, as given. Exit status: 0
-when every lane passed (or selected nothing), else the first failing lane's.
+when every lane passed, else the first failing lane's (a lane that selected no test has failed:
+pytest's exit 5).
 """
 
 from __future__ import annotations
@@ -91,7 +92,9 @@ class Lane:
         return self.rc
 
     def ok(self) -> bool:
-        return self.rc in (0, NO_TESTS)
+        """Passed: exit 0. A lane that selected no test did not pass (exit 5): its markers selected
+        nothing, which is a mistake in them, never a green lane."""
+        return self.rc == 0
 
 
 def main(args: list[str]) -> int:
@@ -126,7 +129,8 @@ def main(args: list[str]) -> int:
         done += running
     print(f"\nmake test: {time.monotonic() - t0:.0f} s in all (phase 1: host beside guest; phase 2: quiet alone)")
     for lane in done:
-        print(f"  {lane.name:6} exit {lane.rc}  {lane.t1 - lane.t0:5.0f} s  {lane.last}")
+        said = " (selected no test: a failure)" if lane.rc == NO_TESTS else ""
+        print(f"  {lane.name:6} exit {lane.rc}{said}  {lane.t1 - lane.t0:5.0f} s  {lane.last}")
     for lane in done:                              # what failed, where the end of a CI log shows it
         for line in lane.failures:
             print(f"  {lane.name:6} {line}")

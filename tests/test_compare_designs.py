@@ -52,8 +52,8 @@ def test_several_runs_a_side_the_run_is_the_unit(tmp_path):
     assert ch["detectable_pct"] is not None and ch["detectable_pct"] > 3
     ch = _tp(zfsperf("compare", *map(str, base), "--vs", *map(str, slower), "--json", "--no-history"))
     assert ch["verdict"] == "worse" and ch["p"] < 0.05 and ch["ci_pct"][0] < -20 * 0.5 and ch["ci_pct"][1] < 0, ch
-    out = zfsperf("compare", *map(str, base), "--vs", *map(str, slower), "--no-history").stdout
-    assert "the run as the unit" in out and "Welch's t on log run medians" in out
+    out = " ".join(zfsperf("compare", *map(str, base), "--vs", *map(str, slower), "--no-history").stdout.split())
+    assert "the run as the unit" in out and "Welch's t on log run medians" in out      # (lines wrapped to fit)
 
 
 def test_one_run_a_side_judged_by_the_history_of_identical_settings(tmp_path):
@@ -95,7 +95,7 @@ def test_paired_blocks_see_what_drift_hides(tmp_path):
     assert ch["design"] == "paired" and ch["verdict"] == "worse", ch
     assert ch["p"] == pytest.approx(2 / 2 ** 8) and ch["ci_pct"][0] < -3 < ch["ci_pct"][1] < 0
     assert ch["detectable_pct"] < 3
-    txt = zfsperf("compare", str(d), "--cases", "t arm=a", "t arm=b").stdout
+    txt = " ".join(zfsperf("compare", str(d), "--cases", "t arm=a", "t arm=b").stdout.split())
     assert "sign-flip permutation" in txt and "WORSE" in txt
     bad = zfsperf("compare", str(d), "--cases", "t arm=a", "nope")
     assert bad.returncode == 2 and "--cases: no case \"nope\"" in bad.stderr

@@ -53,7 +53,7 @@ def test_setup_changes_named_everywhere_and_the_gate_refuses_them(tmp_path):
     assert "kernel: 6.1.0-18-amd64 → 6.1.0-21-amd64" in texts
     assert "tunables before the run: zfs_txg_timeout 5 → 10" in texts
     assert "machine: quiet → busy: cc1 uses 90 % of a CPU" in texts
-    term = zfsperf("compare", str(a), str(b), "--no-history").stdout
+    term = " ".join(zfsperf("compare", str(a), str(b), "--no-history").stdout.split())
     md = zfsperf("compare", str(a), str(b), "--format", "md", "--no-history").stdout
     assert "set-up differs: kernel: 6.1.0-18-amd64 → 6.1.0-21-amd64" in term
     assert "- set-up differs: zfsperf: aaaaaaaaaaaa → bbbbbbbbbbbb" in md

@@ -76,12 +76,16 @@ def test_an_iteration_that_can_only_time_out_or_a_case_of_years_is_refused(extra
     assert e.value.field == field and e.value.line == 6 and said in e.value.message, e.value
 
 
-def test_a_target_that_cannot_be_reached_is_exit_2_before_anything(tmp_path):
+def test_a_target_that_cannot_be_reached_is_exit_2_before_anything(tmp_path, monkeypatch):
     with pytest.raises(InputError, match=r"no kernel OpenZFS on this machine"):
         expected("openzfs")
     with pytest.raises(InputError, match=r'ssh host "nosuch\.invalid" does not resolve'):
         expected("ssh://root@nosuch.invalid")
+    monkeypatch.setenv("ZFSPERF_LAB", str(tmp_path / "no-lab"))         # no `zfsperf lab` running
     assert expected("auto").impl == "zfs-fuse" and "started for it and stopped after" in expected("auto").how
+    (tmp_path / "no-lab").mkdir()
+    (tmp_path / "no-lab" / "state.json").write_text("{}")                # one that may still run
+    assert f"`zfsperf lab` at {tmp_path / 'no-lab'}" in expected("zfs-fuse").how
 
 
 def test_the_default_suite_keeps_the_same_work_each_iteration_and_its_pool_holds_it(tmp_path):

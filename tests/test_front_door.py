@@ -82,3 +82,33 @@ def test_every_subcommand_has_examples_that_parse():
                 cli.build_parser().parse_args(shlex.split(ex)[1:])
             except SystemExit as e:
                 raise AssertionError(f"{name}: example `{ex}` does not parse (exit {e.code})") from None
+
+
+def test_each_guest_action_has_its_own_help_and_examples():
+    """`guest ab --help` and `guest bisect --help` printed the same 53 lines for all seven actions,
+    and a bare `guest` said `required: guest_action, inside`."""
+    import argparse
+    import shlex
+    from zfsperf import cli
+    guest = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["guest"]
+    actions = next(a for a in guest._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert sorted(actions) == ["ab", "bisect", "build", "down", "run", "status", "up"]
+    helps = {name: p.format_help() for name, p in actions.items()}
+    assert len(set(helps.values())) == len(helps)
+    assert "--good" in helps["bisect"] and "--good" not in helps["ab"] and "--rebuild" not in helps["bisect"]
+    assert "--a BUILD" not in helps["up"] and "inside" in helps["run"]
+    for name, p in actions.items():
+        examples = [ln.strip().split(" # ", 1)[0].strip() for ln in p.epilog.splitlines()[1:] if ln.strip()]
+        assert examples, name
+        for ex in examples:
+            cli.build_parser().parse_args(shlex.split(ex)[1:])
+    args = cli.build_parser().parse_args(["guest", "run", "--", "run", "-r", "receive-batch", "-o", "res"])
+    assert args.inside == ["--", "run", "-r", "receive-batch", "-o", "res"]
+    res = zfsperf("guest")
+    assert res.returncode == 2 and "guest takes an action: build | up | down | status | run | ab | bisect" in res.stderr
+
+
+def test_info_says_what_it_starts():
+    from zfsperf import cli
+    p = next(a for a in cli.build_parser()._actions if a.dest == "cmd").choices["info"]
+    assert "starts the embedded zfs-fuse daemon for a moment" in " ".join(p.description.split())

@@ -112,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(sub)
     _add_history(sub)
     _add_compare(sub)
+    _add_ab(sub)
     for name, p in sub.choices.items():          # one to three examples under every subcommand's help
         if name in EXAMPLES and not p.epilog:
             p.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
@@ -134,10 +135,37 @@ EXAMPLES = {
     "report": ["zfsperf report zfsperf-results/current", "zfsperf report zfsperf-results/current --format md"],
     "history": ["zfsperf history import zfsperf-results/*", "zfsperf history --fail-on-change 10",
                 "zfsperf history runs"],
+    "ab": ["zfsperf ab recordsize=128K,1M", "zfsperf ab --tunable zfs_recv_write_batch_size=128K,1M --target guest",
+           "zfsperf ab compression=off,gzip --workload fio:randread --runfile-out ab.toml"],
     "compare": ["zfsperf compare zfsperf-results/current       # the A/B pairs of one run (turns, duet, blocks)",
                 "zfsperf compare BASE NEW --fail-on-regression 5",
                 "zfsperf compare BASE1 BASE2 BASE3 --vs NEW1 NEW2 NEW3"],
 }
+
+
+def _add_ab(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf ab`."""
+    from .abline import WORKLOADS
+    p = sub.add_parser("ab", help="an A/B of one change in one line: a dataset property or a tunable, two values",
+                       description="Make the runfile of an A/B of one change (two values of a dataset property, "
+                                   "or of a module tunable with --tunable) in the most sensitive design it allows "
+                                   "(the sides taking turns on one pool; interleaved blocks where turns cannot "
+                                   "hold it), run it, and print compare's verdict. --runfile-out keeps the runfile.")
+    p.add_argument("change", nargs="?", metavar="PROPERTY=A,B", help="a dataset property and its two values")
+    p.add_argument("--tunable", metavar="NAME=A,B", help="a module tunable and its two values (kernel OpenZFS, "
+                                                          "the guest)")
+    p.add_argument("--workload", default="receive", choices=WORKLOADS,
+                   help="receive (1 stream, 1 GiB an iteration; default) or a fio job (fio:randread, ...)")
+    p.add_argument("-I", "--iterations", type=int, default=8, help="pairs (default 8)")
+    p.add_argument("--size", default="64M", help="the stream received (receive) or each fio file (default 64M)")
+    p.add_argument("--runfile-out", metavar="FILE", help="write the runfile there (and run it, unless --dry-run)")
+    p.add_argument("-o", "--outdir", default="zfsperf-results", help="where results go (default zfsperf-results)")
+    p.add_argument("--target", default="auto", help="as for run")
+    p.add_argument("--dry-run", action="store_true", help="check and print the plan; nothing started or written "
+                                                          "(but --runfile-out)")
+    p.add_argument("--no-history", action="store_true", help="as for run")
+    p.add_argument("--fail-on-regression", metavar="PCT", help="as for compare: exit 1 when B is worse by PCT %% "
+                                                                "or more, significantly")
 
 
 def _add_list(sub: argparse._SubParsersAction) -> None:
@@ -191,7 +219,10 @@ def _add_check(sub: argparse._SubParsersAction) -> None:
 
 def _add_info(sub: argparse._SubParsersAction) -> None:
     """`zfsperf info`."""
-    p = sub.add_parser("info", help="what ZFS this machine has and what zfsperf can read from it")
+    p = sub.add_parser("info", help="what ZFS this machine has and what zfsperf can read from it",
+                       description="What ZFS the target has and what zfsperf can read from it. Without kernel "
+                                   "OpenZFS (and no `zfsperf lab` running) it starts the embedded zfs-fuse daemon "
+                                   "for a moment, in a private mount namespace, and stops it; it creates no pool.")
     p.add_argument("--target", default="auto", help="auto (kernel OpenZFS, else the embedded zfs-fuse), zfs-fuse, "
                                                     "openzfs, guest or ssh://[user@]host")
     p.add_argument("--json", action="store_true", help="the same as JSON")
@@ -209,45 +240,75 @@ def _add_lab(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arc-max", type=int, metavar="MB", help="start: zfs-fuse's ARC size (16-16384 MB)")
 
 
+GUEST_EXAMPLES = {
+    "build": ["zfsperf guest build                          # Debian's OpenZFS 2.3 in the guest image (cached)",
+              "zfsperf guest build --zfs-src ~/src/zfs@a1b2c3d  # the modules of one commit"],
+    "up": ["zfsperf guest up --zfs 2.1"],
+    "down": ["zfsperf guest down"],
+    "status": ["zfsperf guest status"],
+    "run": ["zfsperf guest run -- run -r receive-batch -o res   # res lands on this host"],
+    "ab": ["zfsperf guest ab --a 2.3 --b ~/src/zfs -r receive --turns",
+           "zfsperf guest ab --a ~/src/zfs --b ~/src/zfs -r receive --turns --rebuild   # the A/A′ floor"],
+    "bisect": ["zfsperf guest bisect --zfs-src ~/src/zfs --good v2.3.1 --bad HEAD -r receive --case recv "
+               "--figure throughput --turns"],
+}
+
+
 def _add_guest(sub: argparse._SubParsersAction) -> None:
-    """`zfsperf guest`."""
+    """`zfsperf guest ACTION`: each action its own parser, options and examples."""
     p = sub.add_parser("guest", help="the real OpenZFS guest under QEMU: build | up | down | status | run -- ARGS "
                                      "| ab | bisect",
-                       description="zfsperf guest build|up|down|status [--zfs 2.1|2.3] [--zfs-src DIR|DIR@REV]  |  "
-                                   "zfsperf guest run [--zfs 2.1|2.3] -- ZFSPERF-ARGS (zfsperf itself inside the "
-                                   "guest, as a local process on kernel OpenZFS; `run -o DIR` lands in DIR on this "
-                                   "host)  |  zfsperf guest ab --a BUILD --b BUILD -r RUNFILE  |  zfsperf guest "
-                                   "bisect --zfs-src REPO --good REV --bad REV -r RUNFILE --case TEST --figure F. "
-                                   "A BUILD is a series (2.3: Debian's), an OpenZFS source tree DIR, or DIR@REV "
-                                   "(one commit of a git repository)")
-    p.add_argument("guest_action", choices=["build", "up", "down", "status", "run", "ab", "bisect"],
-                   help="build the guest (cached), boot it, stop it, show it, run zfsperf inside it, "
-                        "A/B two OpenZFS builds, or bisect a range of commits")
-    p.add_argument("--zfs", default="2.3", help="OpenZFS series for the guest: 2.1 or 2.3 (default 2.3)")
-    p.add_argument("--zfs-src", metavar="DIR", help="build: the modules of this OpenZFS source tree "
-                                                    "(DIR@REV: of one commit of a git repository); "
-                                                    "bisect: the git repository")
-    p.add_argument("--a", metavar="BUILD", help="ab: side A (2.3 | DIR | DIR@REV)")
-    p.add_argument("--b", metavar="BUILD", help="ab: side B")
-    p.add_argument("--good", metavar="REV", help="bisect: a commit without the change")
-    p.add_argument("--bad", metavar="REV", help="bisect: a commit with it")
-    p.add_argument("--case", metavar="TEST", help="bisect: the test to measure")
-    p.add_argument("--figure", metavar="NAME", help="bisect: the figure judged (e.g. throughput)")
-    p.add_argument("-r", "--runfile", help="ab, bisect: the runfile")
-    p.add_argument("-t", "--test", help="ab: only this test")
-    p.add_argument("--blocks", type=int, default=None, help="ab, bisect: interleaved blocks (default 6; "
-                   "with --turns: iterations of ABBA turns)")
-    p.add_argument("--turns", action="store_true", help="ab, bisect: the builds take turns in two identical "
-                   "guests, the idle one paused (QMP), round by round")
-    p.add_argument("--rebuild", action="store_true", help="ab: --a and --b are one source, compiled twice (a "
-                   "second build tree): the A/A′ floor stated beside every later build verdict of the test")
-    p.add_argument("--detect", type=float, metavar="PCT", help="ab, bisect: more iterations until each verdict "
-                   "is decided or could see PCT %% (a bisect's steps after the first: half of BAD's change)")
-    p.add_argument("--seed", type=int, help="ab, bisect: the seed of the block order")
-    p.add_argument("-o", "--outdir", help="ab, bisect: where results go")
-    p.add_argument("-x", "--cleanup", action="store_true", help="ab, bisect: first remove what earlier zfsperf "
-                   "runs left in the guests (their marked pools, their vdev files), as run -x does")
-    p.add_argument("inside", nargs="*", help="run: the zfsperf command line for inside the guest, after --")
+                       description="The real OpenZFS guest under QEMU (software emulation where there is no KVM: "
+                                   "formats and behaviour are real, timings are not speeds). A BUILD is a series "
+                                   "(2.3: Debian's), an OpenZFS source tree DIR, or DIR@REV (one commit of a git "
+                                   "repository). `zfsperf guest ACTION --help` for each action.")
+    gsub = p.add_subparsers(dest="guest_action", metavar="ACTION")
+
+    def action(name: str, text: str) -> argparse.ArgumentParser:
+        a = gsub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".",
+                            epilog="examples:\n" + "\n".join(f"  {ln}" for ln in GUEST_EXAMPLES[name]),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        a.add_argument("--zfs", default="2.3", help="OpenZFS series for the guest: 2.1 or 2.3 (default 2.3)")
+        a.set_defaults(zfs_src=None, rebuild=False, test=None, **({} if name == "run" else {"inside": []}))
+        return a
+
+    b = action("build", "build the guest image with its OpenZFS (cached), or the modules of a source tree")
+    b.add_argument("--zfs-src", metavar="DIR", help="the modules of this OpenZFS source tree (DIR@REV: of one "
+                                                    "commit of a git repository)")
+    action("up", "boot the guest (it prints the --target to use)")
+    action("down", "stop the guest")
+    action("status", "show the guest: running or not, its address, accelerator and OpenZFS")
+    r = action("run", "run zfsperf itself inside the guest, as a local process on kernel OpenZFS "
+                      "(`run -o DIR` lands in DIR on this host)")
+    r.add_argument("inside", nargs=argparse.REMAINDER, help="the zfsperf command line for inside the guest, after --")
+
+    def measured(a: argparse.ArgumentParser, what: str) -> None:
+        a.add_argument("-r", "--runfile", help="the runfile")
+        a.add_argument("--blocks", type=int, default=None, help="interleaved blocks (default 6; with --turns: "
+                       "iterations of ABBA turns)")
+        a.add_argument("--turns", action="store_true", help="the builds take turns in two identical guests, the "
+                       "idle one paused (QMP), round by round")
+        a.add_argument("--detect", type=float, metavar="PCT", help="more iterations until each verdict is decided "
+                       "or could see PCT %%" + (f" ({what})" if what else ""))
+        a.add_argument("--seed", type=int, help="the seed of the block order")
+        a.add_argument("-o", "--outdir", help="where results go")
+        a.add_argument("-x", "--cleanup", action="store_true", help="first remove what earlier zfsperf runs left "
+                       "in the guests (their marked pools, their vdev files), as run -x does")
+
+    ab = action("ab", "A/B two OpenZFS builds on one runfile, measured in the guest")
+    ab.add_argument("--a", metavar="BUILD", help="side A (2.3 | DIR | DIR@REV)")
+    ab.add_argument("--b", metavar="BUILD", help="side B")
+    ab.add_argument("-t", "--test", help="only this test")
+    ab.add_argument("--rebuild", action="store_true", help="--a and --b are one source, compiled twice (a second "
+                    "build tree): the A/A′ floor stated beside every later build verdict of the test")
+    measured(ab, "")
+    bi = action("bisect", "bisect a range of OpenZFS commits for the one that changed a figure")
+    bi.add_argument("--zfs-src", metavar="DIR", help="the git repository")
+    bi.add_argument("--good", metavar="REV", help="a commit without the change")
+    bi.add_argument("--bad", metavar="REV", help="a commit with it")
+    bi.add_argument("--case", metavar="TEST", help="the test to measure")
+    bi.add_argument("--figure", metavar="NAME", help="the figure judged (e.g. throughput)")
+    measured(bi, "a step after the first: half of BAD's change")
 
 
 def _add_corpus(sub: argparse._SubParsersAction) -> None:
@@ -298,7 +359,9 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="summarise results directories (nothing is re-run)")
     p.add_argument("dirs", nargs="+")
     p.add_argument("--format", choices=["terminal", "md", "csv", "json", "openmetrics", "results-csv", "junit", "html"],
-                   default="terminal", help="terminal, or any exporter's text on stdout (default terminal)")
+                   default="terminal", help="terminal (default), or an exporter's text on stdout: md, csv (a row "
+                                            "per case and figure), json, openmetrics, results-csv (a row per "
+                                            "iteration, as results.csv), junit, html")
     p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report with pictures")
     p.add_argument("--no-histograms", action="store_true", help="terminal: leave out the quantize histograms")
     p.add_argument("--wide", action="store_true", help="terminal: every statistic (median, stddev, min, max too)")
@@ -347,7 +410,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                    "(default: the default store, when it exists)")
     p.add_argument("--no-history", action="store_true", help="do not read run-to-run noise from a history store")
     p.add_argument("--format", choices=["terminal", "md", "json"], default="terminal",
-                   help="terminal, md (a pull request comment or CI step summary) or json (= --json)")
+                   help="terminal, md (a pull request comment or CI step summary) or json")
     p.add_argument("--drift-floor", type=float, default=None, metavar="PCT",
                    help="one run a side, no history: a change within a factor of 1 + PCT/100 either way "
                         "cannot be judged between separate runs (default 50: -33.3 … +50 %%, above the A/A "
@@ -371,7 +434,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                    help="a change whose whole 95 %% interval lies inside ±PCT %% is \"same within ±PCT %%\" "
                         "(designs in one run, several runs a side, or history; default 5, or a --detect "
                         "run's own PCT)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)    # the old spelling of --format json
     p.add_argument("--html", metavar="OUT", help="also write an HTML report of the comparison")
 
 
@@ -384,6 +447,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.cmd == "run":
             return cmd_run(args, argv)
+        if args.cmd == "ab":
+            return cmd_ab(args, argv)
         return {"list": cmd_list, "info": cmd_info, "check": cmd_check, "lab": cmd_lab, "guest": cmd_guest, "corpus": cmd_corpus,
                 "calibrate": cmd_calibrate,
                 "history": cmd_history,
@@ -433,6 +498,47 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _tags(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def cmd_ab(args: argparse.Namespace, argv: list[str]) -> int:
+    """The one-line A/B: its runfile made and checked, then `run` and `compare` on it, as a user
+    would type them (the runfile is in run.json either way)."""
+    import shlex
+    import tempfile
+    from . import abline, safepaths
+    if (args.change is None) == (args.tunable is None):
+        raise InputError("give one change: PROPERTY=A,B (a dataset property) or --tunable NAME=A,B", field="change")
+    if args.iterations < 1:
+        raise InputError("-I takes a whole number >= 1", field="-I")
+    change = (abline.parse_change(args.change, "dataset", "change") if args.change else
+              abline.parse_change(args.tunable, "tunables", "--tunable"))
+    text, _rf, design = abline.build(change, args.workload, iterations=args.iterations, size=args.size,
+                                     argv=" ".join(shlex.quote(a) for a in ["ab", *argv[1:]]))
+    print(f"ab: {change.name} = {change.a} (A) against {change.b} (B), {args.workload}, {args.iterations} pairs, "
+          f"design: {design}")
+    tmp = None
+    if args.runfile_out:
+        safepaths.check_place(args.runfile_out, "--runfile-out", "the runfile")
+        Path(args.runfile_out).write_text(text)
+        print(f"ab: runfile written to {args.runfile_out} (`zfsperf run -r {args.runfile_out}` runs it again)")
+        path = args.runfile_out
+    else:
+        fd, path = tempfile.mkstemp(prefix="zfsperf-ab-", suffix=".toml")
+        tmp = Path(path)
+        os.write(fd, text.encode())
+        os.close(fd)
+    try:
+        run = ["run", "-r", path, "-o", args.outdir, "--target", args.target,
+               *(["--dry-run"] if args.dry_run else []), *(["--no-history"] if args.no_history else [])]
+        rc = main(run)
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    if rc != 0 or args.dry_run:
+        return rc
+    print()
+    gate = ["--fail-on-regression", args.fail_on_regression] if args.fail_on_regression else []
+    return main(["compare", str(Path(args.outdir) / "current"), "--no-history", *gate])
 
 
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
@@ -512,7 +618,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from .opentarget import open_target
+    from .opentarget import expected, open_target
+    reach = expected(args.target)             # said before anything starts (stderr: --json stays JSON)
+    print(f"target: {reach.how}", file=sys.stderr)
     target = open_target(args.target)
     try:
         info = target.info()
@@ -544,12 +652,14 @@ def cmd_guest(args: argparse.Namespace) -> int:
     from .guest.build import Builder, check_version
     from .guest.vm import Guest
     if args.guest_action is None:
-        raise InputError("guest takes build | up | down | status", field="guest")
+        raise InputError("guest takes an action: build | up | down | status | run | ab | bisect "
+                         "(`zfsperf guest ACTION --help` says what each does)", field="guest")
     series = check_version(args.zfs)
     lab = Guest()
     if args.guest_action == "run":
         from .inguest import guest_run
-        return guest_run(list(args.inside or []), series)
+        inside = list(args.inside or [])
+        return guest_run(inside[1:] if inside[:1] == ["--"] else inside, series)
     if getattr(args, "inside", None):
         raise InputError(f"guest {args.guest_action} takes no further arguments: {' '.join(args.inside)}",
                          field="guest")

@@ -31,7 +31,7 @@ from .results.stats import summarise
 from .results.directory import RUN_JSON, SUMMARY, ResultsDir, log_path
 from .metrics.quantize import render_histograms
 from .report.summary import cut_short
-from .report.tables import case_table
+from .report.tables import case_tables
 from .runfile import Case, Runfile, refuse_load_scope
 from .plan import Choice, Plan
 from .opentarget import Expected, check_spec, expected, open_target, reloads_modules
@@ -669,7 +669,7 @@ class Runner:
         self.ui.stop_progress()
         records = rd.results()
         counts = {s: sum(1 for r in records if r.status == s) for s in STATUSES}
-        table = case_table(records, SUMMARY_FIGURES)
+        tables = case_tables(records, SUMMARY_FIGURES)
         elapsed = time.time() - t_start
         lines = ["", "Results Summary"]
         lines += [f"{s}\t{counts[s]:4d}" for s in STATUSES if counts[s]]
@@ -699,13 +699,14 @@ class Runner:
                          f"History:\tNOT added to {stored[0]}: {stored[1]} -- this run is not in the history "
                          f"(add it later with `zfsperf history import {rd.path}`)")
         lines.append(f"Log directory:\t{rd.path}")
-        text_table = self.ui.render_table(table)
+        text_table = "\n".join(self.ui.render_table(t) for t in tables)
         summary = "\n".join(status_line(r, HEADLINE.get(r.workload)) for r in records)
         rd.write_text(SUMMARY, summary + "\n\n" + text_table + "\n" + "\n".join(lines) + "\n")
         report = self._write_derived(rd)
         if report:
             lines.insert(-1, f"Report:\t\t{report}")
-        self.ui.print_table(table)
+        for t in tables:
+            self.ui.print_table(t)
         for ln in lines:
             self.ui.summary_line(ln)
         if self.control.interrupt is not None and not interrupted:

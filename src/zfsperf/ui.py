@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import time
+from textwrap import fill
 from typing import Any, Iterator
 
 from rich import box
@@ -166,7 +167,7 @@ class Console:
     def render_table(self, t: Table) -> str:
         buf = io.StringIO()
         RichConsole(file=buf, width=TABLE_ROOM, color_system=None).print(self._rich_table(t))
-        return buf.getvalue() + "".join(f"{n}\n" for n in t.notes)
+        return buf.getvalue() + "".join(fill(n, PIPED_WIDTH, subsequent_indent="  ") + "\n" for n in t.notes)
 
     def print_table(self, t: Table) -> None:
         if t.rows:
@@ -174,7 +175,7 @@ class Console:
                 RichConsole(file=self.file, highlight=False, width=max(self.rich.width, TABLE_ROOM)).print(
                     self._rich_table(t))
                 for n in t.notes:
-                    self.rich.print(n, markup=False, highlight=False)
+                    self.rich.print(fill(n, self.rich.width, subsequent_indent="  "), markup=False, highlight=False)
 
     def summary_line(self, line: str) -> None:
         with _output_may_be_gone():

@@ -185,7 +185,10 @@ def format_number(value: float | None) -> str:
 
 
 def format_figure(value: float | None, unit: str) -> str:
-    """A figure with its unit."""
+    """A figure with its unit, for people: bytes in binary units (3.01 GiB); machines' formats use
+    exact_number."""
+    if unit == "B" and value is not None and value == value:
+        return format_bytes(value)
     return f"{format_number(value)} {unit}"
 
 

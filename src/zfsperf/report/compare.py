@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
+from textwrap import fill
 from typing import Any, Callable
 
 import numpy as np
@@ -865,18 +866,19 @@ def render(cmp: Comparison, console: Any, figures: list[str] | None = None) -> N
     if cmp.new is not cmp.base:
         for r in cmp.news or [cmp.new]:
             console.print(f"new:  {r.describe()}", highlight=False)
-    for line in setup_lines(cmp) + design_lines(cmp):
-        console.print(line, highlight=False)
+    for line in setup_lines(cmp) + design_lines(cmp):            # wrapped at the console's width
+        console.print(fill(line, console.width, subsequent_indent="  "), highlight=False)
     from rich import box
     from rich.console import Console
-    t = Table(title=title(cmp), title_justify="left", box=box.SIMPLE_HEAD)
+    rows = table_rows(cmp, figures)
+    one_case = len({r[0] for r in rows}) == 1 and len(rows) > 1     # said once, in the title
+    t = Table(title=title(cmp) + (f": {rows[0][0]}" if one_case else ""), title_justify="left", box=box.SIMPLE_HEAD)
     # on a terminal the design column only where rows differ in it: one design is named, for every
     # row, by the design line above (--format md and --json carry it on every row); the interval
     # only where the verdict does not already say it
-    rows = table_rows(cmp, figures)
     ci = COLUMNS.index("95% CI")
     keep = [i for i, c in enumerate(COLUMNS) if (c != "design" or len({r[2] for r in rows if r[2]}) > 1)
-            and (i != ci or any(r[ci] != "-" and r[ci] not in r[-1] for r in rows))]
+            and (i != ci or any(r[ci] != "-" and r[ci] not in r[-1] for r in rows)) and (c != "case" or not one_case)]
     for i in keep:
         c = COLUMNS[i]
         t.add_column(c, justify="left" if c in ("case", "figure", "design", "verdict") else "right", no_wrap=True)
@@ -885,7 +887,7 @@ def render(cmp: Comparison, console: Any, figures: list[str] | None = None) -> N
     # no row wraps and no number is cut: the table takes the width its cells need (most fit 100 columns)
     Console(file=console.file, width=max(console.width, TABLE_ROOM), highlight=False).print(t)
     for line in notes(cmp, figures):
-        console.print(line, highlight=False)
+        console.print(fill(line, console.width, subsequent_indent="  "), highlight=False)
 
 
 def markdown(cmp: Comparison, figures: list[str] | None = None) -> str:

@@ -17,6 +17,7 @@ from ..results.record import SteadyRecord  # noqa: E402
 from ..results.stats import summarise  # noqa: E402
 from ..steady import Criteria, decide, read_series, redecide, timescale  # noqa: E402
 from ..steady.series import decision_samples, is_marker  # noqa: E402
+from ..steady.rounds import CaseSteady  # noqa: E402
 from ..units import METRIC_UNITS, ChangeVerdict  # noqa: E402
 from .model import CaseData, RunData  # noqa: E402
 
@@ -149,14 +150,18 @@ def rounds_chart(case: str, unit: str, verdict: dict[str, Any]) -> bytes | None:
         ax.plot([apart], [ys[its.index(apart)]], "x", ms=9, mew=2, color="#d62728", label=f"iteration {apart} set apart")
     line = verdict.get("line")
     if line and len(line) == 2:
+        # a steady verdict's line is one its test did not find significant: the label says so, so that
+        # the title ("steady") and a steep-looking line agree
+        judged = {"steady": "a drift beyond the tolerance ruled out", "not steady": "the trend found",
+                  "can't tell": "no trend found, none ruled out"}.get(CaseSteady.from_dict(verdict).word, "not judged")
         ax.plot([its[0], its[-1]], line, "--", color="#ff7f0e",
-                label=f"line {verdict.get('slope_pct') or 0:+.1f} % across the window")
+                label=f"fitted line {verdict.get('slope_pct') or 0:+.1f} % across the window ({judged})")
     ax.set_xticks(its)
     ax.set_xlabel("iteration")
     ax.set_ylabel(unit)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
-    word = "steady" if verdict.get("steady") else "not steady" if verdict.get("steady") is False else "unjudged"
+    word = CaseSteady.from_dict(verdict).word
     ax.set_title(f"{case}: {word} across iterations ({verdict.get('rule') or 'rounds'} rule): {verdict.get('why')}",
                  fontsize=8, loc="left")
     return _png(fig)
@@ -227,7 +232,7 @@ def series_for(run: RunData) -> list[tuple[Path, SteadyRecord | None, str | None
                 title = None
                 if r.steady is not None and not r.steady.judged:
                     stored = run.run.verdicts.get(c.case) or {}
-                    word = {True: "steady", False: "not steady", None: "unjudged"}[stored.get("steady")]
+                    word = CaseSteady.from_dict(stored).word
                     title = (f"{c.case}, iteration {r.iteration}: too short to judge within; the case is judged "
                              f"across its iterations: {word}" + (f" ({stored['why']})" if stored.get("why") else ""))
                 out.append((run.path / r.series, r.steady, title))

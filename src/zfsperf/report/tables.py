@@ -24,6 +24,19 @@ class Table:
     notes: list[str] = field(default_factory=list)     # lines under it (what a cell says in one word)
 
 
+def case_tables(records: list[CaseRecord], summary: dict[str, list[str]] | None = None) -> list[Table]:
+    """The run summary's tables: one per workload, each with its own figures' columns (a run of
+    receive and fio cases in one table would show every column, mostly "-")."""
+    by: dict[str, list[CaseRecord]] = {}
+    for r in records:
+        by.setdefault(r.workload, []).append(r)
+    tables = [case_table(recs, summary) for recs in by.values()]
+    if len(tables) > 1:
+        for t, w in zip(tables, by):
+            t.title = f"{w}: {t.title}"
+    return tables
+
+
 def case_table(records: list[CaseRecord], summary: dict[str, list[str]] | None = None,
                full: bool = False) -> Table:
     """summary: workload -> the figures its summary shows (the workloads say; None: every figure)."""

@@ -12,9 +12,13 @@ iteration's own series says at the workload's time scale (steady/timescale.py):
   its figure averages the transient in ("iteration 2: warm-up until 6.1 s of 20 s measured");
 - an iteration too short for a window at its time scale says nothing either way.
 
-The verdict: steady when no iteration is evidence against and the iterations pass the rounds rule;
-not steady (with the reason in a few words) otherwise; unjudged when neither level has evidence
-(fewer than 3 iterations, each too short).
+The verdict has three outcomes (and unjudged): **steady** when no iteration is evidence against,
+the iterations pass the rounds rule and the data rule out a drift beyond the tolerance (the
+least-squares line's change across the window has its 95 % interval inside ±S); **not steady** (with
+the reason in a few words) when a drift or spread is found; **can't tell** when none is found and
+none is ruled out -- five iterations that spread more than about 2.5 % about their line cannot
+exclude a drift of 10 %, and the verdict says which drift it could have missed and at what spread it
+would not have; unjudged when neither level has evidence (fewer than 3 iterations, each too short).
 
 Which rounds rule. SNIA's rule was made for solid-state drives, whose rounds agree to a few per
 cent; it reads any excursion as a transient. zfsperf's iterations are each a fresh pool and a few
@@ -72,23 +76,34 @@ class CaseSteady:
     values: list[float] | None = None        # their figures
     apart: int | None = None                 # the iteration set aside (the default rule)
     line: list[float] | None = None          # the judged line's value at the window's first and last iteration
+    trend_ci: list[float] | None = None      # the drift across the window a 95 % interval allows, % (default rule)
 
-    def short(self) -> str:
+    @property
+    def word(self) -> str:
+        """The three outcomes, and unjudged: steady (a drift beyond the tolerance ruled out), not
+        steady (a drift or change found), can't tell (neither: too few iterations or too much
+        spread), unjudged (nothing to judge)."""
         if self.steady:
             return "steady"
-        return ("not steady: " if self.steady is False else "unjudged: ") + self.why
+        if self.steady is False:
+            return "not steady"
+        return "can't tell" if self.trend_ci is not None else "unjudged"
+
+    def short(self) -> str:
+        return "steady" if self.steady else f"{self.word}: {self.why}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"steady": self.steady, "why": self.why, "iterations": self.iterations,
                 "range_pct": self.range_pct, "slope_pct": self.slope_pct,
                 "time_to_steady_s": self.time_to_steady_s, "rule": self.rule, "figure": self.figure,
-                "window": self.window, "values": self.values, "apart": self.apart, "line": self.line}
+                "window": self.window, "values": self.values, "apart": self.apart, "line": self.line,
+                "trend_ci": self.trend_ci}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CaseSteady":
         return cls(**{k: d.get(k) for k in ("steady", "why", "iterations", "range_pct", "slope_pct",
                                              "time_to_steady_s", "rule", "figure", "window", "values", "apart",
-                                             "line")})
+                                             "line", "trend_ci")})
 
 
 def rounds_rule(values: list[float]) -> tuple[bool, float, float]:
@@ -112,6 +127,16 @@ class NoiseAware:
     trend_p: float               # the least-squares slope's t-test
     apart: int | None            # 0-based index in the window of the value set aside
     apart_pct: float | None      # how far it lay from the median, %
+    trend_lo: float = float("nan")   # the least-squares line's change across the window: its 95 % interval,
+    trend_hi: float = float("nan")   # % of the median
+    spread_pct: float = float("nan")  # the values' spread about that line (residual sd, % of the median)
+    spread_needed: float = float("nan")  # the spread at which they would have ruled out ±ROUNDS_SLOPE
+
+    @property
+    def ruled_out(self) -> bool:
+        """A drift larger than the tolerance (ROUNDS_SLOPE across the window) is ruled out: the
+        trend's whole 95 % interval lies inside ±ROUNDS_SLOPE."""
+        return -100 * ROUNDS_SLOPE <= self.trend_lo and self.trend_hi <= 100 * ROUNDS_SLOPE
 
     @property
     def trend(self) -> bool:
@@ -133,7 +158,27 @@ def noise_aware_rule(values: list[float]) -> NoiseAware:
     p = float(fit.pvalue) if np.isfinite(fit.pvalue) else 1.0
     out = NoiseAware(True, rng, slope, p, far, 100 * (float(y[far]) - med) / abs(med) if far is not None else None)
     out.ok = rng <= 100 * ROUNDS_RANGE and not out.trend
+    # the line's change across the window and its 95 % interval (Student's t, n - 2 degrees of
+    # freedom), from the values the spread is judged on (the one set apart left out: a burst that
+    # came back is not a level)
+    kx = np.delete(x, far) if far is not None else x
+    kfit = stats.linregress(kx, keep) if len(keep) >= 3 else fit
+    across = 100 * (len(y) - 1) / abs(med)
+    err = float(kfit.stderr) if np.isfinite(kfit.stderr) else 0.0
+    half = float(stats.t.ppf(0.975, len(keep) - 2)) * err
+    out.trend_lo, out.trend_hi = (float(kfit.slope) - half) * across, (float(kfit.slope) + half) * across
+    out.spread_pct = 100 * err * np.sqrt(float(((kx - kx.mean()) ** 2).sum())) / abs(med)   # residual sd
+    out.spread_needed = cv_that_rules_out(kx, len(y) - 1) if len(kx) >= 3 else float("nan")
     return out
+
+
+def cv_that_rules_out(x: np.ndarray, span: int) -> float:
+    """The spread (residual sd, % of the median) at which iterations at positions x (of a window of
+    `span` + 1) with no drift in them rule out one of ±ROUNDS_SLOPE across it: 2.5 % for SNIA's
+    window of 5, less when one of the 5 is set apart (1.3-1.8 %)."""
+    from scipy import stats
+    sxx = float(((x - x.mean()) ** 2).sum())
+    return 100 * ROUNDS_SLOPE * np.sqrt(sxx) / (float(stats.t.ppf(0.975, len(x) - 2)) * span)
 
 
 def within(steady: SteadyRecord) -> str | None:
@@ -194,10 +239,18 @@ def case_verdict(records: list[CaseRecord], headline: str) -> CaseSteady | None:
     elif not na.ok:
         out = CaseSteady(False, f"the last {last} iterations vary {na.range_pct:.0f} % (range{apart})",
                          len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
-    else:
-        out = CaseSteady(True, f"the last {last} iterations within {na.range_pct:.1f} % (range{apart}), "
-                               f"no significant trend (line {na.slope_pct:+.0f} %, p {na.trend_p:.2f})",
+    elif na.ruled_out:
+        out = CaseSteady(True, f"the last {last} iterations within {na.range_pct:.1f} % (range{apart}), a drift "
+                               f"beyond ±{100 * ROUNDS_SLOPE:.0f} % ruled out (line {na.slope_pct:+.0f} %, 95 % "
+                               f"interval {na.trend_lo:+.0f} … {na.trend_hi:+.0f} %)",
                          len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
+    else:          # no drift found, none ruled out: five noisy numbers cannot tell (issue 75)
+        out = CaseSteady(None, f"no drift found, but {na.trend_lo:+.0f} … {na.trend_hi:+.0f} % across the last "
+                               f"{last} iterations is not ruled out (it is at a spread of ≤ {na.spread_needed:.1f} "
+                               f"%; these {na.spread_pct:.1f} %)",
+                         len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
+    if na.trend_lo == na.trend_lo:
+        out.trend_ci = [na.trend_lo, na.trend_hi]
     med = float(np.median(values[-last:]))
     half = na.slope_pct / 100 * med / 2 if na.slope_pct == na.slope_pct else 0.0    # Theil-Sen, through the median
     return _evidence(out, "changepoint", headline, window_its, values[-last:],

@@ -1,0 +1,113 @@
+"""`zfsperf ab`: an A/B of one change in one line, no runfile. The change (a dataset property, or a
+module tunable, two values) and a workload become a runfile of one test in the most sensitive
+design the change allows -- the two sides taking turns on one pool, round by round, where it can;
+interleaved blocks of whole iterations where it cannot (a pool-scope tunable) -- checked by the
+runfile loader like any other, run, and judged by compare. `--runfile-out` writes that runfile, so
+the one-liner is the start of a runfile, never a second way of describing a test."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import InputError, shown
+from .runfile import Runfile, loads
+
+CHANGE_RE = re.compile(r"^([A-Za-z0-9_.:@+-]+)=([^,]+),([^,]+)$")
+FIO_RW = ("read", "write", "randread", "randwrite", "rw", "randrw")
+WORKLOADS = ("receive", *(f"fio:{rw}" for rw in FIO_RW))
+
+_HEAD = '''# written by `zfsperf {argv}`: an A/B of {name} = {a} against {b}, {design}
+[defaults]
+iterations = {iterations}
+warmup = 1
+timeout = "20m"
+
+[defaults.pool]
+layout = "stripe"
+vdevs = 2
+vdev_size = "2G"
+prefill = true
+
+[defaults.steady]
+mode = "record"
+interval = 0.4
+
+[[test]]
+name = "ab"
+description = "{name} = {a} (A) against {b} (B)"
+tags = ["ab"]
+'''
+
+_RECEIVE = '''workload = "receive"
+corpus = {{ kind = "random", size = "{size}" }}
+threads = 1
+io_size = "{io_size}"
+'''
+
+_FIO = '''workload = "fio"
+rw = "{rw}"
+bs = "{bs}"
+size = "{size}"
+runtime = {runtime}
+'''
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str           # "dataset" or "tunables"
+    name: str
+    a: str
+    b: str
+
+
+def parse_change(text: str, kind: str, field: str) -> Change:
+    m = CHANGE_RE.match(text.strip())
+    if not m:
+        raise InputError(f"expected NAME=A,B (two values, e.g. recordsize=128K,1M), got {shown(text)}", field=field)
+    name, a, b = m.group(1), m.group(2).strip(), m.group(3).strip()
+    if a == b:
+        raise InputError(f"{name}: A and B are the same value ({a}): an A/A is `zfsperf run` of one value twice, "
+                         "not an A/B", field=field)
+    return Change(kind, name, a, b)
+
+
+def _value(v: str) -> str:
+    """A TOML value as the runfile loader takes it: a whole number bare, else a quoted string."""
+    return v if v.isdigit() else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def runfile_text(change: Change, workload: str, *, iterations: int, size: str, turns: bool, argv: str) -> str:
+    """The runfile of the A/B: one test, its two sides the change's values."""
+    if workload not in WORKLOADS:
+        raise InputError(f"--workload takes one of {', '.join(WORKLOADS)}, not {shown(workload)}", field="--workload")
+    design = ("the two sides taking turns on one pool (duet = \"turns\")" if turns else
+              "in interleaved blocks (ab = true)")
+    text = _HEAD.format(argv=argv, name=change.name, a=change.a, b=change.b, design=design, iterations=iterations)
+    if workload == "receive":
+        text += _RECEIVE.format(size=size, io_size="1G")
+    else:
+        rw = workload.split(":", 1)[1]
+        text += _FIO.format(rw=rw, bs="4k" if rw.startswith("rand") else "128k", size=size, runtime=4)
+    text += 'duet = "turns"\n' if turns else "ab = true\n"
+    text += f"{change.kind} = {{ {_key(change.name)} = [{_value(change.a)}, {_value(change.b)}] }}\n"
+    return text
+
+
+def _key(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else f'"{name}"'
+
+
+def build(change: Change, workload: str, *, iterations: int, size: str, argv: str) -> tuple[str, Runfile, str]:
+    """The most sensitive design the change allows: turns, unless the loader refuses them for it
+    (a pool-scope tunable, a property a duet cannot hold); then interleaved blocks. Returns the
+    runfile text, the loaded runfile and the design in words; an input error when neither holds."""
+    text = runfile_text(change, workload, iterations=iterations, size=size, turns=True, argv=argv)
+    try:
+        return text, loads(text, "<zfsperf ab>"), "turns"
+    except InputError as turns_refused:
+        text = runfile_text(change, workload, iterations=iterations, size=size, turns=False, argv=argv)
+        try:
+            return text, loads(text, "<zfsperf ab>"), f"interleaved blocks (turns refused: {turns_refused.message})"
+        except InputError as e:
+            raise InputError(f"{change.name}: {e.message}", field=change.name) from None

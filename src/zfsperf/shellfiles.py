@@ -1,0 +1,52 @@
+"""Shell completion (bash, zsh) and the man page, generated from the argument parser itself with
+shtab and argparse-manpage, so that neither can drift from `cli.py`; `make run` and `make test`
+install them (scripts/install-deps.sh runs `python -m zfsperf.shellfiles install`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from . import __version__
+from .cli import build_parser
+
+# where a root set-up puts them on Debian (bash-completion reads the first, zsh's fpath holds the
+# second, man's MANPATH the third)
+PLACES = {"bash": Path("/etc/bash_completion.d/zfsperf"),
+          "zsh": Path("/usr/local/share/zsh/site-functions/_zfsperf"),
+          "man": Path("/usr/local/share/man/man1/zfsperf.1")}
+
+
+def completion(shell: str) -> str:
+    """The completion script for bash or zsh: every command, guest action and option."""
+    import shtab
+    return shtab.complete(build_parser(), shell)
+
+
+def manpage() -> str:
+    """zfsperf(1) in roff: the usage, each command's description, options and examples."""
+    from argparse_manpage.manpage import Manpage
+    return str(Manpage(build_parser(), _data={"project_name": "zfsperf", "version": __version__,
+                                              "description": "a performance test suite for ZFS"}))
+
+
+def install(places: dict[str, Path] | None = None) -> list[str]:
+    """Write the three files (their directories made); returns what was written where."""
+    out = []
+    for what, path in (places or PLACES).items():
+        text = manpage() if what == "man" else completion(what)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        out.append(f"{what}: {path}")
+    return out
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["install"]:
+        for line in install():
+            print(f"installed {line}")
+    elif len(sys.argv) == 2 and sys.argv[1] in ("bash", "zsh", "man"):
+        print(manpage() if sys.argv[1] == "man" else completion(sys.argv[1]), end="")
+    else:
+        print("usage: python -m zfsperf.shellfiles install | bash | zsh | man", file=sys.stderr)
+        sys.exit(2)
