@@ -124,7 +124,8 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     assert "each build in a guest of its own" in " ".join(out.split()), out          # (lines wrapped to fit)
     # one case compared: its name is the table's title, each row a figure
     assert "build=a → " in out, out
-    line = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("throughput"))
+    table = res.stdout.split("(medians): ", 1)[1]                 # compare's table, after the run's summary
+    line = next(ln for ln in table.splitlines() if ln.strip().startswith("throughput "))
     assert "WORSE (" in line and " … " in line, line
     cmp = zfsperf("compare", str(d), "--json")
     ch = next(c for c in json.loads(cmp.stdout)["changes"] if c["figure"] == "throughput")

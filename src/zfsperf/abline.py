@@ -7,9 +7,15 @@ the one-liner is the start of a runfile, never a second way of describing a test
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
+from . import safepaths
 from .errors import InputError, shown
 from .runfile import Runfile, loads
 
@@ -111,3 +117,42 @@ def build(change: Change, workload: str, *, iterations: int, size: str, argv: st
             return text, loads(text, "<zfsperf ab>"), f"interleaved blocks (turns refused: {turns_refused.message})"
         except InputError as e:
             raise InputError(f"{change.name}: {e.message}", field=change.name) from None
+
+
+def run_ab(change_text: str | None, tunable: str | None, *, workload: str, iterations: int, size: str,
+           runfile_out: str | None, outdir: str, target: str, dry_run: bool, no_history: bool, gate: str | None,
+           argv: list[str], main: Callable[[list[str]], int]) -> int:
+    """`zfsperf ab`: the runfile made and checked, then `run` and `compare` on it through the command
+    line's own `main`, as a user would type them (the runfile is in run.json either way)."""
+    if (change_text is None) == (tunable is None):
+        raise InputError("give one change: PROPERTY=A,B (a dataset property) or --tunable NAME=A,B", field="change")
+    if iterations < 1:
+        raise InputError("-I takes a whole number >= 1", field="-I")
+    change = (parse_change(change_text, "dataset", "change") if change_text else
+              parse_change(str(tunable), "tunables", "--tunable"))
+    text, _rf, design = build(change, workload, iterations=iterations, size=size,
+                              argv=" ".join(shlex.quote(a) for a in ["ab", *argv[1:]]))
+    print(f"ab: {change.name} = {change.a} (A) against {change.b} (B), {workload}, {iterations} pairs, "
+          f"design: {design}")
+    tmp = None
+    if runfile_out:
+        safepaths.check_place(runfile_out, "--runfile-out", "the runfile")
+        Path(runfile_out).write_text(text)
+        print(f"ab: runfile written to {runfile_out} (`zfsperf run -r {runfile_out}` runs it again)")
+        path = runfile_out
+    else:
+        fd, path = tempfile.mkstemp(prefix="zfsperf-ab-", suffix=".toml")
+        tmp = Path(path)
+        os.write(fd, text.encode())
+        os.close(fd)
+    try:
+        rc = main(["run", "-r", path, "-o", outdir, "--target", target, *(["--dry-run"] if dry_run else []),
+                   *(["--no-history"] if no_history else [])])
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    if rc != 0 or dry_run:
+        return rc
+    print()
+    return main(["compare", str(Path(outdir) / "current"), "--no-history",
+                 *(["--fail-on-regression", gate] if gate else [])])

@@ -501,44 +501,11 @@ def _tags(text: str | None) -> list[str] | None:
 
 
 def cmd_ab(args: argparse.Namespace, argv: list[str]) -> int:
-    """The one-line A/B: its runfile made and checked, then `run` and `compare` on it, as a user
-    would type them (the runfile is in run.json either way)."""
-    import shlex
-    import tempfile
-    from . import abline, safepaths
-    if (args.change is None) == (args.tunable is None):
-        raise InputError("give one change: PROPERTY=A,B (a dataset property) or --tunable NAME=A,B", field="change")
-    if args.iterations < 1:
-        raise InputError("-I takes a whole number >= 1", field="-I")
-    change = (abline.parse_change(args.change, "dataset", "change") if args.change else
-              abline.parse_change(args.tunable, "tunables", "--tunable"))
-    text, _rf, design = abline.build(change, args.workload, iterations=args.iterations, size=args.size,
-                                     argv=" ".join(shlex.quote(a) for a in ["ab", *argv[1:]]))
-    print(f"ab: {change.name} = {change.a} (A) against {change.b} (B), {args.workload}, {args.iterations} pairs, "
-          f"design: {design}")
-    tmp = None
-    if args.runfile_out:
-        safepaths.check_place(args.runfile_out, "--runfile-out", "the runfile")
-        Path(args.runfile_out).write_text(text)
-        print(f"ab: runfile written to {args.runfile_out} (`zfsperf run -r {args.runfile_out}` runs it again)")
-        path = args.runfile_out
-    else:
-        fd, path = tempfile.mkstemp(prefix="zfsperf-ab-", suffix=".toml")
-        tmp = Path(path)
-        os.write(fd, text.encode())
-        os.close(fd)
-    try:
-        run = ["run", "-r", path, "-o", args.outdir, "--target", args.target,
-               *(["--dry-run"] if args.dry_run else []), *(["--no-history"] if args.no_history else [])]
-        rc = main(run)
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
-    if rc != 0 or args.dry_run:
-        return rc
-    print()
-    gate = ["--fail-on-regression", args.fail_on_regression] if args.fail_on_regression else []
-    return main(["compare", str(Path(args.outdir) / "current"), "--no-history", *gate])
+    from . import abline
+    return abline.run_ab(args.change, args.tunable, workload=args.workload, iterations=args.iterations,
+                         size=args.size, runfile_out=args.runfile_out, outdir=args.outdir, target=args.target,
+                         dry_run=args.dry_run, no_history=args.no_history, gate=args.fail_on_regression,
+                         argv=argv, main=main)
 
 
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
