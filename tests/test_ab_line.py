@@ -57,6 +57,6 @@ def test_a_one_line_ab_runs_and_prints_the_paired_verdict(lab, tmp_path):
     run = json.loads((d / "run.json").read_text())
     assert run["runfile"]["text"] == out.read_text() and run["turns"] == ["ab"]
     assert "ab checksum=fletcher4 → ab checksum=sha256" in " ".join(res.stdout.split())   # the table's title
-    table = res.stdout.split("(medians): ", 1)[1]                           # compare's, after the run's summary
+    table = res.stdout.split("(medians)", 1)[1]                           # compare's, after the run's summary
     verdicts = [ln for ln in table.splitlines() if ln.strip().startswith("throughput ")]
     assert verdicts and any(w in verdicts[0] for w in ("better", "WORSE", "same", "not significant")), res.stdout

@@ -180,16 +180,17 @@ tunables = { zfs_recv_write_batch_size = ["1M", "1048576"] }
 AA_MARGIN = 15
 
 
-def test_a_module_tunable_aa_in_turns_is_not_called_and_the_same_within_its_margin(guest, tmp_path):
+def test_a_module_tunable_aa_in_turns_is_not_called_and_both_arms_pay_the_write(guest, tmp_path):
     """A runtime tunable A/A in turns: zfs_recv_write_batch_size 1M against 1048576, one value
     written two ways, so both arms pay the write and the read-back of every round (until 2026-11-27
     equal values once normalised wrote nothing between rounds: test_lifecycle has that defect's
-    test). Not called, and "same within ±15 %" (--margin 15). Measured: bench/tunable_turns.py's A/A
-    of 246 iterations with the writes (2026-11-27), cut into 20 disjoint windows of 12: 1 called
-    (+1.3 % [+0.2 … +2.6 %]), all 20 inside ±15 % (the widest interval end 6.9 %; inside ±5 %: 17 of
-    20, so the default margin would make this test flaky); the earlier 246 without the writes: none
-    of 20 called, the widest end 13.7 %, hence 15. A level-0.05 test calls an A/A 5 % of the time by
-    design: a second run is allowed (both failing: about 0.25-0.5 %)."""
+    test). Not called (p ≥ 0.05), and judged against --margin 15, which compare records. A level-0.05
+    test calls an A/A 5 % of the time by design: a second run is allowed (both failing: about
+    0.25-0.5 %). Whether the interval lies inside ±15 % is a measured figure, not judged here: on a
+    quiet machine bench/tunable_turns.py's A/A of 246 iterations, cut into 20 windows of 12, had
+    all 20 inside ±15 % (the widest end 6.9 %); in CI, beside the host lane's tests, 4 runs of 4
+    (2026-12-01/02) were "not significant" with an interval reaching past ±15 % (one iteration of
+    12 at +40 %): TCG's speed follows the host's load, so a margin here would make the lane flaky."""
     for attempt in range(2):
         p = in_guest_popen("run", "-r", str(write_runfile(tmp_path, BATCH_AA)), "-o", str(tmp_path / f"o{attempt}"),
                            "--no-history")
@@ -200,10 +201,12 @@ def test_a_module_tunable_aa_in_turns_is_not_called_and_the_same_within_its_marg
         assert len(recs) == 24 and {r["status"] for r in recs} == {"PASS"}
         res = zfsperf("compare", str(d), "--json", "--no-history", "--margin", str(AA_MARGIN))
         ch = next(c for c in json.loads(res.stdout)["changes"] if c["figure"] == "throughput")
-        if ch["verdict"] == "same":
+        if ch["p"] >= 0.05:
             break
-    assert ch["design"] == "turns" and ch["verdict"] == "same" and ch["margin_pct"] == AA_MARGIN, ch
-    assert -AA_MARGIN <= ch["ci_pct"][0] <= ch["ci_pct"][1] <= AA_MARGIN and ch["p"] >= 0.05, ch
+    assert ch["design"] == "turns" and ch["margin_pct"] == AA_MARGIN, ch
+    assert ch["p"] >= 0.05 and ch["verdict"] in ("same", "not significant"), ch
+    lo, hi = ch["ci_pct"]
+    assert (ch["verdict"] == "same") == (-AA_MARGIN <= lo and hi <= AA_MARGIN), ch
     for r in recs:                   # every round of both sides ran under the one value, read back
         assert r["turn_tunables"] == [{"zfs_recv_write_batch_size": "1048576"}] * r["rounds"] and r["rounds"] >= 1, r
 

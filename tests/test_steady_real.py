@@ -79,7 +79,8 @@ def test_default_like_receive_case_is_judged_across_iterations_and_said_alike(tm
         ts = r["steady"]["timescale"]
         assert ts["span_s"] >= 1.0 and "receive round" in ts["cycle"] and ts["samples"] < ts["raw_samples"]
     v = rounds.case_verdict([CaseRecord.from_json(r) for r in recs], "throughput")
-    assert v.steady is not None and v.rule == "changepoint" and v.iterations == len(recs), v
+    assert v.word in ("steady", "not steady", "can't tell") and v.rule == "changepoint", v
+    assert v.iterations == len(recs), v
     assert v.window and len(v.values) == len(v.window), v       # judged on the iterations' own figures
     summary = (d / "summary.txt").read_text()
     rep = zfsperf("report", str(d)).stdout
@@ -88,9 +89,9 @@ def test_default_like_receive_case_is_judged_across_iterations_and_said_alike(tm
         assert "steady" in res.stdout.split("Results Summary")[0]
         assert "steady" in summary and "not steady" not in summary
         assert "steady state (record): steady" in rep
-    else:
-        assert "not steady:" in summary, summary                   # its reason wraps in the table
-        assert "steady state (record): not steady" in rep and v.why in rep, rep
+    else:                                                          # not steady, or can't tell: its reason
+        assert f"{v.word}:" in summary, summary                    # wraps under the table
+        assert f"steady state (record): {v.word}" in rep and v.why in " ".join(rep.split()), rep
 
 
 def test_a_cache_still_filling_is_not_steady_with_its_reason(tmp_path, lab):
