@@ -331,6 +331,13 @@ def test_turns_take_turns_abba_and_aa_is_unbiased(tmp_path, lab):
         assert len(order) == 2 * a["rounds"], order
         group = "ABBA" if it % 2 else "BAAB"
         assert order == group * (len(order) // 4), order
+    # each side records what a single case records (until 2026-12-02 duet and turns records had
+    # neither): its workload's cross-checks and the sampler's cost
+    for r in recs:
+        names = {c["name"] for c in r.get("cross_checks") or []}
+        assert "received data vs pool space" in names, r.get("cross_checks")
+        assert r["sampler"]["samples"] > 0 and r["sampler"]["sampler_cpu_ms_per_sample"] is not None, r
+    assert any("stream WRITE records vs blocks on disk" in {c["name"] for c in r["cross_checks"]} for r in recs)
 
 
 def test_turns_ab_of_a_real_property_is_worse_with_its_interval(tmp_path, lab):

@@ -487,6 +487,8 @@ class CaseRunner:
             sampler = life.sample(a.slug, both) if pair is None else None
             self.control.check()
             results: dict[str, Any] = {}
+            arc0 = self._arcstats() if sampler is not None else None
+            t_measure = sampler.elapsed() if sampler is not None else 0.0
             for x in own:
                 x.measuring(a.slug)
 
@@ -520,9 +522,30 @@ class CaseRunner:
             for c in (a, b):
                 if c.slug in profs:
                     ctxs[c.id].extra["profile"] = profs[c.slug]
+            # the checks a single case records, each side's own (its workload's) and the pool's shared
+            # ones: the ARC hit ratio sampled against the counters (one ARC for both sides); the pool's
+            # bandwidth is both sides' at once, so no side's figure is checked against it
+            shared = []
+            if sampler is not None:
+                window = [x for x in sampler.snapshot() if x.get("t", 0) >= t_measure]
+                shared.append(crosscheck.arc_hit_ratio(window, arc0, self._arcstats()))
+            for c in (a, b):
+                checks = [x for x in [*ctxs[c.id].cross_checks, *shared] if x is not None]
+                records[c.id].cross_checks = checks
+                for x in checks:
+                    if x.agrees is False:
+                        self.ui.say(f"warning: {c.id}: cross-check disagrees: {x.describe()}")
             if sampler is not None:
                 sampler.mark("workload end")
                 sampler.stop()
+                overhead = sampler.overhead()
+                dead = sampler.unreadable()
+                if dead:
+                    overhead["unreadable"] = dead
+                    self.ui.say(f"warning: {a.id} + {b.id}: {', '.join(dead)} could not be read in any "
+                                f"sample of this iteration (see {sampler.path.relative_to(rd.path)})")
+                for rec in records.values():
+                    rec.sampler = dict(overhead)
                 verdict = None
                 if t.steady.mode == SteadyMode.RECORD:
                     figs = {k: v for c in (a, b) if isinstance(results.get(c.id), dict)
