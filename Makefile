@@ -16,9 +16,11 @@ run: deps
 test: test-deps
 	.venv/bin/python tests/lanes.py $(PYTEST_ARGS)
 
-# the tests that need no ZFS, daemon or guest (their fixtures say so: tests/conftest.py)
+# the tests that need no ZFS, daemon or guest (their fixtures say so: tests/conftest.py), one
+# pytest-xdist worker a core, each in a mount namespace of its own (tests/xdist-worker)
 test-fast: test-deps
-	.venv/bin/python -m pytest -p no:cacheprovider -q -m "fast and not slow" $(PYTEST_ARGS)
+	.venv/bin/python -m pytest -p no:cacheprovider -q -m "fast and not slow" --dist worksteal \
+	    --tx "$$(nproc)*popen//python=tests/xdist-worker" $(PYTEST_ARGS)
 
 bench: deps
 	.venv/bin/python bench/recv_overhead.py

@@ -26,6 +26,15 @@ from helpers import DEFAULT_BATCH, children
 
 
 @pytest.fixture(autouse=True)
+def cli_in_process(request):
+    """A fast test's read-only commands run in this process (helpers.zfsperf)."""
+    import helpers
+    helpers.IN_PROCESS = request.node.get_closest_marker("fast") is not None
+    yield
+    helpers.IN_PROCESS = False
+
+
+@pytest.fixture(autouse=True)
 def no_run_outlives_its_test():
     """A `zfsperf run` a test started and left running (a test that failed while it waited for it)
     holds the one-run lock: every run in the tests after it was refused (CI: one stuck run turned

@@ -48,9 +48,16 @@ VIEWS = {
 
 
 def _cli(argv: list[str]) -> tuple[int, str]:
+    """The view as it is piped with no COLUMNS (ui.PIPED_WIDTH): the golden's width, whatever the
+    environment of the tests says (pytest-xdist's workers have COLUMNS=80)."""
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = cli.main(argv)
+    columns = os.environ.pop("COLUMNS", None)
+    try:
+        with contextlib.redirect_stdout(out):
+            code = cli.main(argv)
+    finally:
+        if columns is not None:
+            os.environ["COLUMNS"] = columns
     return code, out.getvalue()
 
 
