@@ -18,7 +18,9 @@ least-squares line's change across the window has its 95 % interval inside ±S);
 the reason in a few words) when a drift or spread is found; **can't tell** when none is found and
 none is ruled out -- five iterations that spread more than about 2.5 % about their line cannot
 exclude a drift of 10 %, and the verdict says which drift it could have missed and at what spread it
-would not have; unjudged when neither level has evidence (fewer than 3 iterations, each too short).
+would not have (or, when the drift's interval lies all on one side of 0 but reaches past ±S, that
+a drift was found which may pass the tolerance); unjudged when neither level has evidence (fewer
+than 3 iterations, each too short).
 
 Which rounds rule. SNIA's rule was made for solid-state drives, whose rounds agree to a few per
 cent; it reads any excursion as a transient. zfsperf's iterations are each a fresh pool and a few
@@ -243,6 +245,10 @@ def case_verdict(records: list[CaseRecord], headline: str) -> CaseSteady | None:
         out = CaseSteady(True, f"the last {last} iterations within {na.range_pct:.1f} % (range{apart}), a drift "
                                f"beyond ±{100 * ROUNDS_SLOPE:.0f} % ruled out (line {na.slope_pct:+.0f} %, 95 % "
                                f"interval {na.trend_lo:+.0f} … {na.trend_hi:+.0f} %)",
+                         len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
+    elif na.trend_lo > 0 or na.trend_hi < 0:   # a drift found, but whether it passes the tolerance is not known
+        out = CaseSteady(None, f"a drift of {na.trend_lo:+.0f} … {na.trend_hi:+.0f} % across the last {last} "
+                               f"iterations (95 % interval), which may pass ±{100 * ROUNDS_SLOPE:.0f} %",
                          len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
     else:          # no drift found, none ruled out: five noisy numbers cannot tell (issue 75)
         out = CaseSteady(None, f"no drift found, but {na.trend_lo:+.0f} … {na.trend_hi:+.0f} % across the last "
