@@ -200,6 +200,10 @@ def test_noise_is_not_a_transient_across_iterations():
     v = rounds.case_verdict(_iters([262, 255, 252, 244, 240]), "t")
     assert v.word == "can't tell" and v.trend_ci[1] < 0 and v.trend_ci[0] < -10, v
     assert v.why.startswith("a drift of -14 … -5 % across the last 5 iterations") and "no drift" not in v.why, v
+    from zfsperf.report.plots import line_label                 # and report.html's chart says so too
+    assert "(a drift found, which may pass the tolerance)" in line_label(v.as_dict()), line_label(v.as_dict())
+    noisy_v = rounds.case_verdict(_iters(noisy), "t")
+    assert "(no trend found, none ruled out)" in line_label(noisy_v.as_dict())
     # the same spread of noise as the default suite's iterations on a quiet machine: steady
     assert rounds.case_verdict(_iters([614, 617, 606, 619, 615]), "t").steady is True
     # a real drift (every iteration lower than the one before, 16 % in all) is not steady, said so

@@ -525,7 +525,7 @@ class CaseRunner:
             # the checks a single case records, each side's own (its workload's) and the pool's shared
             # ones: the ARC hit ratio sampled against the counters (one ARC for both sides); the pool's
             # bandwidth is both sides' at once, so no side's figure is checked against it
-            shared = []
+            shared: list[Any] = []
             if sampler is not None:
                 window = [x for x in sampler.snapshot() if x.get("t", 0) >= t_measure]
                 shared.append(crosscheck.arc_hit_ratio(window, arc0, self._arcstats()))

@@ -152,10 +152,7 @@ def rounds_chart(case: str, unit: str, verdict: dict[str, Any]) -> bytes | None:
     if line and len(line) == 2:
         # a steady verdict's line is one its test did not find significant: the label says so, so that
         # the title ("steady") and a steep-looking line agree
-        judged = {"steady": "a drift beyond the tolerance ruled out", "not steady": "the trend found",
-                  "can't tell": "no trend found, none ruled out"}.get(CaseSteady.from_dict(verdict).word, "not judged")
-        ax.plot([its[0], its[-1]], line, "--", color="#ff7f0e",
-                label=f"fitted line {verdict.get('slope_pct') or 0:+.1f} % across the window ({judged})")
+        ax.plot([its[0], its[-1]], line, "--", color="#ff7f0e", label=line_label(verdict))
     ax.set_xticks(its)
     ax.set_xlabel("iteration")
     ax.set_ylabel(unit)
@@ -165,6 +162,18 @@ def rounds_chart(case: str, unit: str, verdict: dict[str, Any]) -> bytes | None:
     ax.set_title(f"{case}: {word} across iterations ({verdict.get('rule') or 'rounds'} rule): {verdict.get('why')}",
                  fontsize=8, loc="left")
     return _png(fig)
+
+
+def line_label(verdict: dict[str, Any]) -> str:
+    """The fitted line's legend in the steady chart: what the verdict made of it, so that the title
+    and a steep-looking line agree (a steady verdict's line is one its test found within the
+    tolerance; a can't-tell line is a drift found or none found, as the verdict says)."""
+    cv = CaseSteady.from_dict(verdict)
+    ci = cv.trend_ci or [0.0, 0.0]
+    judged = {"steady": "a drift beyond the tolerance ruled out", "not steady": "the trend found",
+              "can't tell": ("a drift found, which may pass the tolerance" if ci[0] > 0 or ci[1] < 0
+                             else "no trend found, none ruled out")}.get(cv.word, "not judged")
+    return f"fitted line {verdict.get('slope_pct') or 0:+.1f} % across the window ({judged})"
 
 
 def histograms(named: list[tuple[str, dict[str, dict[str, Any]]]]) -> bytes | None:
