@@ -58,7 +58,7 @@ def zfsperf(*args: str, env: dict | None = None, timeout: float = 600, cwd: str 
     same `main(argv)` in this process, its stdout and stderr captured (a Python start-up, about
     0.7 s with numpy and scipy, saved each time). real=True: always a process of its own."""
     if IN_PROCESS and not real and _reads_only(args):
-        return _in_process(list(args), env, cwd)
+        return run_in_process(list(args), env, cwd)
     return subprocess.run([sys.executable, "-m", "zfsperf.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
 
@@ -67,7 +67,8 @@ def _reads_only(args: Sequence[str]) -> bool:
     return not args or args[0] in READ_ONLY or any(a in ("-h", "--help", "--version") for a in args)
 
 
-def _in_process(args: list[str], env: dict | None, cwd: str | None) -> subprocess.CompletedProcess:
+def run_in_process(args: list[str], env: dict | None = None, cwd: str | None = None
+                   ) -> subprocess.CompletedProcess:
     """cli.main(args) as its process would run it: the environment and working directory given for
     the call only, an exit through SystemExit (argparse) its status, an exception a traceback on
     stderr and status 1, as Python's own."""

@@ -11,8 +11,6 @@ after a deliberate change, and review the diff.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -22,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zfsperf import cli
+from helpers import run_in_process
 
 
 STORED = Path(__file__).resolve().parent / "fixtures" / "results-format2"
@@ -50,15 +48,9 @@ VIEWS = {
 def _cli(argv: list[str]) -> tuple[int, str]:
     """The view as it is piped with no COLUMNS (ui.PIPED_WIDTH): the golden's width, whatever the
     environment of the tests says (pytest-xdist's workers have COLUMNS=80)."""
-    out = io.StringIO()
-    columns = os.environ.pop("COLUMNS", None)
-    try:
-        with contextlib.redirect_stdout(out):
-            code = cli.main(argv)
-    finally:
-        if columns is not None:
-            os.environ["COLUMNS"] = columns
-    return code, out.getvalue()
+    res = run_in_process(argv, {"COLUMNS": ""})
+    assert "Traceback" not in res.stderr, res.stderr
+    return res.returncode, res.stdout
 
 
 def _view(name: str, run: Path) -> str:

@@ -378,21 +378,13 @@ class CaseRunner:
                     if iops:
                         checks.append(crosscheck.pool_ops(window, "iops", iops,
                                                           between or crosscheck.ops_obstacles(ctx.fields, props)))
-            record.cross_checks = [c for c in checks if c is not None]
-            for c in checks:
-                if c is not None and c.agrees is False:
-                    self.ui.say(f"warning: {case.id}: cross-check disagrees: {c.describe()}")
+            self._keep_checks(record, checks, case.id)
             if sampler is not None:
                 sampler.mark("workload end")
                 sampler.stop()
                 if t.steady.mode == SteadyMode.RECORD:
                     record.steady = judge_steady(sampler.snapshot(), t.steady, wl, ctx, figures)
-                record.sampler = sampler.overhead()
-                dead = sampler.unreadable()
-                if dead:                     # said out loud: a null source must not pass for a quiet one
-                    record.sampler["unreadable"] = dead
-                    self.ui.say(f"warning: {case.id}: {', '.join(dead)} could not be read in any sample "
-                                f"of this case (see {record.series})")
+                record.sampler = self._sampler_cost(sampler, case.id, "case")
             record.figures = as_figures(figures)
             record.add_detail(ctx.extra)
             outcome.figures = figures
@@ -530,20 +522,11 @@ class CaseRunner:
                 window = [x for x in sampler.snapshot() if x.get("t", 0) >= t_measure]
                 shared.append(crosscheck.arc_hit_ratio(window, arc0, self._arcstats()))
             for c in (a, b):
-                checks = [x for x in [*ctxs[c.id].cross_checks, *shared] if x is not None]
-                records[c.id].cross_checks = checks
-                for x in checks:
-                    if x.agrees is False:
-                        self.ui.say(f"warning: {c.id}: cross-check disagrees: {x.describe()}")
+                self._keep_checks(records[c.id], [*ctxs[c.id].cross_checks, *shared], c.id)
             if sampler is not None:
                 sampler.mark("workload end")
                 sampler.stop()
-                overhead = sampler.overhead()
-                dead = sampler.unreadable()
-                if dead:
-                    overhead["unreadable"] = dead
-                    self.ui.say(f"warning: {a.id} + {b.id}: {', '.join(dead)} could not be read in any "
-                                f"sample of this iteration (see {sampler.path.relative_to(rd.path)})")
+                overhead = self._sampler_cost(sampler, f"{a.id} + {b.id}", "iteration")
                 for rec in records.values():
                     rec.sampler = dict(overhead)
                 verdict = None
@@ -568,6 +551,24 @@ class CaseRunner:
         finally:
             life.close(list(outcomes.values()))
         return finish()
+
+    def _keep_checks(self, record: CaseRecord, checks: list[Any], label: str) -> None:
+        """A record's cross-checks (the ones that could be taken), each disagreement warned about."""
+        record.cross_checks = [c for c in checks if c is not None]
+        for c in record.cross_checks:
+            if c.agrees is False:
+                self.ui.say(f"warning: {label}: cross-check disagrees: {c.describe()}")
+
+    def _sampler_cost(self, sampler: Sampler, label: str, what: str) -> dict[str, Any]:
+        """The sampler's cost per sample, and the sources no sample could read -- said out loud: a
+        null source must not pass for a quiet one."""
+        cost = sampler.overhead()
+        dead = sampler.unreadable()
+        if dead:
+            cost["unreadable"] = dead
+            self.ui.say(f"warning: {label}: {', '.join(dead)} could not be read in any sample of this {what} "
+                        f"(see {sampler.path.relative_to(self.rd.path)})")
+        return cost
 
     def _lives(self, a: Case, b: Case, it: int, log: proc.CommandLog,
                pair: GuestPair | None) -> dict[str, Lifecycle]:

@@ -169,9 +169,8 @@ def line_label(verdict: dict[str, Any]) -> str:
     and a steep-looking line agree (a steady verdict's line is one its test found within the
     tolerance; a can't-tell line is a drift found or none found, as the verdict says)."""
     cv = CaseSteady.from_dict(verdict)
-    ci = cv.trend_ci or [0.0, 0.0]
     judged = {"steady": "a drift beyond the tolerance ruled out", "not steady": "the trend found",
-              "can't tell": ("a drift found, which may pass the tolerance" if ci[0] > 0 or ci[1] < 0
+              "can't tell": ("a drift found, which may pass the tolerance" if cv.drift_found
                              else "no trend found, none ruled out")}.get(cv.word, "not judged")
     return f"fitted line {verdict.get('slope_pct') or 0:+.1f} % across the window ({judged})"
 

@@ -91,6 +91,11 @@ class CaseSteady:
             return "not steady"
         return "can't tell" if self.trend_ci is not None else "unjudged"
 
+    @property
+    def drift_found(self) -> bool:
+        """The drift's 95 % interval lies all on one side of 0."""
+        return one_sided(self.trend_ci)
+
     def short(self) -> str:
         return "steady" if self.steady else f"{self.word}: {self.why}"
 
@@ -174,6 +179,11 @@ def noise_aware_rule(values: list[float]) -> NoiseAware:
     return out
 
 
+def one_sided(ci: list[float] | None) -> bool:
+    """An interval that holds no 0: a drift (or change) found."""
+    return ci is not None and (ci[0] > 0 or ci[1] < 0)
+
+
 def cv_that_rules_out(x: np.ndarray, span: int) -> float:
     """The spread (residual sd, % of the median) at which iterations at positions x (of a window of
     `span` + 1) with no drift in them rule out one of ±ROUNDS_SLOPE across it: 2.5 % for SNIA's
@@ -246,7 +256,7 @@ def case_verdict(records: list[CaseRecord], headline: str) -> CaseSteady | None:
                                f"beyond ±{100 * ROUNDS_SLOPE:.0f} % ruled out (line {na.slope_pct:+.0f} %, 95 % "
                                f"interval {na.trend_lo:+.0f} … {na.trend_hi:+.0f} %)",
                          len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
-    elif na.trend_lo > 0 or na.trend_hi < 0:   # a drift found, but whether it passes the tolerance is not known
+    elif one_sided([na.trend_lo, na.trend_hi]):   # a drift found; whether it passes the tolerance, not known
         out = CaseSteady(None, f"a drift of {na.trend_lo:+.0f} … {na.trend_hi:+.0f} % across the last {last} "
                                f"iterations (95 % interval), which may pass ±{100 * ROUNDS_SLOPE:.0f} %",
                          len(values), range_pct=na.range_pct, slope_pct=na.slope_pct, time_to_steady_s=tts_mean)
