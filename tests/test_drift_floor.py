@@ -10,7 +10,6 @@ WORSE at −49.9 %. Stored directories laid out like those runs: fast."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -54,10 +53,11 @@ def test_an_a_a_a_third_apart_cannot_be_judged_and_says_why(tmp_path):
     assert "uncalibrated" in ch["note"] and "zfsperf calibrate" in ch["note"]       # and how to calibrate it
     assert "duet = \"turns\"" in ch["note"]                                # the design that would judge it
     md = zfsperf("compare", str(a), str(b), "--no-history", "--format", "md").stdout
-    # only a change beyond the floor is judged, and one at the floor half the time: what it sees with
-    # 80 % power is the floor times the test's own detectable change (issue 69), never the bare floor
-    seen = float(re.search(r"~ \(cannot be judged between separate runs\) \(could see ≥ ([0-9.]+) %\)", md).group(1))
-    assert seen == pytest.approx(ch["detectable_pct"], abs=0.05) and seen > 50.0
+    # only a change beyond the floor is judged; how far two runs land apart is not known here, so no
+    # change is promised with 80 % power (the floor times the test's own detectable change was seen
+    # with 61-74 %, issue 69): the floor is said instead
+    assert "~ (cannot be judged between separate runs) (separate runs: only beyond −33.3 … +50 % judged)" in md, md
+    assert ch["detectable_pct"] is None and ch["floor_pct"] == 50.0
     # −19.8 % likewise; a 50 % drop is still WORSE
     c = _run(tmp_path / "c", [v * 0.802 for v in [560.1, 586.5, 601.2, 575.3, 590.8]], 3)
     assert _tp(zfsperf("compare", str(a), str(c), "--json", "--no-history"))["verdict"] == "within unknown drift"

@@ -5,7 +5,7 @@ machine's, the target's and the workload's, never a constant. calibrate makes N 
 runfile (or, with --from-store, reads the runs the history store already holds) and adds them to
 the store, keyed by what makes runs identical there (host, ZFS implementation and version, runfile
 text, -D defines); compare then judges a later BASE NEW of those settings against that noise (the
-history design: Student's t with the runs' successive-difference sd and its degrees of freedom)
+history design: the runs' successive-difference sd, its degrees of freedom, a heavy-tailed null)
 and says so on its first line. For each case's headline it prints what two separate runs can see
 with 80 % power.
 """
@@ -38,7 +38,7 @@ def noise_table(store: Store, run_dirs: list[str]) -> list[dict]:
         meds = earlier + [float(np.median(cd.values(fig)))]
         est = abstats.between_run_sd(meds)
         sd, df = est if est is not None else (None, None)
-        seen = abstats.separate_runs_detectable(sd, df) if sd is not None and df is not None else None
+        seen = abstats.separate_runs_detectable(sd, len(meds), df) if sd is not None and df is not None else None
         rows.append({"case": cd.case, "figure": fig, "unit": cd.unit(fig), "runs": len(meds),
                      "sd_pct": None if sd is None else math.expm1(sd) * 100, "df": df, "separate_runs_see_pct": seen})
     return rows
