@@ -74,14 +74,15 @@ def median_unbiased(spread: float, df: float) -> float:
     return spread * math.sqrt(df / sps.chi2.ppf(0.5, df))
 
 
-def _mde(se: float, df: float, alpha: float = ALPHA) -> float | None:
+def _mde(se: float, df: float, alpha: float = ALPHA, critical: float | None = None) -> float | None:
     """The 80 %-power change of a t test (its own power: the t approximation is the t test's),
     from the median-unbiased standard error; None when nothing spread (no power can be stated from
-    a spread of 0) or the degrees of freedom are too few."""
+    a spread of 0) or the degrees of freedom are too few. critical: the test's own two-sided
+    critical value where it is not Student's t at df (the history test's)."""
     if not (se > 0 and df >= 1 and alpha > 0):
         return None
     t = _t()
-    k = t.ppf(1 - alpha / 2, df) + t.ppf(POWER, df)
+    k = (t.ppf(1 - alpha / 2, df) if critical is None else critical) + t.ppf(POWER, df)
     return float(np.expm1(k * median_unbiased(se, df)) * 100)
 
 
@@ -268,10 +269,7 @@ def history_p(z: float, n: int, df: float) -> float:
 def history_detectable(se: float, n: int, df: float, alpha: float = ALPHA) -> float | None:
     """The change the history test sees with 80 % power: its own critical value plus t₀.₈ at df, times
     the median-unbiased standard error."""
-    if not (se > 0 and df >= 1):
-        return None
-    k = history_critical(n, df, alpha) + float(_t().ppf(POWER, df))
-    return float(np.expm1(k * median_unbiased(se, df)) * 100)
+    return _mde(se, df, alpha, history_critical(n, df, alpha)) if se > 0 and df >= 1 else None
 
 
 def history(base: float, new: float, earlier: list[float], alpha: float = ALPHA) -> Estimate | None:

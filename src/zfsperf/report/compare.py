@@ -168,6 +168,11 @@ def _span(values: list[float]) -> float:
     return max(pos) / min(pos) if len(pos) >= 2 else 1.0
 
 
+def floor_span(floor_pct: float) -> str:
+    """A floor of a factor (1 + floor_pct/100) either way, as the changes it spans: "−33.3 … +50 %"."""
+    return f"−{(1 - 1 / (1 + floor_pct / 100)) * 100:.1f} … +{floor_pct:.3g} %"
+
+
 def beyond_floor(change_pct: float, floor_pct: float) -> bool:
     """A change of change_pct % is outside a factor of (1 + floor_pct/100) either way."""
     ratio = 1 + change_pct / 100
@@ -495,7 +500,6 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
             return from_estimate(bc.case, name, unit, old, newv, est, way, noise_pct, Design.HISTORY,
                                  "log run medians in run-to-run standard errors (the history's successive "
                                  "differences) against the heavier of Student's t and a t₃-tailed null")
-    down = (1 - 1 / (1 + floor / 100)) * 100
     judge = ("to judge it, run both sides in one run (duet = \"turns\", or --interleave / ab = true), give "
              "several runs a side (--vs), or keep a history of identical runs")
     unsteady = [c for c in [*bcs, *ncs] if (v := case_verdict(c.records, headline(c.workload))) is not None
@@ -516,7 +520,7 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
     elif ch.verdict.decided and not beyond_floor(ch.change_pct, floor):
         ch.verdict = ChangeVerdict.UNKNOWN_DRIFT
         ch.note = (f"one run a side and no history of these settings: a change within a factor of {1 + floor / 100:g} "
-                   f"(−{down:.1f} … +{floor:g} %) cannot be judged between separate runs ({DRIFT_FLOOR_SOURCE}"
+                   f"({floor_span(floor)}) cannot be judged between separate runs ({DRIFT_FLOOR_SOURCE}"
                    f"{'' if floor == DRIFT_FLOOR_PCT else f'; set by --drift-floor {floor:g}'}); {judge}")
     if ch.design is Design.ITERATIONS:
         # only a change beyond the floor is judged, and how far apart two runs land is not known here:
@@ -739,8 +743,7 @@ def verdict_text(ch: FigureChange) -> str:
     if ch.detectable_pct is not None:
         return f"{text} (could see ≥ {ch.detectable_pct:.1f} %)"
     if ch.floor_pct is not None:
-        down = (1 - 1 / (1 + ch.floor_pct / 100)) * 100
-        return f"{text} (separate runs: only beyond −{down:.1f} … +{ch.floor_pct:.3g} % judged)"
+        return f"{text} (separate runs: only beyond {floor_span(ch.floor_pct)} judged)"
     if ch.p is not None and ch.verdict == ChangeVerdict.NOT_SIGNIFICANT and _no_spread(ch):
         return f"{text} (no spread measured)"
     return text
