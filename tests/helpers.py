@@ -559,3 +559,26 @@ corpus = { kind = "random", size = "4M", seed = 7 }
 threads = 1
 steady = { mode = "off" }
 """
+
+
+def command_lines(text: str) -> list[str]:
+    """Every `zfsperf …` line of a document's code blocks, its trailing comment taken off; lines
+    that show a syntax ([optional] parts, `...`, a|b) rather than a command are left out."""
+    out, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):          # shell blocks only: others show output
+            fenced = not fenced and line.strip()[3:] in ("sh", "bash", "shell", "console")
+            continue
+        cmd = line.split(" # ", 1)[0].strip()
+        if fenced and cmd.startswith("zfsperf ") and not any(m in cmd for m in ("[", "...", "…", "|")):
+            out.append(cmd)
+    return out
+
+
+def after_compare_title(stdout: str) -> str:
+    """What follows compare's table title, `… (old, new: medians; change: new / old)`, however the
+    title wraps: its table and notes (after a run's own summary)."""
+    import re
+    m = re.search(r"change:\s+new\s+/\s+old\)", stdout)
+    assert m, stdout
+    return stdout[m.end():]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import why, zfsperf
+from helpers import after_compare_title, run_in_process, why, zfsperf
 from zfsperf import abline
 from zfsperf.errors import InputError
 
@@ -57,6 +57,54 @@ def test_a_one_line_ab_runs_and_prints_the_paired_verdict(lab, tmp_path):
     run = json.loads((d / "run.json").read_text())
     assert run["runfile"]["text"] == out.read_text() and run["turns"] == ["ab"]
     assert "ab checksum=fletcher4 → ab checksum=sha256" in " ".join(res.stdout.split())   # the table's title
-    table = res.stdout.split("(medians)", 1)[1]                           # compare's, after the run's summary
+    table = after_compare_title(res.stdout)                           # compare's, after the run's summary
     verdicts = [ln for ln in table.splitlines() if ln.strip().startswith("throughput ")]
     assert verdicts and any(w in verdicts[0] for w in ("better", "WORSE", "same", "not significant")), res.stdout
+
+
+@pytest.mark.parametrize("args, said", [
+    (["checksum=fletcher2,fletcher4", "--size", "1K"], "--size: corpus.size must be at least 1M"),
+    (["checksum=fletcher2,fletcher4", "--size", "100G"], "--size: its data (100G) can never fit its pool"),
+    (["checksum=blake3,sha256"], 'checksum=blake3,sha256: checksum on zfs-fuse (pool v23) takes on, off'),
+    (["--tunable", "zfs_txg_timeout=5,10"], "--tunable: every case sets a module tunable (zfs_txg_timeout) "
+                                            "and zfs-fuse has no tunables at run time: nothing would run")])
+def test_an_ab_error_names_what_the_user_typed_and_touches_nothing(tmp_path, args, said):
+    """Issue 83: ab's errors pointed into its deleted temporary runfile (`/tmp/zfsperf-ab-….toml:26:
+    test[1].…`), repeated their prefix (`checksum: checksum: corpus.size`) or blamed `pool.vdev_size`
+    for --size; a tunable A/B on zfs-fuse, neither side of which can run, made a corpus, 16 SKIPs, a
+    results directory and a history row. Each is refused up front, in the terms of the command
+    line, with nothing written (the default output directory, from the user's directory)."""
+    import tempfile
+    before = set(Path(tempfile.gettempdir()).glob("zfsperf-ab-*"))
+    res = run_in_process(["ab", *args], cwd=str(tmp_path))
+    assert res.returncode == 2 and res.stderr.startswith(f"zfsperf: {said}"), res.stderr
+    assert ".toml" not in res.stderr and "checksum: checksum" not in res.stderr
+    assert list(tmp_path.iterdir()) == [] and set(Path(tempfile.gettempdir()).glob("zfsperf-ab-*")) == before
+
+
+def test_a_runfile_every_case_of_which_sets_a_tunable_is_refused_on_zfs_fuse(tmp_path):
+    """The same refusal for a runfile: file, line and field, exit 2, nothing written; a runfile with
+    one case that runs keeps its tunable cases as SKIP (the dry run says so)."""
+    rf = tmp_path / "t.toml"
+    rf.write_text('[[test]]\nname = "t"\nworkload = "receive"\ncorpus = { kind = "random", size = "8M" }\n'
+                  'tunables = { zfs_txg_timeout = [5, 10] }\n')
+    res = run_in_process(["run", "-r", str(rf), "--target", "zfs-fuse"], cwd=str(tmp_path))
+    assert res.returncode == 2 and res.stderr.startswith(f"zfsperf: {rf}:5: test[1].tunables.zfs_txg_timeout: "
+                                                        "every case sets a module tunable"), res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.toml"]
+    rf.write_text(rf.read_text() + '\n[[test]]\nname = "u"\nworkload = "receive"\n'
+                  'corpus = { kind = "random", size = "8M" }\n')
+    res = run_in_process(["run", "-r", str(rf), "--target", "zfs-fuse", "--dry-run"], cwd=str(tmp_path))
+    assert res.returncode == 0 and "its cases will be SKIP" in res.stdout, res.stderr
+
+
+def test_the_help_s_ab_examples_pass_their_dry_run_on_the_default_target(tmp_path):
+    """`ab --help`'s first example (recordsize=128K,1M) was refused on the default target: every
+    example without --target checks, as a dry run, from the user's directory."""
+    from zfsperf.cli import EXAMPLES
+    for line in EXAMPLES["ab"]:
+        argv = line.split()[1:]
+        if "--target" in argv:
+            continue
+        res = run_in_process([*argv, "--dry-run"], cwd=str(tmp_path))
+        assert res.returncode == 0 and "dry run:" in res.stdout, (line, res.stderr)

@@ -22,9 +22,11 @@ from helpers import zfsperf
 
 def _run(d: Path, values: list[float], *, start: float, kernel: str = "6.1.0-18-amd64",
          commit: str = "a" * 40, text: str = "same runfile", tunables: dict | None = None,
-         busy: bool = False) -> Path:
+         busy: bool = False, findings: list[dict] | None = None) -> Path:
+    """run.json's machine findings as machine.check writes them (level "busy" / "note")."""
     d.mkdir(parents=True)
-    findings = [{"level": "BUSY", "what": "cc1 uses 90 % of a CPU", "why": "", "fix": ""}] if busy else []
+    if findings is None:
+        findings = [_found("busy", "CPU busy from other processes: 90 % of 2 CPUs over 0.5 s")] if busy else []
     info = {"target": {"implementation": "openzfs-linux", "zfs_version": "2.3.2"}, "host": "h", "start": start,
             "kernel": kernel, "runfile": {"source": "t", "text": text}, "selection": {},
             "software": {"zfsperf": "0.1.0", "commit": commit, "dirty": False},
@@ -35,6 +37,10 @@ def _run(d: Path, values: list[float], *, start: float, kernel: str = "6.1.0-18-
         "test": "t", "case": "c", "params": {}, "iteration": i + 1, "workload": "receive", "status": "PASS",
         "figures": {"throughput": {"value": v, "unit": "MiB/s"}}}) + "\n" for i, v in enumerate(values)))
     return d
+
+
+def _found(level: str, what: str) -> dict:
+    return {"level": level, "what": what, "why": "", "fix": ""}
 
 
 def _vals(level: float, rng: random.Random, n: int = 5) -> list[float]:
@@ -52,7 +58,7 @@ def test_setup_changes_named_everywhere_and_the_gate_refuses_them(tmp_path):
     texts = [c["text"] for c in js["setup_changes"]]
     assert "kernel: 6.1.0-18-amd64 → 6.1.0-21-amd64" in texts
     assert "tunables before the run: zfs_txg_timeout 5 → 10" in texts
-    assert "machine: quiet → busy: cc1 uses 90 % of a CPU" in texts
+    assert "machine: quiet → busy: CPU busy from other processes" in texts
     term = " ".join(zfsperf("compare", str(a), str(b), "--no-history").stdout.split())
     md = zfsperf("compare", str(a), str(b), "--format", "md", "--no-history").stdout
     assert "set-up differs: kernel: 6.1.0-18-amd64 → 6.1.0-21-amd64" in term
@@ -113,3 +119,27 @@ def test_a_selector_stored_raw_by_an_older_zfsperf_is_not_a_setup_change(tmp_pat
     js = json.loads(zfsperf("compare", str(old), str(other), "--json", "--no-history").stdout)
     assert [c["text"] for c in js["setup_changes"]] == [
         "tunables before the run: zfs_fletcher_4_impl fastest → superscalar"]
+
+
+def test_the_gate_judges_two_runs_of_one_setup_on_a_machine_busy_alike(tmp_path):
+    """Two back-to-back runs of identical settings, both busy from the same cause and both with a
+    load average note, their figures different as any two checks' are: no set-up differs and the
+    gate judges (run.json said "busy" where setup.py looked for "BUSY", so a busy finding was a
+    note, and a note quoting a load average always differed: exit 2, issue 83). A set-up note (a
+    governor) still differs when it changes."""
+    rng = random.Random(23)
+    def seen(cpu: int, load: float, gov: str = "performance") -> list[dict]:
+        return [_found("busy", f"CPU busy from other processes: {cpu} % of 2 CPUs over 0.5 s"),
+                _found("note", f"load average {load:.2f} on 2 CPUs"),
+                _found("note", f"CPU frequency governor {gov}")]
+    a = _run(tmp_path / "a", _vals(100, rng), start=1, findings=seen(35, 8.31))
+    b = _run(tmp_path / "b", _vals(100, rng), start=2, findings=seen(52, 6.02))
+    js = json.loads(zfsperf("compare", str(a), str(b), "--json", "--no-history").stdout)
+    assert js["setup_changes"] == [], js["setup_changes"]
+    gate = zfsperf("compare", str(a), str(b), "--fail-on-regression", "5", "--no-history")
+    assert gate.returncode in (0, 1) and "changed set-up" not in gate.stderr, gate.stderr
+    c = _run(tmp_path / "c", _vals(100, rng), start=3, findings=seen(52, 6.02, gov="powersave"))
+    js = json.loads(zfsperf("compare", str(a), str(c), "--json", "--no-history").stdout)
+    assert [x["text"] for x in js["setup_changes"]] == [
+        "machine: busy: CPU busy from other processes; notes: CPU frequency governor performance → "
+        "busy: CPU busy from other processes; notes: CPU frequency governor powersave"], js["setup_changes"]

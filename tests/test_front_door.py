@@ -4,7 +4,7 @@ names the commit, and a history gate that cannot fail says so."""
 import random
 import subprocess
 
-from helpers import level_run, stored_results, zfsperf
+from helpers import command_lines, level_run, stored_results, zfsperf
 
 
 def test_zfsperf_alone_prints_usage_and_starts_nothing(tmp_path):
@@ -32,20 +32,6 @@ def test_history_gate_says_how_many_runs_a_change_point_needs(tmp_path):
     assert zfsperf("history", "import", *map(str, runs), "--store", store).returncode == 0
     res = zfsperf("history", "--store", store, "--fail-on-change", "5")
     assert res.returncode == 2 and "a change point needs at least 4 runs" in res.stderr, res.stdout + res.stderr
-
-
-def command_lines(text: str) -> list[str]:
-    """Every `zfsperf …` line of a document's code blocks, its trailing comment taken off; lines
-    that show a syntax ([optional] parts, `...`, a|b) rather than a command are left out."""
-    out, fenced = [], False
-    for line in text.splitlines():
-        if line.lstrip().startswith("```"):          # shell blocks only: others show output
-            fenced = not fenced and line.strip()[3:] in ("sh", "bash", "shell", "console")
-            continue
-        cmd = line.split(" # ", 1)[0].strip()
-        if fenced and cmd.startswith("zfsperf ") and not any(m in cmd for m in ("[", "...", "…", "|")):
-            out.append(cmd)
-    return out
 
 
 def test_every_command_in_the_readme_and_the_docs_parses():

@@ -35,6 +35,9 @@ class Harness:
         monkeypatch.setitem(workloads.SUMMARY_FIGURES, "scripted", ["throughput"])
         monkeypatch.setitem(runner_mod.HEADLINE, "scripted", "throughput")
         monkeypatch.setattr(runner_mod, "open_target", lambda spec, **kw: self.target)
+        # told before it is opened as the fake is: its implementation, with the tunables it has
+        monkeypatch.setattr(runner_mod, "expected", lambda spec, tunables_dir=None: runner_mod.Expected(
+            self.target.impl, "the fake target", tunables=self.target.tunables is not None))
         # daemons an earlier zfsperf left behind are the real tests' business (tests/faults/
         # test_orphans.py): a fake run must not read or consume this machine's guard notes
         monkeypatch.setattr(runner_mod.leftovers, "before_a_run", lambda cleanup, say: None)

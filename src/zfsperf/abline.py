@@ -7,10 +7,8 @@ the one-liner is the start of a runfile, never a second way of describing a test
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -104,53 +102,74 @@ def _key(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else f'"{name}"'
 
 
+# where an error in the runfile `ab` makes comes from on its command line: a runfile field's
+# first part -> the option that set it
+_OPTION = {"corpus": "--size", "size": "--size", "pool": "--size", "iterations": "-I", "workload": "--workload",
+           "rw": "--workload", "bs": "--workload", "runtime": "--workload"}
+_CASE_ID = re.compile(r"^ab( [^:]*)?: ")
+
+
+def blamed(e: InputError, change: Change, source: str) -> InputError:
+    """An error in the runfile `ab` made (named source), told as an error in what the user typed:
+    the option or the change that set the field, never a line of a runfile they did not write."""
+    if e.file != source:
+        return e
+    field = (e.field or "").split(".", 1)[-1] if (e.field or "").startswith(("test[", "defaults.")) else e.field or ""
+    head = field.split(".", 1)[0]
+    if head in ("dataset", "tunables", "duet", "ab"):
+        where = "--tunable" if change.kind == "tunables" else f"{change.name}={change.a},{change.b}"
+    else:
+        where = _OPTION.get(head, f"the runfile ab writes ({field}; --runfile-out FILE keeps it)")
+    msg = _CASE_ID.sub("", e.message)
+    if msg.startswith(f"{change.name}: "):
+        msg = msg[len(change.name) + 2:]
+    return InputError(msg, field=where)
+
+
 def build(change: Change, workload: str, *, iterations: int, size: str, argv: str) -> tuple[str, Runfile, str]:
     """The most sensitive design the change allows: turns, unless the loader refuses them for it
     (a pool-scope tunable, a property a duet cannot hold); then interleaved blocks. Returns the
-    runfile text, the loaded runfile and the design in words; an input error when neither holds."""
+    runfile text, the loaded runfile and the design in words; an input error, told in the terms of
+    the command line, when neither holds."""
+    source = f"zfsperf {argv}"
     text = runfile_text(change, workload, iterations=iterations, size=size, turns=True, argv=argv)
     try:
-        return text, loads(text, "<zfsperf ab>"), "turns"
+        return text, loads(text, source), "turns"
     except InputError as turns_refused:
         text = runfile_text(change, workload, iterations=iterations, size=size, turns=False, argv=argv)
         try:
-            return text, loads(text, "<zfsperf ab>"), f"interleaved blocks (turns refused: {turns_refused.message})"
+            return text, loads(text, source), f"interleaved blocks (turns refused: {turns_refused.message})"
         except InputError as e:
-            raise InputError(f"{change.name}: {e.message}", field=change.name) from None
+            raise blamed(e, change, source) from None
 
 
 def run_ab(change_text: str | None, tunable: str | None, *, workload: str, iterations: int, size: str,
            runfile_out: str | None, outdir: str, target: str, dry_run: bool, no_history: bool, gate: str | None,
-           argv: list[str], main: Callable[[list[str]], int]) -> int:
-    """`zfsperf ab`: the runfile made and checked, then `run` and `compare` on it through the command
-    line's own `main`, as a user would type them (the runfile is in run.json either way)."""
+           argv: list[str], run: Callable[[list[str], str, str], int], main: Callable[[list[str]], int]) -> int:
+    """`zfsperf ab`: the runfile made and checked, then `run` on its text (named by the command
+    line, or by --runfile-out's file, never a temporary file) and `compare` through the command
+    line's own `main`, as a user would type them (the runfile is in run.json either way). An error
+    the run finds in the runfile is told as an error in the command line's option."""
     if (change_text is None) == (tunable is None):
         raise InputError("give one change: PROPERTY=A,B (a dataset property) or --tunable NAME=A,B", field="change")
     if iterations < 1:
         raise InputError("-I takes a whole number >= 1", field="-I")
     change = (parse_change(change_text, "dataset", "change") if change_text else
               parse_change(str(tunable), "tunables", "--tunable"))
-    text, _rf, design = build(change, workload, iterations=iterations, size=size,
-                              argv=" ".join(shlex.quote(a) for a in ["ab", *argv[1:]]))
+    command = " ".join(shlex.quote(a) for a in ["ab", *argv[1:]])
+    text, _rf, design = build(change, workload, iterations=iterations, size=size, argv=command)
     print(f"ab: {change.name} = {change.a} (A) against {change.b} (B), {workload}, {iterations} pairs, "
           f"design: {design}")
-    tmp = None
+    source = runfile_out or f"zfsperf {command}"
     if runfile_out:
         safepaths.check_place(runfile_out, "--runfile-out", "the runfile")
         Path(runfile_out).write_text(text)
         print(f"ab: runfile written to {runfile_out} (`zfsperf run -r {runfile_out}` runs it again)")
-        path = runfile_out
-    else:
-        fd, path = tempfile.mkstemp(prefix="zfsperf-ab-", suffix=".toml")
-        tmp = Path(path)
-        os.write(fd, text.encode())
-        os.close(fd)
     try:
-        rc = main(["run", "-r", path, "-o", outdir, "--target", target, *(["--dry-run"] if dry_run else []),
-                   *(["--no-history"] if no_history else [])])
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
+        rc = run(["run", "-r", source, "-o", outdir, "--target", target, *(["--dry-run"] if dry_run else []),
+                  *(["--no-history"] if no_history else [])], text, source)
+    except InputError as e:
+        raise blamed(e, change, source) from None
     if rc != 0 or dry_run:
         return rc
     print()

@@ -135,7 +135,7 @@ EXAMPLES = {
     "report": ["zfsperf report zfsperf-results/current", "zfsperf report zfsperf-results/current --format md"],
     "history": ["zfsperf history import zfsperf-results/*", "zfsperf history --fail-on-change 10",
                 "zfsperf history runs"],
-    "ab": ["zfsperf ab recordsize=128K,1M", "zfsperf ab --tunable zfs_recv_write_batch_size=128K,1M --target guest",
+    "ab": ["zfsperf ab recordsize=8K,128K", "zfsperf ab --tunable zfs_recv_write_batch_size=128K,1M --target guest",
            "zfsperf ab compression=off,gzip --workload fio:randread --runfile-out ab.toml"],
     "compare": ["zfsperf compare zfsperf-results/current       # the A/B pairs of one run (turns, duet, blocks)",
                 "zfsperf compare BASE NEW --fail-on-regression 5",
@@ -505,10 +505,12 @@ def cmd_ab(args: argparse.Namespace, argv: list[str]) -> int:
     return abline.run_ab(args.change, args.tunable, workload=args.workload, iterations=args.iterations,
                          size=args.size, runfile_out=args.runfile_out, outdir=args.outdir, target=args.target,
                          dry_run=args.dry_run, no_history=args.no_history, gate=args.fail_on_regression,
-                         argv=argv, main=main)
+                         argv=argv, run=lambda a, text, name: cmd_run(build_parser().parse_args(a), argv,
+                                                                      text=text, name=name), main=main)
 
 
-def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
+def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = None, name: str | None = None) -> int:
+    """`zfsperf run`; text: the runfile as text (zfsperf ab's, never written to a file), named name."""
     from .plan import Choice
     from .runner import Output, RunOptions, Runner, Storage
     if args.iterations is not None and args.iterations < 1:
@@ -525,7 +527,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         raise InputError(f"--arc-max takes zfs-fuse's range, 16 to 16384 MB, not {args.arc_max}", field="--arc-max")
     disks = [] if args.files else disks_from_env()
     opts = RunOptions(
-        choice=Choice(runfile=args.runfile, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
+        choice=Choice(runfile=name or args.runfile, text=text, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
                       defines=_defines(args.define), precision=precision,
                       interleave=args.interleave or detect is not None, seed=args.seed, detect=detect),
         storage=Storage(target=args.target, tunables_dir=args.tunables_dir, vdev_dir=args.vdev_dir,
@@ -837,8 +839,13 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.action == "import":
         if not args.dirs:
             raise InputError("history import takes one or more results directories", field="dirs")
+        from .history.store import unfit
         from .report.model import load_run
         runs = [load_run(d) for d in args.dirs]          # every directory read before anything is written
+        for r in runs:
+            if unfit(r):
+                print(f"{r.path}: not added: {unfit(r)}")
+        runs = [r for r in runs if not unfit(r)]
         with Store.open(args.store) as store:
             added = sum(store.add(r) is not None for r in runs)
         print(f"{store.url}: {added} run(s) added, {len(runs) - added} already there")

@@ -20,12 +20,18 @@ from .workloads import WORKLOADS
 LONGEST_CASE = 30 * 86400.0      # a case asked to run longer than this is a typo (duration = "1000d")
 
 
-def target_check(cases: list[Case], impl: str | None, rf: Runfile) -> None:
+def target_check(cases: list[Case], impl: str | None, rf: Runfile, *, tunables: bool = True) -> None:
     """An input error (exit 2, with the runfile's line and field) for the first property or value the
     target's own ZFS cannot take. impl None (an ssh host not yet contacted): nothing to check yet. A
-    tunable the target lacks is not an error: its case is a SKIP, and the plan says so."""
+    tunable the target lacks is not an error when other cases run: its case is a SKIP, and the plan
+    says so; a run every case of which sets a tunable on a target without tunables (zfs-fuse) is refused."""
     if impl is None:
         return
+    if not tunables and cases and all(c.test.tunables for c in cases):
+        t = cases[0].test
+        raise InputError(f"every case sets a module tunable ({', '.join(sorted(t.tunables))}) and {impl} has "
+                         "no tunables at run time: nothing would run (--target guest or a kernel-OpenZFS "
+                         "machine runs them)", **rf.where(t, f"tunables.{sorted(t.tunables)[0]}"))
     for c in cases:
         for name, value in c.dataset.items():
             why = props.target_problem(impl, name, str(value))

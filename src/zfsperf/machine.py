@@ -42,6 +42,28 @@ ZFS_DEFAULTS = {"zfs_txg_timeout": "5", "zfs_dirty_data_max_percent": "10", "zfs
                 "zfs_delay_min_dirty_percent": "60"}
 
 
+# The findings that describe the machine's load at the moment of the check, not its set-up: each
+# by the start of its text (run.json keeps only the text). Their figures (a load average, a CPU
+# share, a pid) differ between any two checks, so a set-up compares them by kind alone.
+CONDITIONS = (("CPU busy from other processes", "CPU busy from other processes"),
+              ("CPU steal time", "CPU steal time"), ("load average", "load average"),
+              ("swapping", "swapping"), ("disks busy", "disks busy"),
+              ("a zfsperf run is in progress", "a zfsperf run in progress"),
+              ("another zfs-fuse daemon is working", "another zfs-fuse daemon working"),
+              ("another zfs-fuse daemon is running, idle", "another zfs-fuse daemon, idle"))
+
+
+def condition_kind(what: str) -> str | None:
+    """The kind of a finding about the machine's load ("load average"), None for one about its
+    set-up (a governor, turbo, THP, a tunable), whose text is the fact itself."""
+    for prefix, kind in CONDITIONS:
+        if what.startswith(prefix):
+            return kind
+    if what.startswith("pool ") and " has I/O in flight" in what:
+        return "another pool with I/O in flight"
+    return None
+
+
 @dataclass
 class Finding:
     level: str          # BUSY or NOTE

@@ -75,6 +75,7 @@ class Expected:
     it will start."""
     impl: str | None
     how: str
+    tunables: bool = True          # whether it has module tunables at run time (zfs-fuse has none)
 
 
 def expected(spec: str, tunables_dir: str | None = None) -> Expected:
@@ -104,8 +105,9 @@ def expected(spec: str, tunables_dir: str | None = None) -> Expected:
     lab = lab_dir_from_env()
     if (lab / "state.json").is_file():
         return Expected("zfs-fuse", f"the embedded zfs-fuse of `zfsperf lab` at {lab} (if it still runs; "
-                                    "else a daemon of the run's own)")
-    return Expected("zfs-fuse", "the embedded zfs-fuse: a daemon of the run's own, started for it and stopped after")
+                                    "else a daemon of the run's own)", tunables=tunables_dir is not None)
+    return Expected("zfs-fuse", "the embedded zfs-fuse: a daemon of the run's own, started for it and stopped after",
+                    tunables=tunables_dir is not None)
 
 
 def reloads_modules(spec: str) -> bool:

@@ -21,7 +21,8 @@ from .workloads import WORKLOADS
 class Choice:
     """What the command line chose to measure; `Plan.new` turns it into the run's plan (a resumed
     run takes its plan from run.json instead)."""
-    runfile: str = "quick"                 # a path or a built-in name
+    runfile: str = "quick"                 # a path or a built-in name (or the name of text)
+    text: str | None = None                # the runfile itself (zfsperf ab's), named runfile
     tags: list[str] | None = None
     test: str | None = None
     iterations: int | None = None
@@ -53,7 +54,9 @@ class Plan:
     @classmethod
     def new(cls, choice: Choice) -> "Plan":
         """From the command line's choice: the runfile (a path or a built-in) loaded with its defines."""
-        return cls(runfile=load(choice.runfile, choice.defines), defines=dict(choice.defines), tags=choice.tags,
+        rf = (load(choice.runfile, choice.defines) if choice.text is None
+              else loads(choice.text, choice.runfile, choice.defines))
+        return cls(runfile=rf, defines=dict(choice.defines), tags=choice.tags,
                    test=choice.test, iterations=choice.iterations, precision=choice.precision,
                    interleave=choice.interleave, seed=choice.seed, detect=choice.detect, builds=dict(choice.builds),
                    build_turns=choice.build_turns)

@@ -190,6 +190,7 @@ class Runner:
         self.lock = machine.RunLock()
         self.before: machine.Check | None = None
         self.busier: str | None = None               # what rose on the machine while the run ran
+        self.not_added: str | None = None            # why the run is not in history (nothing passed)
 
     # ------------------------------------------------------------------ entry
     def run(self) -> int:
@@ -233,7 +234,7 @@ class Runner:
         if opts.output.profile:
             check_profiler(opts.storage.target)
         self.expected = expected(opts.storage.target, opts.storage.tunables_dir)
-        dryrun.target_check(cases, self.expected.impl, self.plan.runfile)
+        dryrun.target_check(cases, self.expected.impl, self.plan.runfile, tunables=self.expected.tunables)
         return cases, self._check_store()
 
     def _run_record(self, target: Target, cases: list[Case], t_start: float, tun_names: list[str],
@@ -694,17 +695,19 @@ class Runner:
                          + (f"; judged at α = {seq['alpha']:.4f}, look {seq['looks']} of at most "
                             f"{seq['max_blocks'] - seq['first_look'] + 1} (α spent across looks)" if seq else ""))
         history_failed = stored is not None and stored[1] is not None
+        if self.not_added is not None:
+            lines.append(f"History:\tnot added: {self.not_added}")
         if stored is not None:
             lines.append(f"History:\tadded to {stored[0]}" if not history_failed else
                          f"History:\tNOT added to {stored[0]}: {stored[1]} -- this run is not in the history "
                          f"(add it later with `zfsperf history import {rd.path}`)")
-        lines.append(f"Log directory:\t{rd.path}")
+        lines.append(f"Log directory:\t{rd.shown()}")
         text_table = "\n".join(self.ui.render_table(t) for t in tables)
         summary = "\n".join(status_line(r, HEADLINE.get(r.workload)) for r in records)
         rd.write_text(SUMMARY, summary + "\n\n" + text_table + "\n" + "\n".join(lines) + "\n")
         report = self._write_derived(rd)
         if report:
-            lines.insert(-1, f"Report:\t\t{report}")
+            lines.insert(-1, f"Report:\t\t{rd.shown(report)}")
         for t in tables:
             self.ui.print_table(t)
         for ln in lines:
@@ -759,12 +762,16 @@ class Runner:
         not) -- the summary says it and the exit status is 4."""
         if self.opts.output.store is None:
             return None
-        from .history.store import Store, default_url
+        from .history.store import Store, default_url, unfit
         from .report.model import load_run
         url = redact(self.opts.output.store or default_url())
         try:
+            run = load_run(rd.path)
+            self.not_added = unfit(run)
+            if self.not_added is not None:
+                return None
             with Store.open(self.opts.output.store or None) as store:
-                store.add(load_run(rd.path))
+                store.add(run)
             return store.url, None
         except Exception as e:  # noqa: BLE001 - the results directory is what counts
             return url, redact(f"{type(e).__name__}: {e}")

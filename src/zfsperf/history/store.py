@@ -380,6 +380,15 @@ class Store:
         yield from self.execute(q, args)
 
 
+def unfit(run: RunData) -> str | None:
+    """Why a run never goes into history (None: it does): not one iteration passed, so it measured
+    nothing -- every case SKIP (the target lacks what it needs), FAIL or KILLED."""
+    if any(r.passed for r in run.records):
+        return None
+    seen = sorted({str(r.status) for r in run.records})
+    return f"no iteration passed ({', '.join(seen) if seen else 'no records'}): it measured nothing"
+
+
 def settings(run: RunData) -> dict[str, Any]:
     """What makes two runs "the same settings" for the store: host, ZFS, runfile text, defines."""
     info = run.run

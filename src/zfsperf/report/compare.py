@@ -95,6 +95,10 @@ class FigureChange:
     pairs: int | None = None
     p_raw: float | None = None            # an exploratory figure's own p before that adjustment
     floor_pct: float | None = None        # separate runs: only a change beyond this factor (in %) is judged
+    # what old_median and new_median hold: the centre the change is the ratio of (CENTERS), so that
+    # the old, new and change columns are one estimate (issue 83: paired rows showed medians beside
+    # a change computed from the pairs, `45.31 → 49.41 us −0.9 %`)
+    center: str = "median"
 
     def __post_init__(self) -> None:
         self.verdict = ChangeVerdict(self.verdict)      # a verdict read back from JSON is its word
@@ -103,7 +107,7 @@ class FigureChange:
     def as_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in ("case", "figure", "unit", "old", "new", "old_median", "new_median",
                                                "change_pct", "ci_pct", "p", "verdict", "note", "design", "test",
-                                               "detectable_pct")}
+                                               "detectable_pct", "center")}
         if self.margin_pct is not None:
             out["margin_pct"] = self.margin_pct
         if self.exploratory:
@@ -380,17 +384,55 @@ def _verdict(change_pct: float, p: float | None, way: int, noise_pct: float,
     return better_or_worse(change_pct, way) or ChangeVerdict.WITHIN_NOISE
 
 
+# what a row's old and new columns hold (FigureChange.center), said in the table's title
+CENTERS = {"median": "medians", "pairs": "geometric means of the pairs",
+           "runs": "geometric means of run medians"}
+
+
+def geometric_mean(values: list[float]) -> float | None:
+    """exp(mean(log x)) of positive values, None when one is not positive."""
+    v = np.asarray(values, float)
+    return float(np.exp(np.mean(np.log(v)))) if len(v) and np.all(v > 0) else None
+
+
 def from_estimate(case: str, figure: str, unit: str, old: list[float], new: list[float],
                   est: abstats.Estimate, way: int, noise_pct: float, design: Design, test: str,
-                  alpha: float = ALPHA) -> FigureChange:
-    """A FigureChange whose change, p and interval come from a design's estimate (abstats)."""
+                  alpha: float = ALPHA, pairs: tuple[list[float], list[float]] | None = None) -> FigureChange:
+    """A FigureChange whose change, p and interval come from a design's estimate (abstats). pairs:
+    the values a paired test ran on (a side's iterations or slices, in pair order), whose geometric
+    means the old and new columns then show: a paired change is exactly their ratio."""
     change = (est.ratio - 1) * 100
     ci = None if est.ci is None else ((est.ci[0] - 1) * 100, (est.ci[1] - 1) * 100)
-    return FigureChange(case=case, figure=figure, unit=unit, old=old, new=new, old_median=float(np.median(old)),
-                        new_median=float(np.median(new)), change_pct=change, ci_pct=ci, p=est.p,
+    centers = None if pairs is None else (geometric_mean(pairs[0]), geometric_mean(pairs[1]))
+    if centers is None or None in centers:
+        om, nm, center = float(np.median(old)), float(np.median(new)), "median"
+    else:
+        (om, nm), center = centers, "pairs"
+    return FigureChange(case=case, figure=figure, unit=unit, old=old, new=new, old_median=om,
+                        new_median=nm, change_pct=change, ci_pct=ci, p=est.p,
                         verdict=_verdict(change, est.p, way, noise_pct, alpha), design=design,
                         test=f"{test}, {est.n}", detectable_pct=est.detectable_pct, pair_sd=est.sd,
-                        pairs=est.pairs)
+                        pairs=est.pairs, center=center)
+
+
+def headline_first(cmp: "Comparison") -> None:
+    """Each case's headline figure is its first row, and a figure whose every value is the
+    headline's (fio's `read_iops` beside `iops` in a read-only job) is not a row of its own but a
+    note: one number per figure (issue 83: the headline was row 10 of 11, beside its twin with
+    another p)."""
+    heads = {ch.case: ch for ch in cmp.changes if ch.figure == headline(cmp.workload_of(ch.case))}
+    kept, twins = [], {}
+    for ch in cmp.changes:
+        h = heads.get(ch.case)
+        if h is not None and ch is not h and ch.unit == h.unit and ch.old == h.old and ch.new == h.new:
+            twins.setdefault(ch.case, []).append(ch.figure)
+            continue
+        kept.append(ch)
+    kept.sort(key=lambda ch: ch is not heads.get(ch.case))                  # stable: the rest keep their order
+    cmp.changes = kept
+    for case, names in twins.items():
+        cmp.context.append(f"{case}: {', '.join(names)} the same values as its headline "
+                           f"{heads[case].figure}, shown once")
 
 
 def adjust_exploratory(cmp: "Comparison", alpha: float = ALPHA) -> None:
@@ -466,6 +508,7 @@ def compare_runs(bases: list[RunData], news: list[RunData], noise_pct: float = N
     for key, nc in new.cases.items():
         if key not in base.cases:
             cmp.unmatched.append(f"{nc.case} (only in {new.label})")
+    headline_first(cmp)
     adjust_exploratory(cmp)
     # a geometric-mean row per figure once more than one case contributes to it
     cmp.geomeans = {k: float(np.exp(np.mean(np.log(v)))) for k, v in ratios.items() if len(v) > 1}
@@ -489,8 +532,9 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
                                "Welch's t on log run medians")
             # the old and new columns show what the change is computed from: the geometric mean
             # of each side's run medians (not the median of every iteration pooled)
-            ch.old_median, ch.new_median = (float(np.exp(np.mean(np.log(m)))) if min(m) > 0 else float(np.median(m))
-                                            for m in meds)
+            gm = (geometric_mean(meds[0]), geometric_mean(meds[1]))
+            if None not in gm:
+                (ch.old_median, ch.new_median), ch.center = gm, "runs"
             return ch
     ch = compare_values(bc.case, name, unit, old, newv, noise_pct, way)
     earlier = history(new_run, bc.case, name) if history is not None else []
@@ -578,7 +622,7 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
                     est.n = f"{len(slices[0])} slice pairs of {len(blocks)} iterations"
                 ch = from_estimate(f"{a.case} → {b.case}", name, a.unit(name), old, newv, est, way, noise_pct,
                                    (Design.TURNS if a.test in turns else Design.DUET) if duet else Design.PAIRED,
-                                   "sign-flip permutation on log ratios (exact)", alpha)
+                                   "sign-flip permutation on log ratios (exact)", alpha, pairs=slices or (old, newv))
                 if alpha != ALPHA:
                     ch.note = (f"judged at α = {alpha:.4f}, interval {(1 - alpha) * 100:.1f} %: "
                                + (f"--detect's look {seq.get('looks')} ({seq.get('method', '')})" if looked
@@ -601,6 +645,7 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
                 continue
             ch.judge_same(margin_pct)
             cmp.changes.append(ch)
+    headline_first(cmp)
     adjust_exploratory(cmp)
     return cmp
 
@@ -812,11 +857,13 @@ def emulated(cmp: Comparison) -> bool:
 def title(cmp: Comparison) -> str:
     from ..units import EMULATED
     label = f"  {EMULATED}" if emulated(cmp) else ""
+    centers = "; ".join(dict.fromkeys(CENTERS[ch.center] for ch in cmp.changes)) or "medians"
+    what = f"(old, new: {centers}; change: new / old)"
     if len(cmp.bases) > 1 or len(cmp.news) > 1:
-        return f"{len(cmp.bases)} run(s) → {len(cmp.news)} run(s) (geometric means of run medians){label}"
+        return f"{len(cmp.bases)} run(s) → {len(cmp.news)} run(s) {what}{label}"
     if cmp.base is cmp.new:
-        return f"inside {cmp.base.label} (medians){label}"
-    return f"{cmp.base.label} → {cmp.new.label} (medians){label}"
+        return f"inside {cmp.base.label} {what}{label}"
+    return f"{cmp.base.label} → {cmp.new.label} {what}{label}"
 
 
 def table_rows(cmp: Comparison, figures: list[str] | None = None) -> list[list[str]]:

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .. import machine
 from .model import RunData
 
 KEYS = ("host", "kernel", "zfs", "target", "runfile", "defines", "zfsperf", "tunables", "machine")
@@ -40,12 +41,18 @@ def _zfsperf(r: RunData) -> str | None:
 
 
 def _machine(r: RunData) -> str | None:
+    """The machine as a set-up fact: busy (by the kinds of load found) or quiet, then its set-up
+    notes (governor, turbo, THP, tunables). A load below the busy bar (a load average, an idle
+    zfs-fuse) is no set-up, and a load's figures are never compared: two back-to-back runs differ
+    in them always (the gate refused two identical runs over `load average 8.31`, issue 83)."""
     before = (r.run.machine or {}).get("before") or {}
-    finds = before.get("findings") or []
-    busy = sorted(f.get("what", "?") for f in finds if f.get("level") == "BUSY")
-    notes = sorted(f.get("what", "?") for f in finds if f.get("level") != "BUSY")
     if not before:
         return None
+    finds = before.get("findings") or []
+    busy = sorted({machine.condition_kind(w) or w for f in finds if f.get("level") == machine.BUSY
+                   for w in [f.get("what", "?")]})
+    notes = sorted(f.get("what", "?") for f in finds
+                   if f.get("level") != machine.BUSY and machine.condition_kind(f.get("what", "?")) is None)
     return ("busy: " + "; ".join(busy) if busy else "quiet") + ("; notes: " + "; ".join(notes) if notes else "")
 
 

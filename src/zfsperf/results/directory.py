@@ -59,9 +59,22 @@ class ResultsDir:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
+    def shown(self, path: Path | None = None) -> str:
+        """A path in this directory as a user reads it: relative to the working directory when it
+        lies under it (`zfsperf-results/20261203T101500`), else absolute."""
+        p = Path(path or self.path)
+        try:
+            return str(p.relative_to(Path.cwd()))
+        except ValueError:
+            return str(p)
+
     @classmethod
     def create(cls, outdir: Path) -> "ResultsDir":
-        outdir = Path(outdir)
+        """A new results directory under outdir. Its path is absolute whatever outdir was: the
+        workloads that run in another mount namespace or working directory (fio in zfs-fuse's
+        namespace: every fio run from the default `-o zfsperf-results` failed, issue 83) are handed
+        paths inside it."""
+        outdir = Path(outdir).absolute()
         outdir.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S")
         path = outdir / stamp
@@ -81,7 +94,7 @@ class ResultsDir:
 
     @classmethod
     def open(cls, path: Path) -> "ResultsDir":
-        path = Path(path)
+        path = Path(path).absolute()
         if not (path / RUN_JSON).exists():
             raise InputError("not a zfsperf results directory (no run.json)", file=str(path))
         return cls(path)

@@ -1,0 +1,94 @@
+"""The user's path (issue 83): the README's commands run verbatim, as a user runs them, from a
+scratch working directory, with the default output directory (`zfsperf-results`, relative) and the
+default target (the embedded zfs-fuse; the session's daemon, found through ZFSPERF_LAB). Every
+other test passes an absolute `-o`, which hid that every fio run failed without one: fio ran in
+zfs-fuse's mount namespace and was handed a relative job file path. What is asserted is the form
+of what the README shows (exit status, the lines and verdict words), never a measured figure."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from helpers import command_lines, records, zfsperf
+
+ROOT = Path(__file__).resolve().parents[1]
+FIO = """[[test]]
+name = "rr"
+workload = "fio"
+rw = "randread"
+bs = "4k"
+size = "64M"
+runtime = "2s"
+iterations = 3
+"""
+
+
+def readme_command(start: str) -> list[str]:
+    """The README's command line that starts with `start`, as argv without the leading `zfsperf`."""
+    found = [c for c in command_lines((ROOT / "README.md").read_text()) if c.startswith(start)]
+    assert len(found) == 1, (start, found)
+    return shlex.split(found[0])[1:]
+
+
+def log_dir(cwd: Path, stdout: str) -> Path:
+    """The run's `Log directory:` line, as printed: relative to the working directory it ran in."""
+    shown = next(ln for ln in stdout.splitlines() if ln.startswith("Log directory:")).split("\t")[-1]
+    assert shown.startswith("zfsperf-results/"), shown
+    return cwd / shown
+
+
+def test_a_fio_runfile_passes_with_the_default_output_directory(lab, tmp_path):
+    """The issue's repro: a fio runfile, `zfsperf run -r f.toml --no-history` from the directory
+    it is in. Every iteration failed with `fio: unable to open 'zfsperf-results/…/logs/rr.i1.fio'`."""
+    (tmp_path / "f.toml").write_text(FIO)
+    res = zfsperf("run", "-r", "f.toml", "--no-history", cwd=str(tmp_path), timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr
+    d = log_dir(tmp_path, res.stdout)
+    recs = records(d)
+    assert len(recs) == 3 and {r["status"] for r in recs} == {"PASS"}, [r.get("error") for r in recs]
+    assert all(r["figures"]["read_iops"]["value"] > 0 for r in recs)
+    assert (tmp_path / "zfsperf-results" / "current").resolve() == d.resolve()
+
+
+def test_the_readmes_fio_ab_then_report_compare_and_history_from_a_scratch_directory(lab, tmp_path):
+    """README: `zfsperf ab compression=off,gzip --workload fio:randread --runfile-out ab.toml`, then
+    `zfsperf report zfsperf-results/current`, `zfsperf compare zfsperf-results/current
+    --fail-on-regression 5`, and `zfsperf history --fail-on-change 10` on the default store (this
+    test's own ZFSPERF_STATE, which holds this one run)."""
+    env = {"ZFSPERF_STATE": str(tmp_path / "state")}
+    cwd = str(tmp_path)
+    res = zfsperf(*readme_command("zfsperf ab compression=off,gzip --workload fio:randread"), env=env, cwd=cwd,
+                  timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr
+    d = log_dir(tmp_path, res.stdout)
+    recs = records(d)
+    assert recs and {r["status"] for r in recs} == {"PASS"}, [r.get("error") for r in recs][:3]
+    assert (tmp_path / "ab.toml").read_text() == json.loads((d / "run.json").read_text())["runfile"]["text"]
+    assert "design: one run, both sides on one pool taking turns" in res.stdout
+    assert "ab compression=off → ab compression=gzip" in " ".join(res.stdout.split())
+    assert f"History:\tadded to {tmp_path / 'state' / 'history.sqlite'}" in res.stdout
+
+    rep = zfsperf(*readme_command("zfsperf report zfsperf-results/current"), env=env, cwd=cwd)
+    assert rep.returncode == 0 and "PASS" in rep.stdout, rep.stdout + rep.stderr
+
+    # the README names this one in its prose, wrapped across two lines: not a line of a code block
+    gate = zfsperf("compare", "zfsperf-results/current", "--fail-on-regression", "5", env=env, cwd=cwd)
+    assert gate.returncode in (0, 1), gate.stdout + gate.stderr          # judged: passed, or a regression
+    verdicts = ("= same within", "~ (not significant)", "better", "WORSE")
+    assert any(v in gate.stdout for v in verdicts), gate.stdout
+
+    hist = zfsperf(*readme_command("zfsperf history --fail-on-change 10"), env=env, cwd=cwd)
+    assert hist.returncode == 2 and "a change point needs at least 4 runs" in hist.stderr, hist.stdout + hist.stderr
+
+
+def test_the_readmes_dry_run_checks_a_runfile_and_writes_nothing(lab, tmp_path):
+    """README: `zfsperf run -r my.toml --dry-run` in the directory my.toml is in: the plan, exit 0,
+    and nothing created (no zfsperf-results)."""
+    (tmp_path / "my.toml").write_text(FIO)
+    res = zfsperf(*readme_command("zfsperf run -r my.toml --dry-run"), cwd=str(tmp_path),
+                  env={"ZFSPERF_STATE": str(tmp_path / "state")})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "rr" in res.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my.toml"]
