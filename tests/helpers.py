@@ -582,3 +582,22 @@ def after_compare_title(stdout: str) -> str:
     m = re.search(r"change:\s+new\s+/\s+old\)", stdout)
     assert m, stdout
     return stdout[m.end():]
+
+
+def flat(text: str) -> str:
+    """Output as one line of single spaces: what it says, however it wrapped to fit the width
+    (prose, a title, a table's last column)."""
+    return " ".join(text.split())
+
+
+def table_row(table: str, figure: str) -> str:
+    """A table's row that begins with figure, with the lines its last cells wrapped onto (they
+    begin blank where the row's first cells stand), as one line of single spaces."""
+    lines = table.splitlines()
+    i = next(k for k, ln in enumerate(lines) if ln.strip().startswith(f"{figure} "))
+    row = [lines[i]]
+    for ln in lines[i + 1:]:
+        if not ln.strip() or not ln.startswith("   "):
+            break
+        row.append(ln)
+    return flat(" ".join(row))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import after_compare_title, run_in_process, why, zfsperf
+from helpers import after_compare_title, run_in_process, table_row, why, zfsperf
 from zfsperf import abline
 from zfsperf.errors import InputError
 
@@ -58,8 +58,8 @@ def test_a_one_line_ab_runs_and_prints_the_paired_verdict(lab, tmp_path):
     assert run["runfile"]["text"] == out.read_text() and run["turns"] == ["ab"]
     assert "ab checksum=fletcher4 → ab checksum=sha256" in " ".join(res.stdout.split())   # the table's title
     table = after_compare_title(res.stdout)                           # compare's, after the run's summary
-    verdicts = [ln for ln in table.splitlines() if ln.strip().startswith("throughput ")]
-    assert verdicts and any(w in verdicts[0] for w in ("better", "WORSE", "same", "not significant")), res.stdout
+    row = table_row(table, "throughput")
+    assert any(w in row for w in ("better", "WORSE", "same", "not significant")), res.stdout
 
 
 @pytest.mark.parametrize("args, said", [
@@ -108,3 +108,27 @@ def test_the_help_s_ab_examples_pass_their_dry_run_on_the_default_target(tmp_pat
             continue
         res = run_in_process([*argv, "--dry-run"], cwd=str(tmp_path))
         assert res.returncode == 0 and "dry run:" in res.stdout, (line, res.stderr)
+
+
+def test_the_dry_run_gives_a_receive_test_s_time_and_says_what_too_few_pairs_cannot_do(tmp_path, monkeypatch):
+    """Issue 83: the dry run gave no time for a receive test (the README promises one), `ab -I 3`
+    passed with no word that 3 pairs can never reach p < 0.05, and `--target guest` did not say
+    its image must first be built, nor how long that takes."""
+    res = run_in_process(["ab", "checksum=fletcher2,fletcher4", "-I", "3", "--dry-run", "--no-history"],
+                         cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    time_line = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("time "))
+    # 2 sides × (1 warm-up + 3) iterations × (1 GiB at 400 MiB/s + 5 s of set-up shared by the 2 sides)
+    assert "about 40 s at an assumed 400 MiB/s received and 5 s of set-up an iteration" in time_line, time_line
+    assert "3 pair(s) can never reach p < 0.05: the sign-flip test's smallest p is 2 / 2^3 = 0.25" in res.stdout
+    six = run_in_process(["ab", "checksum=fletcher2,fletcher4", "-I", "6", "--dry-run", "--no-history"],
+                         cwd=str(tmp_path))
+    assert six.returncode == 0 and "can never reach" not in six.stdout, six.stdout
+    from zfsperf.guest import build, vm
+    monkeypatch.setattr(build, "find_build", lambda series: None)
+    monkeypatch.setattr(vm.Guest, "state", lambda self: None)
+    res = run_in_process(["ab", "--tunable", "zfs_txg_timeout=5,10", "--dry-run", "--no-history", "--target", "guest"],
+                         cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    assert "its image is not built yet: the run builds it first (`zfsperf guest build`, about 12 min" in res.stdout
+    assert list(tmp_path.iterdir()) == []

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import zfsperf
+from helpers import flat, zfsperf
 from zfsperf.report import abstats
 
 
@@ -113,13 +113,13 @@ def test_five_blocks_say_what_a_call_needs_not_a_change_they_could_see(tmp_path)
     rng = np.random.default_rng(1)
     a = list(100 * np.exp(rng.normal(0, 0.02, 5)))
     d = _interleaved(tmp_path, a, [v * 0.97 for v in a])
-    out = zfsperf("compare", str(d), "--no-history").stdout
+    out = flat(zfsperf("compare", str(d), "--no-history").stdout)
     assert "? too few iterations (p < 0.05 needs ≥ 6 pairs)" in out and "could see" not in out, out
 
 
 def test_no_spread_is_said_not_a_detectable_change_of_zero(tmp_path):
     d = _interleaved(tmp_path, [100.0] * 8, [100.0] * 8)
-    out = zfsperf("compare", str(d), "--no-history").stdout
+    out = flat(zfsperf("compare", str(d), "--no-history").stdout)
     assert "no spread measured" in out and "≥ 0.0 %" not in out, out
 
 
@@ -132,7 +132,7 @@ def test_a_tiny_significant_change_is_called_with_its_size_and_can_fail_the_gate
     d = _interleaved(tmp_path, a, b)
     ch = _tp(zfsperf("compare", str(d), "--json", "--no-history"))
     assert ch["verdict"] == "worse" and ch["ci_pct"][1] < 0 and ch["margin_pct"] == 5.0, ch
-    out = zfsperf("compare", str(d), "--no-history").stdout
+    out = flat(zfsperf("compare", str(d), "--no-history").stdout)
     assert "WORSE (" in out and "smaller than ±5 %" in out, out
     assert zfsperf("compare", str(d), "--no-history", "--fail-on-regression", "0.5").returncode == 1
     assert zfsperf("compare", str(d), "--no-history", "--fail-on-regression", "5").returncode == 0
@@ -148,7 +148,7 @@ def test_a_run_that_did_not_alternate_is_not_judged_however_its_machine_drifts(t
     ch = _tp(zfsperf("compare", str(d), "--json", "--no-history"))
     assert ch["verdict"] == "not alternated" and ch["design"] == "unpaired" and ch["p"] is None, ch
     gate = zfsperf("compare", str(d), "--no-history", "--fail-on-regression", "5")
-    assert gate.returncode == 0 and "WORSE" not in gate.stdout and "sweep point: not an A/B" in gate.stdout
+    assert gate.returncode == 0 and "WORSE" not in gate.stdout and "sweep point: not an A/B" in flat(gate.stdout)
 
 
 def test_an_unknown_figure_is_exit_2_before_any_table(tmp_path):
@@ -171,5 +171,36 @@ def test_history_is_read_only_from_a_store_asked_for_and_said_first(tmp_path):
     unasked = run_cli("compare", str(a), str(b), "--json", env={"ZFSPERF_STORE": str(store)})
     assert _tp(unasked)["design"] == "iterations"                      # the default store is not read
     asked = run_cli("compare", str(a), str(b), "--store", str(store))
-    first = asked.stdout.splitlines()[0]
+    first = flat(asked.stdout.split("\nbase: ")[0])
     assert first == f"judged on history: 8 earlier runs of identical settings from {store}", asked.stdout
+
+
+def test_a_history_too_short_before_base_is_said_and_two_designs_name_their_figures(tmp_path):
+    """Issue 83: calibrate said later comparisons are judged on history, but compare of two of its
+    runs silently used the iterations design (history needs 5 runs before BASE), and its note said
+    there was no history; where history applied to some figures only, two `design:` lines read as
+    contradictory claims about one table."""
+    import random
+    from helpers import level_run as _run, stored_results as _results, zfsperf as run_cli
+    r = random.Random(9)
+    store = tmp_path / "h.sqlite"
+    past = [_results(tmp_path / f"p{i}", _run(100.0 * (1 + r.gauss(0, 0.02)), r), start=1 + i) for i in range(8)]
+    for d in past:                           # a second figure, the same in every run: no spread to judge on
+        lines = [json.loads(ln) for ln in (d / "results.jsonl").read_text().splitlines()]
+        (d / "results.jsonl").write_text("".join(json.dumps({**x, "figures": {**x["figures"], "bytes": {
+            "value": 1024.0, "unit": "B"}}}) + "\n" for x in lines))
+    assert run_cli("history", "import", *map(str, past), "--store", str(store)).returncode == 0
+    short = run_cli("compare", str(past[3]), str(past[4]), "--store", str(store))
+    assert short.returncode == 0, short.stderr
+    assert flat(short.stdout).startswith(f"not judged on history: 3 earlier run(s) of identical settings before "
+                                         f"BASE in {store} (the history design needs 5"), short.stdout
+    assert "only 3 earlier run(s) of these settings in history before BASE" in flat(short.stdout), short.stdout
+    assert "no history of these settings" not in flat(short.stdout)
+    js = json.loads(run_cli("compare", str(past[3]), str(past[4]), "--store", str(store), "--json").stdout)
+    assert {c["design"] for c in js["changes"]} == {"iterations"}
+    late = flat(run_cli("compare", str(past[6]), str(past[7]), "--store", str(store)).stdout)
+    assert late.startswith("judged on history: 6 earlier runs of identical settings"), late
+    designs = [d for d in late.split("design")[1:] if d.startswith((" (", ":"))]
+    assert len(designs) == 2, late
+    assert any(d.startswith(" (throughput): one run a side, judged against earlier runs") for d in designs), late
+    assert any(d.startswith(" (bytes): one run a side, iterations compared") for d in designs), late

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import why
-from helpers import zfsperf
+from helpers import flat, zfsperf
 from helpers import last_dir, records, write_runfile
 from helpers import stored_results as _results, level_run as _run, throughput_change as _tp
 
@@ -33,7 +33,8 @@ def test_two_runs_a_drift_apart_are_not_called_worse(tmp_path):
     assert ch["detectable_pct"] is None and ch["floor_pct"] == 50.0       # no change promised, the floor said
     gate = zfsperf("compare", str(a), str(b), "--fail-on-regression", "5", "--no-history")
     assert gate.returncode == 0, gate.stdout + gate.stderr
-    assert "cannot be judged between separate runs" in gate.stdout and "only beyond −33.3 … +50 % judged" in gate.stdout
+    assert "cannot be judged between separate runs" in flat(gate.stdout)
+    assert "only beyond −33.3 … +50 % judged" in flat(gate.stdout)
     assert "does not fail the gate" in gate.stderr
     # a change far beyond any drift is still called, with its interval
     c = _results(tmp_path / "c", _run(50.0, rng))
@@ -166,7 +167,7 @@ def test_interleaved_aa_is_judged_paired_and_says_what_it_could_see(tmp_path, la
     lo, hi = ch["ci_pct"]
     assert lo <= hi and 0 <= ch["p"] <= 1, ch
     assert ch["detectable_pct"] is not None and ch["detectable_pct"] > 0, ch
-    out = zfsperf("compare", str(d)).stdout
+    out = flat(zfsperf("compare", str(d)).stdout)
     if ch["verdict"] == "same":          # the third outcome: its whole interval inside ±5 %
         assert ch["margin_pct"] == 5.0 and -5 <= lo <= hi <= 5, ch
         assert "= same within ±5 %" in out, out

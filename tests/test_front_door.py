@@ -13,7 +13,8 @@ def test_zfsperf_alone_prints_usage_and_starts_nothing(tmp_path):
     res = zfsperf(env=env, cwd=tmp_path, timeout=60)
     assert res.returncode == 0, res.stderr
     lines = [ln for ln in res.stdout.splitlines() if ln.strip().startswith("zfsperf ")]
-    assert len(lines) == 5 and "zfsperf run" in lines[0] and "zfsperf compare BASE NEW" in res.stdout
+    assert len(lines) == 6 and "zfsperf run" in lines[0] and "zfsperf compare BASE NEW" in res.stdout
+    assert any(ln.strip().startswith("zfsperf ab ") for ln in lines)           # issue 83: ab was left out
     assert "Starting ZFS target" not in res.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == []           # no results, state or lab
 
@@ -61,7 +62,8 @@ def test_every_subcommand_has_examples_that_parse():
     sub = next(a for a in parser._actions if isinstance(a, __import__("argparse")._SubParsersAction))
     for name, p in sub.choices.items():
         assert p.epilog and p.epilog.startswith("examples:"), name
-        examples = [ln.strip().split(" # ", 1)[0].strip() for ln in p.epilog.splitlines()[1:] if ln.strip()]
+        text = p.epilog.replace("\\\n", " ")            # a long example continues on the next line
+        examples = [ln.strip().split(" # ", 1)[0].strip() for ln in text.splitlines()[1:] if ln.strip()]
         assert 1 <= len(examples) <= 3, (name, examples)
         for ex in examples:
             try:
@@ -84,7 +86,8 @@ def test_each_guest_action_has_its_own_help_and_examples():
     assert "--good" in helps["bisect"] and "--good" not in helps["ab"] and "--rebuild" not in helps["bisect"]
     assert "--a BUILD" not in helps["up"] and "inside" in helps["run"]
     for name, p in actions.items():
-        examples = [ln.strip().split(" # ", 1)[0].strip() for ln in p.epilog.splitlines()[1:] if ln.strip()]
+        text = p.epilog.replace("\\\n", " ")            # a long example continues on the next line
+        examples = [ln.strip().split(" # ", 1)[0].strip() for ln in text.splitlines()[1:] if ln.strip()]
         assert examples, name
         for ex in examples:
             cli.build_parser().parse_args(shlex.split(ex)[1:])
@@ -98,3 +101,33 @@ def test_info_says_what_it_starts():
     from zfsperf import cli
     p = next(a for a in cli.build_parser()._actions if a.dest == "cmd").choices["info"]
     assert "starts the embedded zfs-fuse daemon for a moment" in " ".join(p.description.split())
+
+
+def test_every_help_describes_itself_fits_100_columns_and_shows_examples(monkeypatch):
+    """Issue 83: `list`, `report`, `steady`, `corpus` and `corpus make` had no description, six
+    descriptions were unwrapped lines of 229-354 characters, options had no help, the top-level
+    help and `corpus make` no example, and the legacy `lab` and `--params-dir` were listed."""
+    import argparse
+    from zfsperf.cli import _parsers, build_parser
+    monkeypatch.setenv("COLUMNS", "100")
+    ap = build_parser()
+    for p in _parsers(ap):
+        text = p.format_help()
+        assert p.description, p.prog
+        assert max(len(ln) for ln in text.splitlines()) <= 100, (p.prog, text)
+        assert not [a.dest for a in p._actions if a.help is None and not isinstance(a, argparse._SubParsersAction)], p.prog
+        if not any(isinstance(a, argparse._SubParsersAction) for a in p._actions) or p is ap:
+            assert "examples:\n  zfsperf " in text, p.prog
+    top = ap.format_help()
+    assert "\n    lab " not in top and "\n    ab " in top
+    run = next(p for p in _parsers(ap) if p.prog == "zfsperf run").format_help()
+    assert "--tunables-dir" in run and "--params-dir" not in run
+    assert build_parser().parse_args(["run", "--params-dir", "/x"]).tunables_dir == "/x"    # still taken
+
+
+def test_the_man_page_has_examples_and_exit_status():
+    from zfsperf import shellfiles
+    page = shellfiles.manpage()
+    assert ".SH EXAMPLES" in page and "zfsperf ab recordsize=8K,128K" in page.split(".SH EXAMPLES")[1]
+    status = page.split(".SH EXIT STATUS")[1]
+    assert all(f".B {code}\n" in status for code in "01234"), status

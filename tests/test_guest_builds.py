@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import after_compare_title, why
+from helpers import after_compare_title, table_row, why
 from helpers import RECV, last_dir, openzfs_repo, records, write_runfile, zfsperf
 from zfsperf.guest.vm import Guest, open_guest_target
 from zfsperf.leftovers import leftover_pools
@@ -150,7 +150,7 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     # one case compared: its name is the table's title, each row a figure
     assert "build=a → " in out, out
     table = after_compare_title(res.stdout)                 # compare's table, after the run's summary
-    line = next(ln for ln in table.splitlines() if ln.strip().startswith("throughput "))
+    line = table_row(table, "throughput")                   # with what its verdict wrapped onto
     assert "WORSE (" in line and " … " in line, line
     cmp = zfsperf("compare", str(d), "--json")
     ch = next(c for c in json.loads(cmp.stdout)["changes"] if c["figure"] == "throughput")

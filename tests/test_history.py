@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import why
+from helpers import flat, why
 from helpers import pg_cluster, zfsperf
 from helpers import last_dir, write_runfile
 
@@ -105,7 +105,7 @@ def test_one_change_point_at_the_run_that_changed(history):
     res = zfsperf("history", "--store", store, "--figure", "throughput", "--fail-on-change", "20", "--recent", "6",
                   "--html", str(html), "--min-change", MIN_CHANGE)
     assert res.returncode == 1, res.stdout + res.stderr
-    assert f"at run 11 ({changed[10].name})" in res.stdout and "worse" in res.stdout
+    assert f"at run 11 ({changed[10].name})" in flat(res.stdout) and "worse" in res.stdout
     assert "change: recv throughput" in res.stderr
     assert html.read_text().count("data:image/png;base64,") == 1
     # not recent any more (the change is 6 runs back): the gate passes
@@ -207,7 +207,7 @@ def test_triage_accepted_changes_outliers_and_set_up_markers(history, tmp_path):
     html = tmp_path / "trend.html"
     res = zfsperf(*gate, "--html", str(html))
     assert res.returncode == 0, why(res)                      # expected: the gate passes
-    assert "accepted: gzip-9 on purpose" in res.stdout
+    assert "accepted: gzip-9 on purpose" in flat(res.stdout)
     page = html.read_text()
     assert "gzip-9 on purpose" in page
     assert f"run 11 ({changed[10].name}): -D comp: off -&gt; gzip-9" in page    # the set-up marker

@@ -1,5 +1,7 @@
-"""Output fits a terminal (issue 70): at 100 columns, piped or with COLUMNS, no table row wraps and
-no number is cut; COLUMNS is honoured when piped; a case's steady line takes at most two lines."""
+"""Output fits a terminal (issues 70, 83): at 100 columns, piped or with COLUMNS, and at 80, no
+line of compare, report or history is wider, none ends in spaces, and wrapping never parts a
+number from its unit or cuts one; COLUMNS is honoured when piped; a case's steady line takes at
+most two lines."""
 
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ def test_the_run_summary_is_a_table_a_workload_with_one_word_in_its_steady_cell_
     for t in tables:
         lines = Console(file=io.StringIO()).render_table(t).splitlines()
         assert max(len(ln.rstrip()) for ln in lines) <= 100
-        row_lines = [ln for ln in lines if ln.startswith(("  receive threads", "  randread"))]
+        row_lines = [ln for ln in lines if ln.startswith((" receive threads", " randread"))]
         assert len(row_lines) == len(t.rows)       # one line a row: nothing wrapped
         assert all(r[3] in ("steady", "not steady", "can't tell", "-", "unjudged") for r in t.rows)
     assert any(n.startswith("receive threads=1: not steady: ") for n in tables[0].notes)
@@ -73,3 +75,42 @@ def test_compare_rows_do_not_wrap(tmp_path, monkeypatch):
     rows = [ln for ln in text.splitlines() if "throughput" in ln and "MiB/s" in ln]
     assert rows and all("…" not in r.split("MiB/s")[0] for r in rows)
     assert max(len(ln) for ln in text.splitlines() if "MiB/s" in ln) <= 100
+
+
+UNIT_FIRST = ("%", "MiB", "GiB", "KiB", "MiB/s", "us", "ms", "s", "IOPS", "blocks/s", "TXGs/s", "points")
+
+
+def _fits(text: str, width: int, what: str, path: str = "\0") -> None:
+    for ln in text.splitlines():           # a path is never broken: a line that holds one may be wider
+        assert len(ln) <= width or path in ln, f"{what}: {len(ln)} > {width}: {ln!r}"
+        assert ln == ln.rstrip(), f"{what}: ends in spaces: {ln!r}"
+        assert not (ln.split() and ln.split()[0] in UNIT_FIRST), f"{what}: a unit parted from its number: {ln!r}"
+    assert "…\n" not in text.replace(" …\n", ""), f"{what}: a cut cell"
+
+
+@pytest.mark.parametrize("columns", ["80", "100"])
+def test_compare_report_and_history_fit_the_width_without_trailing_spaces(columns, tmp_path, monkeypatch):
+    """Issue 83: compare's and report's tables were 105-168 columns at COLUMNS=80 and 100, every
+    line padded with spaces, report --wide's prose 160, history's 99 at any width, and a wrapped
+    note split `+43` from ` %`."""
+    import random
+    from helpers import level_run, stored_results
+    monkeypatch.setenv("COLUMNS", columns)
+    width = int(columns)
+    d = _copy(tmp_path)
+    _fits(_cli("compare", "--no-history", str(d)), width, "compare", str(d))
+    _fits(_cli("compare", "--no-history", str(d), "--cases", "receive threads=1", "receive threads=2"), width,
+          "compare --cases", str(d))
+    _fits(_cli("report", str(d)).split("\n", 1)[1], width, "report")        # the first line: the run's path
+    wide = _cli("report", "--wide", str(d), "--no-histograms").split("\n", 1)[1]    # its nine number columns may not fit 80
+    _fits("\n".join(ln for ln in wide.splitlines() if "─" not in ln and not ln.startswith((" ", "figure"))),
+          width, "report --wide's prose")
+    r = random.Random(3)
+    runs = [stored_results(tmp_path / f"r{i}", level_run(100.0 if i < 6 else 80.0, r), start=1 + i,
+                           case="a case whose name is long enough to wrap at eighty columns, threads=1")
+            for i in range(12)]
+    store = str(tmp_path / "h.sqlite")
+    assert cli.main(["history", "import", *map(str, runs), "--store", store]) == 0
+    hist = _cli("history", "--store", store)
+    assert "change point" in hist and "-20" in hist.replace("−", "-"), hist
+    _fits(hist, width, "history", str(tmp_path))

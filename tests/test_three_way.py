@@ -7,7 +7,7 @@ Checked on stored results directories, the way `zfsperf compare` reads them (exa
 import json
 import random
 
-from helpers import level_run as _run, stored_results as _results, throughput_change as _tp, zfsperf
+from helpers import level_run as _run, stored_results as _results, throughput_change as _tp, zfsperf, flat
 
 from zfsperf.cli import build_parser
 from zfsperf.report.compare import MARGIN_PCT, SAME_DESIGNS, FigureChange, verdict_text
@@ -25,7 +25,7 @@ def test_runs_a_side_that_agree_closely_are_the_same_and_a_tight_margin_cannot_t
     ch = _tp(zfsperf("compare", *map(str, a), "--vs", *map(str, b), "--json", "--no-history"))
     assert ch["design"] == "runs" and ch["verdict"] == "same" and ch["margin_pct"] == MARGIN_PCT, ch
     assert -MARGIN_PCT <= ch["ci_pct"][0] <= ch["ci_pct"][1] <= MARGIN_PCT
-    out = zfsperf("compare", *map(str, a), "--vs", *map(str, b), "--no-history").stdout
+    out = flat(zfsperf("compare", *map(str, a), "--vs", *map(str, b), "--no-history").stdout)
     assert f"= same within ±{MARGIN_PCT:g} % ({ch['ci_pct'][0]:+.1f} … {ch['ci_pct'][1]:+.1f} %)" in out, out
     md = zfsperf("compare", *map(str, a), "--vs", *map(str, b), "--no-history", "--format", "md").stdout
     assert "= same within ±5 %" in md
@@ -34,7 +34,7 @@ def test_runs_a_side_that_agree_closely_are_the_same_and_a_tight_margin_cannot_t
     tight = max(abs(lo), abs(hi)) / 2
     ch2 = _tp(zfsperf("compare", *map(str, a), "--vs", *map(str, b), "--json", "--no-history", "--margin", f"{tight}"))
     assert ch2["verdict"] == "not significant" and "margin_pct" not in ch2, ch2
-    out = zfsperf("compare", *map(str, a), "--vs", *map(str, b), "--no-history", "--margin", f"{tight}").stdout
+    out = flat(zfsperf("compare", *map(str, a), "--vs", *map(str, b), "--no-history", "--margin", f"{tight}").stdout)
     assert "could see ≥" in out
     # the gate passes a "same"
     gate = zfsperf("compare", *map(str, a), "--vs", *map(str, b), "--no-history", "--fail-on-regression", "5",

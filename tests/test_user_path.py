@@ -11,7 +11,7 @@ import json
 import shlex
 from pathlib import Path
 
-from helpers import command_lines, records, zfsperf
+from helpers import command_lines, flat, records, zfsperf
 
 ROOT = Path(__file__).resolve().parents[1]
 FIO = """[[test]]
@@ -77,7 +77,7 @@ def test_the_readmes_fio_ab_then_report_compare_and_history_from_a_scratch_direc
     gate = zfsperf("compare", "zfsperf-results/current", "--fail-on-regression", "5", env=env, cwd=cwd)
     assert gate.returncode in (0, 1), gate.stdout + gate.stderr          # judged: passed, or a regression
     verdicts = ("= same within", "~ (not significant)", "better", "WORSE")
-    assert any(v in gate.stdout for v in verdicts), gate.stdout
+    assert any(v in flat(gate.stdout) for v in verdicts), gate.stdout
 
     hist = zfsperf(*readme_command("zfsperf history --fail-on-change 10"), env=env, cwd=cwd)
     assert hist.returncode == 2 and "a change point needs at least 4 runs" in hist.stderr, hist.stdout + hist.stderr

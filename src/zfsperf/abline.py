@@ -15,6 +15,8 @@ from typing import Callable
 
 from . import safepaths
 from .errors import InputError, shown
+from .dryrun import too_few_pairs
+from .report.abstats import MIN_BLOCKS
 from .runfile import Runfile, loads
 
 CHANGE_RE = re.compile(r"^([A-Za-z0-9_.:@+-]+)=([^,]+),([^,]+)$")
@@ -157,9 +159,11 @@ def run_ab(change_text: str | None, tunable: str | None, *, workload: str, itera
     change = (parse_change(change_text, "dataset", "change") if change_text else
               parse_change(str(tunable), "tunables", "--tunable"))
     command = " ".join(shlex.quote(a) for a in ["ab", *argv[1:]])
-    text, _rf, design = build(change, workload, iterations=iterations, size=size, argv=command)
+    text, rf, design = build(change, workload, iterations=iterations, size=size, argv=command)
     print(f"ab: {change.name} = {change.a} (A) against {change.b} (B), {workload}, {iterations} pairs, "
           f"design: {design}")
+    if iterations < MIN_BLOCKS and rf.tests[0].turns and not dry_run:      # blocks are raised to MIN_BLOCKS
+        print(f"ab: warning: -I {iterations}: {too_few_pairs(iterations)}")
     source = runfile_out or f"zfsperf {command}"
     if runfile_out:
         safepaths.check_place(runfile_out, "--runfile-out", "the runfile")

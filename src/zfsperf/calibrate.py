@@ -68,8 +68,9 @@ def run(args: argparse.Namespace, run_once: Callable[[list[str]], tuple[int, str
             dirs.append(d)
     with Store.open(url, create=False) as store:
         rows = noise_table(store, dirs)
-    print(f"run-to-run noise of identical settings in {store.url} (compare BASE NEW of these settings is judged "
-          "against it: the history design):")
+    print(f"run-to-run noise of identical settings in {store.url}: compare BASE NEW of these settings is judged "
+          f"against it (the history design) when BASE has at least {abstats.MIN_HISTORY_RUNS} of these runs "
+          "before it: a later run, or the last of these against another; compare says which on its first line")
     for r in rows:
         sd = "-" if r["sd_pct"] is None else f"{r['sd_pct']:.2f} %"
         seen = ("needs ≥ %d runs" % abstats.MIN_HISTORY_RUNS if r["separate_runs_see_pct"] is None

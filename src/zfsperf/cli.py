@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import os
 import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import InputError, ZfsperfError, shown
+from .errors import InputError, ZfsperfError, did_you_mean, shown
 from .redact import redact, redact_argv
 from .units import EMULATED, ChangeVerdict, parse_size
 
@@ -67,9 +68,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                         "daemon, or the whole machine on a kernel OpenZFS)")
     p.add_argument("--target", default="auto",
                    help="auto | zfs-fuse | openzfs | guest (the OpenZFS guest) | ssh://user@host[:port] (default auto)")
-    p.add_argument("--tunables-dir", "--params-dir", dest="tunables_dir",
-                   help="use a directory laid out like /sys/module/zfs/parameters for tunables "
-                        "(--params-dir: the old spelling)")
+    p.add_argument("--tunables-dir", dest="tunables_dir",
+                   help="use a directory laid out like /sys/module/zfs/parameters for tunables")
+    p.add_argument("--params-dir", dest="tunables_dir", help=argparse.SUPPRESS)      # the old spelling
     p.add_argument("--resume", metavar="DIR", help="finish the cases an interrupted run in DIR did not")
     p.add_argument("--arc-max", type=int, metavar="MB", help="zfs-fuse ARC size in MB (embedded daemon only)")
     p.add_argument("--check", choices=["warn", "strict", "off"], default="warn",
@@ -113,20 +114,48 @@ def build_parser() -> argparse.ArgumentParser:
     _add_history(sub)
     _add_compare(sub)
     _add_ab(sub)
+    helps = {a.dest: a.help for a in sub._choices_actions}
     for name, p in sub.choices.items():          # one to three examples under every subcommand's help
         if name in EXAMPLES and not p.epilog:
             p.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
-            p.formatter_class = argparse.RawDescriptionHelpFormatter
+        if not p.description and helps.get(name):    # its line in the list, as a sentence
+            p.description = helps[name][0].upper() + helps[name][1:] + "."
+    # `lab` (a zfs-fuse daemon kept between runs: the tests' and a debugging aid) works, unlisted
+    sub._choices_actions[:] = [a for a in sub._choices_actions if a.dest != "lab"]
+    ap.epilog = "examples:\n" + "\n".join("  {:<42}# {}".format(*re.split(r"\s{2,}", ln.strip(), maxsplit=1))
+                                           for ln in USAGE.splitlines()[2:] if ln.strip())
+    for p in _parsers(ap):
+        p.formatter_class = Formatter
     return ap
 
 
+class Formatter(argparse.HelpFormatter):
+    """Descriptions wrapped to the terminal's width (argparse's own), an examples epilog kept line by
+    line (a command is never wrapped)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def _parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """A parser and every subcommand's parser under it."""
+    out = [p]
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sp in dict.fromkeys(a.choices.values()):
+                out += _parsers(sp)
+    return out
+
+
 EXAMPLES = {
-    "run": ["zfsperf run                                  # the default suite on the embedded zfs-fuse",
-            "zfsperf run -r checksum-ab                   # an A/B of a dataset property, the sides taking turns",
-            "zfsperf run -r my.toml --dry-run             # check a runfile, nothing started or written"],
+    "run": ["zfsperf run                        # the default suite on the embedded zfs-fuse",
+            "zfsperf run -r checksum-ab         # an A/B of a dataset property, the sides taking turns",
+            "zfsperf run -r my.toml --dry-run   # check a runfile, nothing started or written"],
     "list": ["zfsperf list -r receive-batch", "zfsperf list --keys"],
     "check": ["zfsperf check", "zfsperf check --window 10 --json"],
-    "info": ["zfsperf info                                 # starts the embedded zfs-fuse when there is no kernel ZFS"],
+    "info": ["zfsperf info     # starts the embedded zfs-fuse when there is no kernel ZFS"],
     "lab": ["zfsperf lab start", "zfsperf lab status", "zfsperf lab stop"],
     "guest": ["zfsperf guest up", "zfsperf guest run -- run -r receive-batch",
               "zfsperf guest ab --a 2.3 --b ~/src/zfs -r receive --turns"],
@@ -154,8 +183,8 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
     p.add_argument("change", nargs="?", metavar="PROPERTY=A,B", help="a dataset property and its two values")
     p.add_argument("--tunable", metavar="NAME=A,B", help="a module tunable and its two values (kernel OpenZFS, "
                                                           "the guest)")
-    p.add_argument("--workload", default="receive", choices=WORKLOADS,
-                   help="receive (1 stream, 1 GiB an iteration; default) or a fio job (fio:randread, ...)")
+    p.add_argument("--workload", default="receive", choices=WORKLOADS, metavar="WORKLOAD",
+                   help=f"receive (1 stream, 1 GiB an iteration; default) or a fio job: {', '.join(WORKLOADS[1:])}")
     p.add_argument("-I", "--iterations", type=int, default=8, help="pairs (default 8)")
     p.add_argument("--size", default="64M", help="the stream received (receive) or each fio file (default 64M)")
     p.add_argument("--runfile-out", metavar="FILE", help="write the runfile there (and run it, unless --dry-run)")
@@ -194,7 +223,8 @@ def _add_calibrate(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dirs", nargs="*", metavar="DIR", help="--from-store: a results directory of the settings")
     p.add_argument("-r", "--runfile", default="quick", help="a runfile path or a built-in name (default quick)")
-    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE",
+                   help="a runfile parameter, as for run (the runs and the later compare share them)")
     p.add_argument("-I", "--iterations", type=int, help="iterations per case of each run")
     p.add_argument("-s", "--vdev-size", help="vdev size of each run (as run -s)")
     p.add_argument("--target", help="as run --target")
@@ -249,8 +279,8 @@ GUEST_EXAMPLES = {
     "run": ["zfsperf guest run -- run -r receive-batch -o res   # res lands on this host"],
     "ab": ["zfsperf guest ab --a 2.3 --b ~/src/zfs -r receive --turns",
            "zfsperf guest ab --a ~/src/zfs --b ~/src/zfs -r receive --turns --rebuild   # the A/A′ floor"],
-    "bisect": ["zfsperf guest bisect --zfs-src ~/src/zfs --good v2.3.1 --bad HEAD -r receive --case recv "
-               "--figure throughput --turns"],
+    "bisect": ["zfsperf guest bisect --zfs-src ~/src/zfs --good v2.3.1 --bad HEAD -r receive \\\n"
+               "      --case recv --figure throughput --turns"],
 }
 
 
@@ -313,9 +343,18 @@ def _add_guest(sub: argparse._SubParsersAction) -> None:
 
 def _add_corpus(sub: argparse._SubParsersAction) -> None:
     """`zfsperf corpus`."""
-    p = sub.add_parser("corpus", help="sendfile corpus")
+    p = sub.add_parser("corpus", help="the send streams a receive test replays: make one ahead of a run",
+                       description="The send streams a receive test replays (its corpus), made once and cached by "
+                                   "kind, size and seed, so that every run receives the same bytes. A run makes "
+                                   "the corpus it needs; `corpus make` makes one ahead, or into a file.")
     csub = p.add_subparsers(dest="corpus_cmd", metavar="ACTION", required=True)
-    m = csub.add_parser("make", help="make a deterministic send stream")
+    m = csub.add_parser("make", help="make a deterministic send stream",
+                        description="Make a deterministic send stream: fio writes the kind's data with the seed "
+                                    "into a scratch pool of zfsperf's own, `zfs send` streams it to the cache (or "
+                                    "-o FILE), and the pool is destroyed. The same kind, size and seed give the "
+                                    "same stream.",
+                        epilog="examples:\n  zfsperf corpus make --kind random --size 64M\n"
+                               "  zfsperf corpus make --kind small-records --size 256M -o small.zstream")
     from .workloads.corpus import KINDS
     m.add_argument("--kind", required=True, choices=KINDS, help="what the stream holds")
     m.add_argument("--size", default="256M", help="bytes of data written before the send (default 256M)")
@@ -351,13 +390,13 @@ def _add_steady(sub: argparse._SubParsersAction) -> None:
                         f"(default {dflt.tolerance:g})")
     p.add_argument("--headline", help="changepoint: the metric with a veto (default: the one the run "
                                       "recorded, else workload_mibs, workload_iops, pool_mibs, pool_kops)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the decision as JSON")
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
     """`zfsperf report`."""
     p = sub.add_parser("report", help="summarise results directories (nothing is re-run)")
-    p.add_argument("dirs", nargs="+")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="results directories (zfsperf-results/current: the last run)")
     p.add_argument("--format", choices=["terminal", "md", "csv", "json", "openmetrics", "results-csv", "junit", "html"],
                    default="terminal", help="terminal (default), or an exporter's text on stdout: md, csv (a row "
                                             "per case and figure), json, openmetrics, results-csv (a row per "
@@ -392,7 +431,7 @@ def _add_history(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fail-on-change", type=float, metavar="PCT",
                    help="exit 1 when a change point worse by >= PCT %% is at one of the last --recent runs")
     p.add_argument("--recent", type=int, default=5, help="runs that count as recent for --fail-on-change (default 5)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the series and change points as JSON")
     p.add_argument("--html", metavar="FILE", help="also write trend charts with change points to FILE")
 
 
@@ -469,11 +508,12 @@ def main(argv: list[str] | None = None) -> int:
 
 USAGE = """zfsperf: a performance test suite for ZFS (zfsperf COMMAND --help for each; zfsperf --help for all)
 
-  zfsperf run                        the default suite on the embedded zfs-fuse (about 3 minutes)
-  zfsperf run -r RUNFILE --dry-run   check a runfile against the target and show what it would do
-  zfsperf report zfsperf-results/current   summarise a run (nothing is re-run)
-  zfsperf compare BASE NEW           did it get faster or slower, by how much, and how sure
-  zfsperf check                      what would make numbers noisy on this machine, measured now
+  zfsperf run                               the default suite on the embedded zfs-fuse (3 min)
+  zfsperf run -r RUNFILE --dry-run          check a runfile and show its plan, nothing written
+  zfsperf report zfsperf-results/current    summarise a run (nothing is re-run)
+  zfsperf compare BASE NEW                  faster or slower, by how much, and how sure
+  zfsperf ab checksum=fletcher2,fletcher4   an A/B of one change in one line (80 s)
+  zfsperf check                             what would make numbers noisy here, measured now
 """
 
 
@@ -907,20 +947,27 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"store": store.url, "series": [s.as_dict() for s in series]}, indent=1))
     else:
+        import shutil
+        from .report import fit
+        from .ui import width
+        cols = width(sys.stdout) or shutil.get_terminal_size().columns
+
+        def say(line: str) -> None:                    # history's lines, fitted to the width
+            print(fit.wrap(line, cols, "    "))
         for s in series:
             last = s.points[-1]
             tcg = sum(p.run.accelerator == "tcg" for p in s.points)
-            print(f"{s.case} / {s.figure}: {len(s.points)} runs, latest {last.value:.4g} {s.unit} "
+            say(f"{s.case} / {s.figure}: {len(s.points)} runs, latest {last.value:.4g} {s.unit} "
                   f"({last.run.name}), {len(s.change_points)} change point(s)"
                   + (f"  {EMULATED}" + (f" ({tcg} of {len(s.points)} runs)" if tcg < len(s.points) else "")
                      if tcg else ""))
             for c in s.change_points:
-                print(f"  at run {c.index + 1} ({c.run}): {c.before:.4g} -> {c.after:.4g} {s.unit} "
+                say(f"  at run {c.index + 1} ({c.run}): {c.before:.4g} -> {c.after:.4g} {s.unit} "
                       f"{c.change_pct:+.1f} %  p {c.p:.4f}  {c.verdict}"
                       + (f"  [{'; '.join(c.what_changed)}]" if c.what_changed else "")
                       + (f"  accepted: {c.accepted}" if c.accepted else ""))
             if s.outliers:
-                print(f"  outlier run(s), not a change: {', '.join(s.points[i].run.name for i in s.outliers)}")
+                say(f"  outlier run(s), not a change: {', '.join(s.points[i].run.name for i in s.outliers)}")
     if args.html:
         from .report.export import html
         out = Path(args.html)
@@ -972,7 +1019,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         have = {c.figure for c in cmp.changes}
         unknown = [f for f in figures if f not in have]
         if unknown:
-            raise InputError(f"no compared case has the figure {shown(unknown[0])} (they have: "
+            raise InputError(f"no compared case has the figure {shown(unknown[0])}{did_you_mean(unknown[0], have)} (they have: "
                              f"{', '.join(sorted(have)) or 'none'})", field="--figures")
     if args.format == "md":
         print(compare.markdown(cmp, figures), end="")

@@ -11,6 +11,7 @@ from typing import Any
 
 from . import props
 from .errors import InputError
+from .report.abstats import ALPHA, MIN_BLOCKS
 from .opentarget import Expected
 from .plan import Plan
 from .runfile import Case, Runfile, TestSpec
@@ -106,20 +107,47 @@ def _each(t: TestSpec, c: Case, iterations: int | None, disks: list[str] | None)
     return f"{warm}{n} iteration(s), a fresh pool each: {pool}" + (f"; {work[0]}" if work else "")
 
 
-def _time(t: TestSpec, cases: list[Case], iterations: int | None) -> str:
-    asked = [WORKLOADS[t.workload].asked_seconds(c.fields) for c in cases]
+def too_few_pairs(pairs: int) -> str:
+    """What an A/B of fewer than MIN_BLOCKS pairs can say: never a significant change."""
+    return (f"{pairs} pair(s) can never reach p < {ALPHA:g}: the sign-flip test's smallest p is 2 / 2^{pairs} = "
+            f"{min(1.0, 2 / 2 ** pairs):.3g}, so every verdict is \"too few iterations\" (-I {MIN_BLOCKS} or more)")
+
+
+# what a dry run assumes of a receive iteration before this host has any history: zfs-fuse on a
+# 2-core machine received 500-650 MiB/s on one stream and took 3-6 s an iteration beside it (a
+# fresh pool, prefill, sync, teardown): docs/benchmarks.md. History replaces both with its own.
+ASSUMED_RECEIVE_MIBS = 400.0
+ASSUMED_SETUP_S = 5.0
+
+
+def _time(t: TestSpec, cases: list[Case], iterations: int | None, past: dict[str, float] | None = None) -> str:
+    """The test's time: from its cases' seconds an iteration in earlier runs on this host (the
+    history store), else the load it asks for, else the bytes it receives at an assumed rate."""
+    wl = WORKLOADS[t.workload]
+    asked = [wl.asked_seconds(c.fields) for c in cases]
     n = (iterations or t.iterations) + t.warmup
     sides = 2 if t.duet else 1
+    limit = f"each iteration within its {format_span(t.timeout)} timeout"
+    past = past or {}
+    if cases and all(c.id in past for c in cases):
+        total = sum(n * past[c.id] for c in cases)
+        return (f"about {format_span(total)} (from its cases' {', '.join(format_span(past[c.id]) for c in cases)} "
+                f"an iteration in earlier runs on this host; {limit})")
     if all(a is not None for a in asked):
         total = sum(n * sides * a for a in asked if a is not None)
-        return (f"at least {format_span(total)} of load (set-up besides: pools, corpus; "
-                f"each iteration within its {format_span(t.timeout)} timeout)")
-    return (f"as long as its work takes (each iteration within its {format_span(t.timeout)} timeout; "
-            "a first run's summary gives the time)")
+        return f"at least {format_span(total)} of load (set-up besides: pools, corpus; {limit})"
+    kept = [wl.kept_bytes(c.fields) for c in cases]
+    if all(k is not None for k in kept):
+        total = sum(n * (k / 2**20 / ASSUMED_RECEIVE_MIBS + ASSUMED_SETUP_S / sides)    # sides share a round's set-up
+                    for k in kept if k is not None)
+        return (f"about {format_span(total)} at an assumed {ASSUMED_RECEIVE_MIBS:.0f} MiB/s received and "
+                f"{ASSUMED_SETUP_S:.0f} s of set-up an iteration (a run on this host puts its own times in "
+                f"history for the next estimate; {limit})")
+    return f"as long as its work takes ({limit}; a first run's summary gives the time)"
 
 
 def plan_lines(plan: Plan, cases: list[Case], target: Expected, *, outdir: str, vdev_dir: str,
-               disks: list[str] | None, store_url: str | None) -> list[str]:
+               disks: list[str] | None, store_url: str | None, past: dict[str, float] | None = None) -> list[str]:
     """The plan as the dry run prints it: one block per test, then what the run would create."""
     by_test: dict[str, list[Case]] = defaultdict(list)
     for c in cases:
@@ -148,7 +176,10 @@ def plan_lines(plan: Plan, cases: list[Case], target: Expected, *, outdir: str, 
         if t.tunables and target.impl == "zfs-fuse":
             out.append(f"    skipped zfs-fuse has no tunables at run time ({', '.join(t.tunables)}): "
                        "its cases will be SKIP (kernel OpenZFS or --target guest runs them)")
-        out.append(f"    time    {_time(t, cs, plan.iterations)}")
+        out.append(f"    time    {_time(t, cs, plan.iterations, past)}")
+        pairs = plan.iterations or t.iterations
+        if t.duet and pairs < MIN_BLOCKS:
+            out.append(f"    warning {too_few_pairs(pairs)}")
         biggest = max(biggest, t.pool.file_bytes())
     makes = [f"a results directory under {outdir}"]
     if not disks:

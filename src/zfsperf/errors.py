@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Iterable
 
 
 class ZfsperfError(Exception):
@@ -43,6 +43,14 @@ class Refused(ZfsperfError):
     earlier run): nothing was started or touched. Exit status 2, like bad input."""
 
     exit_status = 2
+
+
+def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:
+    """"; did you mean X or Y?" for the choices closest to a misspelled word, else "": one way for
+    every name a user types (a field, a property, a tunable, a figure)."""
+    import difflib
+    near = difflib.get_close_matches(word, sorted(set(choices)), n=n, cutoff=0.75)
+    return f"; did you mean {' or '.join(near)}?" if near else ""
 
 
 def shown(value: Any) -> str:

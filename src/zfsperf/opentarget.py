@@ -91,7 +91,8 @@ def expected(spec: str, tunables_dir: str | None = None) -> Expected:
             raise InputError(f"ssh host {shown(host)} does not resolve ({e})", field="--target") from None
         return Expected(None, f"the host {host} over ssh (its ZFS is read once connected)")
     if spec == "guest":
-        return Expected("openzfs-linux", "the OpenZFS guest under QEMU (booted if it is not running)")
+        return Expected("openzfs-linux", "the OpenZFS guest under QEMU (booted if it is not running)"
+                        + guest_image_note())
     kernel = platform.system() == "FreeBSD" or present("/")
     if spec == "openzfs" and not kernel:
         raise InputError("no kernel OpenZFS on this machine (/proc/spl/kstat/zfs is absent): --target auto or "
@@ -108,6 +109,20 @@ def expected(spec: str, tunables_dir: str | None = None) -> Expected:
                                     "else a daemon of the run's own)", tunables=tunables_dir is not None)
     return Expected("zfs-fuse", "the embedded zfs-fuse: a daemon of the run's own, started for it and stopped after",
                     tunables=tunables_dir is not None)
+
+
+GUEST_BUILD_MIN = 12      # a first `guest build` on a 2-core machine: 688 s (docs/benchmarks.md, 2026-12-02)
+
+
+def guest_image_note() -> str:
+    """What a first run on the guest costs before it measures anything: its image, when none is
+    cached (nothing is built or started to tell)."""
+    from .guest.build import DEFAULT_VERSION, find_build
+    from .guest.vm import Guest
+    if Guest().state() is not None or find_build(DEFAULT_VERSION) is not None:
+        return ""
+    return (f"; its image is not built yet: the run builds it first (`zfsperf guest build`, about "
+            f"{GUEST_BUILD_MIN} min on a 2-core machine, once: cached under ~/.cache/zfsperf/openzfs)")
 
 
 def reloads_modules(spec: str) -> bool:

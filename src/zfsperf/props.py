@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from .errors import shown
+from .errors import did_you_mean, shown
 from .units import MIB, parse_size
 
 ALLOWED, CONDITIONAL, REFUSED, READ_ONLY = "allowed", "allowed under conditions", "refused", "read-only"
@@ -211,8 +211,8 @@ def problem(name: str, value: str, *, pool: bool = False) -> str | None:
         return f"{name} is zfsperf's own ownership mark: a runfile cannot set it"
     r = rule(name, pool=pool)
     if r is None:
-        return (f"{shown(name)} is not a {what} zfsperf places (src/zfsperf/props.py lists every one "
-                "OpenZFS 2.1, 2.3 and zfs-fuse have, and which of them may be set)")
+        return (f"{shown(name)} is not a {what} zfsperf places{did_you_mean(name, _settable(pool))} (it places every one "
+                f"OpenZFS 2.1, 2.3 and zfs-fuse have that a test may set: {', '.join(sorted(_settable(pool)))})")
     if "\n" in value or "\0" in value or len(value) > MAX_VALUE:
         return f"{name}: {shown(value[:40])} is not a valid property value"
     if r.place == READ_ONLY:
@@ -223,7 +223,14 @@ def problem(name: str, value: str, *, pool: bool = False) -> str | None:
     why = r.check(value)
     if why is None:
         return None
-    return f"{name} {why}" + (f" ({r.why})" if r.place == CONDITIONAL and r.why else "")
+    fuse = ZFS_FUSE_ENUMS.get(name) if not pool else None
+    return (f"{name} {why}" + (f" ({r.why})" if r.place == CONDITIONAL and r.why else "")
+            + (f"; zfs-fuse (pool v23, the default target) takes only {', '.join(fuse)}" if fuse else ""))
+
+
+def _settable(pool: bool) -> list[str]:
+    """The properties a runfile may set (pool or dataset)."""
+    return [k for k, r in (POOL if pool else DATASET).items() if r.place in (ALLOWED, CONDITIONAL)]
 
 
 # What zfs-fuse 0.7.0 (pool v23) takes, beside the table above: the property names its `zfs get all`
@@ -238,11 +245,14 @@ ZFS_FUSE_DATASET = frozenset(
 ZFS_FUSE_POOL = frozenset(
     "size capacity altroot health guid version bootfs delegation autoreplace cachefile failmode listsnapshots "
     "autoexpand dedupditto dedupratio free allocated ashift".split())
+ZFS_FUSE_ENUMS: dict[str, tuple[str, ...]] = {
+    "compression": ("on", "off", "lzjb", "gzip", *(f"gzip-{i}" for i in range(1, 10)), "zle"),
+    "checksum": ("on", "off", "fletcher2", "fletcher4", "sha256"),
+    "dedup": ("on", "off", "verify", "sha256", "sha256,verify"),
+    "xattr": ("on", "off"),
+}
 _ZFS_FUSE_VALUES: dict[str, Check] = {
-    "compression": _enum("on", "off", "lzjb", "gzip", *(f"gzip-{i}" for i in range(1, 10)), "zle"),
-    "checksum": _enum("on", "off", "fletcher2", "fletcher4", "sha256"),
-    "dedup": _enum("on", "off", "verify", "sha256", "sha256,verify"),
-    "xattr": _enum("on", "off"),
+    **{name: _enum(*values) for name, values in ZFS_FUSE_ENUMS.items()},
     "recordsize": lambda v: _recordsize(v) or (None if parse_size(v) <= 128 * 1024 else
                                                 f"takes 512 to 128K (no large blocks), not {shown(v)}"),
     "version": _count(least=1, most=23),

@@ -30,13 +30,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, shown
+from .errors import InputError, did_you_mean, shown
 from . import props
 from .pool import LAYOUTS, PoolSpec, check_property_name
 from .results.record import SteadyMode
 from .steady import SteadySpec
 from .tunables import normalise_value
-from .tunables.registry import known_names, nearest
+from .tunables.registry import known_names
 from .tunables.scope import Scope, refused, scope_of
 from .units import parse_duration, parse_size
 from .workloads import WORKLOADS
@@ -442,7 +442,8 @@ def loads(text: str, source: str = "<runfile>", defines: dict[str, str] | None =
     dwhere = lambda key: {"file": source, "line": loc.line("defaults", -1, key), "field": f"defaults.{key}"}
     for k in defaults:
         if k not in DEFAULT_KEYS:
-            raise InputError(f"unknown field (expected one of {', '.join(sorted(DEFAULT_KEYS))})", **dwhere(k))
+            raise InputError(f"unknown field{did_you_mean(k, DEFAULT_KEYS)} (expected one of "
+                             f"{', '.join(sorted(DEFAULT_KEYS))})", **dwhere(k))
     tests_raw = data.get("test", [])
     if not isinstance(tests_raw, list) or not tests_raw:
         raise InputError("no [[test]] entries", file=source, line=1, field="test")
@@ -517,7 +518,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     allowed = COMMON_TEST_KEYS | set(wl.fields)
     for k in raw:
         if k not in allowed:
-            raise InputError(f"unknown field for a {workload} test (expected one of "
+            raise InputError(f"unknown field for a {workload} test{did_you_mean(k, allowed)} (expected one of "
                              f"{', '.join(sorted(allowed))})", **where(k))
     tags = raw.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(x, str) and x for x in tags):
@@ -705,7 +706,8 @@ def _load_pool(d: dict, w) -> PoolSpec:
     for k, v in d.items():
         key = POOL_KEY.get(k)
         if key is None:
-            raise InputError(f"unknown pool field {shown(k)} (expected one of {', '.join(POOL_KEY)})", **w(k))
+            raise InputError(f"unknown pool field {shown(k)}{did_you_mean(k, POOL_KEY)} (expected one of "
+                             f"{', '.join(POOL_KEY)})", **w(k))
         if not _is(v, key.type):
             raise InputError(f"expected {_type_name(key.type)}, got {shown(v)}", **w(k))
         low = key.minimum
@@ -777,9 +779,8 @@ def _load_tunables(d: dict, w) -> tuple[dict[str, Any], dict[str, dict[str, Any]
         if not TUNABLE_RE.match(k):
             raise InputError(f"{shown(k)} is not a tunable name", **w(k))
         if k not in known_names():
-            near = nearest(k)
             raise InputError(f"no OpenZFS release zfsperf knows (2.1.11, 2.3.2) has a tunable {k}"
-                             + (f"; did you mean {' or '.join(near)}?" if near else ""), **w(k))
+                             + did_you_mean(k, known_names()), **w(k))
         if scope_of(k)[0] is Scope.LOAD:
             load_scope[k] = w(k)
         values = v if isinstance(v, list) else [v]

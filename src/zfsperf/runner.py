@@ -259,7 +259,7 @@ class Runner:
         if opts.dry_run:
             for line in dryrun.plan_lines(self.plan, cases, self.expected, outdir=opts.output.outdir,
                                           vdev_dir=opts.storage.vdev_dir, disks=opts.storage.disks,
-                                          store_url=store_url):
+                                          store_url=store_url, past=self._past_seconds([c.id for c in cases])):
                 self.ui.say(line)
             return 0
         # one run at a time on a machine, and the machine looked at before anything is touched

@@ -23,11 +23,31 @@ def completion(shell: str) -> str:
     return shtab.complete(build_parser(), shell)
 
 
+# zfsperf's exit statuses, the same for every command (errors.py, runner.py, compare's gate)
+EXIT_STATUS = [("0", "success: every case passed; compare and history found no regression beyond the gate"),
+               ("1", "a case FAILED or was KILLED, or a gate (--fail-on-regression, --fail-on-change) failed"),
+               ("2", "bad input or a refusal (the file, line and field named); nothing was touched"),
+               ("3", "interrupted (Ctrl-C, a hangup, TERM): every tunable restored, nothing left running"),
+               ("4", "the run passed, but it could not be added to the history store")]
+
+
 def manpage() -> str:
-    """zfsperf(1) in roff: the usage, each command's description, options and examples."""
+    """zfsperf(1) in roff: the usage, each command's description, options and examples, then the
+    EXAMPLES of every command and the EXIT STATUS."""
     from argparse_manpage.manpage import Manpage
-    return str(Manpage(build_parser(), _data={"project_name": "zfsperf", "version": __version__,
-                                              "description": "a performance test suite for ZFS"}))
+    from .cli import EXAMPLES
+    page = Manpage(build_parser(), _data={"project_name": "zfsperf", "version": __version__,
+                                          "description": "a performance test suite for ZFS"})
+    examples = [ln.split("#")[0].rstrip() for name, lines in EXAMPLES.items() if name != "lab" for ln in lines]
+    page.add_section("EXAMPLES", "=", ".nf\n" + "\n".join(_roff(e) for e in examples) + "\n.fi")
+    page.add_section("EXIT STATUS", "=", "\n".join(f".TP\n.B {code}\n{_roff(what)}" for code, what in EXIT_STATUS))
+    return str(page)
+
+
+def _roff(text: str) -> str:
+    """A line of text as roff shows it literally (a backslash doubled, a leading dot escaped)."""
+    text = text.replace("\\", "\\e")
+    return "\\&" + text if text.startswith((".", "'")) else text
 
 
 def install(places: dict[str, Path] | None = None) -> list[str]:

@@ -14,17 +14,15 @@ import os
 import sys
 import threading
 import time
-from textwrap import fill
 from typing import Any, Iterator
 
-from rich import box
 from rich.console import Console as RichConsole
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
-from rich.table import Table as RichTable
 
 from .control import detach_output
 from .results.statusline import status_line
+from .report import fit
 from .report.tables import TABLE_ROOM, Table
 from .results.record import CaseRecord
 
@@ -156,26 +154,24 @@ class Console:
             return
         self._print(status_line(record, headline))
 
-    def _rich_table(self, t: Table) -> RichTable:
-        rt = RichTable(title=t.title or None, show_lines=False, box=box.SIMPLE_HEAD, title_justify="left")
-        for i, c in enumerate(t.columns):      # no cell wraps or is cut; a header's unit goes under its name
-            rt.add_column(c.replace(" (", "\n(", 1), justify="left" if i < 2 else "right", no_wrap=True)
-        for row in t.rows:
-            rt.add_row(*row)
-        return rt
+    @staticmethod
+    def _columns(t: Table) -> list[fit.Column]:
+        """A header's unit goes under its name; the case column wraps to fit, numbers never."""
+        return [fit.Column(c.replace(" (", "\n(", 1), right=i >= 2, wraps=i == 0) for i, c in enumerate(t.columns)]
 
     def render_table(self, t: Table) -> str:
+        """The table as summary.txt keeps it: as wide as its cells, notes at PIPED_WIDTH."""
         buf = io.StringIO()
-        RichConsole(file=buf, width=TABLE_ROOM, color_system=None).print(self._rich_table(t))
-        return buf.getvalue() + "".join(fill(n, PIPED_WIDTH, subsequent_indent="  ") + "\n" for n in t.notes)
+        fit.emit(RichConsole(file=buf, width=TABLE_ROOM, color_system=None), fit.fitted(self._columns(t), t.rows, None))
+        return ((t.title + "\n" if t.title else "") + buf.getvalue()
+                + "".join(fit.wrap(n, PIPED_WIDTH, "  ") + "\n" for n in t.notes))
 
     def print_table(self, t: Table) -> None:
         if t.rows:
-            with _output_may_be_gone():        # as wide as its cells need (no cell wraps or is cut)
-                RichConsole(file=self.file, highlight=False, width=max(self.rich.width, TABLE_ROOM)).print(
-                    self._rich_table(t))
+            with _output_may_be_gone():        # fitted to the width (report/fit.py): numbers never cut
+                fit.table(self.rich, self._columns(t), t.rows, t.title or None)
                 for n in t.notes:
-                    self.rich.print(fill(n, self.rich.width, subsequent_indent="  "), markup=False, highlight=False)
+                    self.rich.print(fit.wrap(n, self.rich.width, "  "), markup=False, highlight=False)
 
     def summary_line(self, line: str) -> None:
         with _output_may_be_gone():

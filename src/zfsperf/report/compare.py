@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
-from textwrap import fill
 from typing import Any, Callable
 
 import numpy as np
@@ -39,7 +38,7 @@ from .profilediff import ProfileDiff
 from .model import CaseData, RunData
 from .setup import SetupChange, differences, same_run
 from .summary import details
-from .tables import TABLE_ROOM
+from . import fit
 from ..results.record import Status
 
 ALPHA = 0.05
@@ -99,6 +98,7 @@ class FigureChange:
     # the old, new and change columns are one estimate (issue 83: paired rows showed medians beside
     # a change computed from the pairs, `45.31 → 49.41 us −0.9 %`)
     center: str = "median"
+    earlier_runs: int | None = None      # history asked for: its earlier runs of identical settings before BASE
 
     def __post_init__(self) -> None:
         self.verdict = ChangeVerdict(self.verdict)      # a verdict read back from JSON is its word
@@ -538,6 +538,8 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
             return ch
     ch = compare_values(bc.case, name, unit, old, newv, noise_pct, way)
     earlier = history(new_run, bc.case, name) if history is not None else []
+    if history is not None:
+        ch.earlier_runs = len(earlier)
     if len(earlier) >= abstats.MIN_HISTORY_RUNS:
         est = abstats.history(float(np.median(old)), float(np.median(newv)), earlier)
         if est is not None:
@@ -563,7 +565,10 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
                    f"beyond the drift floor times that span (a factor of {1 + wide / 100:.3g})")
     elif ch.verdict.decided and not beyond_floor(ch.change_pct, floor):
         ch.verdict = ChangeVerdict.UNKNOWN_DRIFT
-        ch.note = (f"one run a side and no history of these settings: a change within a factor of {1 + floor / 100:g} "
+        had = ("no history of these settings" if not earlier else
+               f"only {len(earlier)} earlier run(s) of these settings in history before BASE (the history design "
+               f"needs {abstats.MIN_HISTORY_RUNS})")
+        ch.note = (f"one run a side and {had}: a change within a factor of {1 + floor / 100:g} "
                    f"({floor_span(floor)}) cannot be judged between separate runs ({DRIFT_FLOOR_SOURCE}"
                    f"{'' if floor == DRIFT_FLOOR_PCT else f'; set by --drift-floor {floor:g}'}); {judge}")
     if ch.design is Design.ITERATIONS:
@@ -806,8 +811,11 @@ COLUMNS = ("case", "figure", "design", "old", "new", "change", "95% CI", "p", "v
 def design_lines(cmp: Comparison) -> list[str]:
     """What was compared with what, and by which test: said above every comparison table."""
     out = []
-    for d in sorted({ch.design for ch in cmp.changes}, key=list(DESIGNS).index):
+    designs = sorted({ch.design for ch in cmp.changes}, key=list(DESIGNS).index)
+    for d in designs:
         tests = sorted({ch.test for ch in cmp.changes if ch.design == d})
+        # more than one design: each line names its figures, so that no two lines read as one claim
+        which = "" if len(designs) == 1 else f" ({', '.join(dict.fromkeys(ch.figure for ch in cmp.changes if ch.design == d))})"
         if d is Design.TURNS and cmp.base.run.selection.get("build_turns"):
             settled = any(r.detail.get("settle_turns") for r in cmp.base.records)
             text = BUILD_TURNS.format(settled=SETTLED if settled else "")
@@ -817,7 +825,7 @@ def design_lines(cmp: Comparison) -> list[str]:
                     "heavier of Student's t and a null for heavy-tailed (t₃) run medians")
         else:
             text = DESIGNS[d]
-        out.append(f"design: {text}; test: {_tests_text(tests)}; α = {ALPHA}")
+        out.append(f"design{which}: {text}; test: {_tests_text(tests)}; α = {ALPHA}")
     return out
 
 
@@ -844,6 +852,12 @@ def _tests_text(tests: list[str]) -> str:
 def history_line(cmp: Comparison) -> list[str]:
     """The first line of a comparison judged on history: which store, how many runs."""
     ns = sorted({ch.test.rsplit(", ", 1)[-1] for ch in cmp.changes if ch.design is Design.HISTORY})
+    short = sorted({ch.earlier_runs for ch in cmp.changes if ch.earlier_runs is not None
+                    and ch.earlier_runs < abstats.MIN_HISTORY_RUNS})
+    if not ns and short:            # asked for, and too short: said, never silently another design
+        return [f"not judged on history: {' / '.join(map(str, short))} earlier run(s) of identical settings before "
+                f"BASE in {cmp.history_store or 'the history store'} (the history design needs "
+                f"{abstats.MIN_HISTORY_RUNS}; a run after these is judged on them)"]
     if not ns:
         return []
     return [f"judged on history: {' / '.join(ns)} from {cmp.history_store or 'the history store'}"]
@@ -916,36 +930,31 @@ def notes(cmp: Comparison, figures: list[str] | None = None) -> list[str]:
 
 
 def render(cmp: Comparison, console: Any, figures: list[str] | None = None) -> None:
-    from rich.table import Table
+    """compare on a terminal, fitted to its width (report/fit.py): prose wrapped, the table's
+    verdicts, cases and intervals wrapped where it would be wider, numbers never."""
     for line in history_line(cmp):
-        console.print(line, highlight=False)
+        console.print(fit.wrap(line, console.width, "  "), highlight=False, markup=False)
     for r in cmp.bases or [cmp.base]:
-        console.print(f"base: {r.describe()}", highlight=False)
+        console.print(fit.wrap(f"base: {r.describe()}", console.width, "  "), highlight=False, markup=False)
     if cmp.new is not cmp.base:
         for r in cmp.news or [cmp.new]:
-            console.print(f"new:  {r.describe()}", highlight=False)
-    for line in setup_lines(cmp) + design_lines(cmp):            # wrapped at the console's width
-        console.print(fill(line, console.width, subsequent_indent="  "), highlight=False)
-    from rich import box
-    from rich.console import Console
+            console.print(fit.wrap(f"new:  {r.describe()}", console.width, "  "), highlight=False, markup=False)
+    for line in setup_lines(cmp) + design_lines(cmp):
+        console.print(fit.wrap(line, console.width, "  "), highlight=False, markup=False)
     rows = table_rows(cmp, figures)
     one_case = len({r[0] for r in rows}) == 1 and len(rows) > 1     # said once, in the title
-    t = Table(title=title(cmp) + (f": {rows[0][0]}" if one_case else ""), title_justify="left", box=box.SIMPLE_HEAD)
     # on a terminal the design column only where rows differ in it: one design is named, for every
     # row, by the design line above (--format md and --json carry it on every row); the interval
     # only where the verdict does not already say it
     ci = COLUMNS.index("95% CI")
     keep = [i for i, c in enumerate(COLUMNS) if (c != "design" or len({r[2] for r in rows if r[2]}) > 1)
             and (i != ci or any(r[ci] != "-" and r[ci] not in r[-1] for r in rows)) and (c != "case" or not one_case)]
-    for i in keep:
-        c = COLUMNS[i]
-        t.add_column(c, justify="left" if c in ("case", "figure", "design", "verdict") else "right", no_wrap=True)
-    for row in rows:
-        t.add_row(*(row[i] for i in keep))
-    # no row wraps and no number is cut: the table takes the width its cells need (most fit 100 columns)
-    Console(file=console.file, width=max(console.width, TABLE_ROOM), highlight=False).print(t)
+    cols = [fit.Column(COLUMNS[i], right=COLUMNS[i] not in ("case", "figure", "design", "verdict"),
+                       wraps=COLUMNS[i] in ("case", "design", "95% CI", "verdict")) for i in keep]
+    fit.table(console, cols, [[row[i] for i in keep] for row in rows],
+              title(cmp) + (f": {rows[0][0]}" if one_case else ""))
     for line in notes(cmp, figures):
-        console.print(fill(line, console.width, subsequent_indent="  "), highlight=False)
+        console.print(fit.wrap(line, console.width, "  "), highlight=False, markup=False)
 
 
 def markdown(cmp: Comparison, figures: list[str] | None = None) -> str:

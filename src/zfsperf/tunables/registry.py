@@ -7,7 +7,6 @@ pattern as the ZFS Test Suite's tunables.cfg (docs/reference/anchors.md ยง2.4, ย
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -120,8 +119,3 @@ def selectors() -> dict[str, list[str]]:
     zfs_fletcher_4_impl, zfs_vdev_raidz_impl, ...): name -> every implementation they offered."""
     return {name: sorted({w for v in values for w in offered(v)})
             for name, values in captured().items() if any(offered(v) for v in values)}
-
-
-def nearest(name: str, n: int = 3) -> list[str]:
-    """The known names closest to a misspelled one."""
-    return difflib.get_close_matches(name, sorted(known_names()), n=n, cutoff=0.8)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from textwrap import fill
 from typing import TYPE_CHECKING, Any
 
 from ...metrics.quantize import render
 from ...units import emulation_label, format_bytes, format_number
+from .. import fit
 from . import cells
 
 if TYPE_CHECKING:
@@ -38,41 +38,36 @@ def _cells(row: Any, columns: tuple[str, ...]) -> list[str]:
 
 def show(reports: list["RunReport"], console: Any, histograms: bool = True, wide: bool = False) -> None:
     """Each case's figures as a table of figure, unit, n, mean, CV % and 95 % CI (wide: median,
-    stddev, min and max too), numbers never cut (a cell does not wrap)."""
-    from rich import box
-    from rich.table import Table
+    stddev, min and max too), fitted to the console's width (.. fit: an interval wraps at its
+    dots, a number is never cut), and its lines of prose wrapped at that width."""
     columns = cells.STAT_COLUMNS if wide else NARROW
-    if wide:                                   # as wide as its columns need: a wide terminal's view
-        from rich.console import Console
-        console = Console(file=console.file, width=max(console.width, 160), highlight=False, soft_wrap=True)
+    w = console.width
+
+    def say(text: str) -> None:
+        console.print(fit.wrap(text, w, "  "), highlight=False, markup=False)
+
     for rep in reports:
-        console.print(cells.header_line(rep), highlight=False)
+        console.print(cells.header_line(rep), highlight=False, markup=False)   # a path: never wrapped
         label = emulation_label(rep.target.get("accelerator"))
         for case in rep.cases:
-            t = Table(title=f"{case.case}  [{cells.status(case)}]" + (f"  {label}" if label else ""), title_justify="left",
-                      box=box.SIMPLE_HEAD)
-            for c in ("figure", "unit") + columns:
-                t.add_column(c, justify="left" if c in ("figure", "unit") else "right", no_wrap=True)
-            for row in case.figures:
-                t.add_row(row.figure, "bytes" if row.unit == "B" else row.unit, *_cells(row, columns))
-            if case.figures:                    # --wide: as wide as its columns (a wide terminal's view)
-                console.print(t)
+            head = f"{case.case}  [{cells.status(case)}]" + (f"  {label}" if label else "")
+            if case.figures:
+                cols = [fit.Column(c, right=c not in ("figure", "unit"), wraps=c == "95% CI")
+                        for c in ("figure", "unit") + columns]
+                fit.table(console, cols, [[row.figure, "bytes" if row.unit == "B" else row.unit,
+                                           *_cells(row, columns)] for row in case.figures], head)
             else:
-                console.print(f"{case.case}  [{cells.status(case)}]" +
-                              (f": {case.errors[0]}" if case.errors else ""), highlight=False)
+                say(head + (f": {case.errors[0]}" if case.errors else ""))
             if case.class_table:
-                ct = Table(title="per I/O class (mean over iterations)", title_justify="left")
-                for c in ("class", "avg latency", "stddev", "iops", "throughput"):
-                    ct.add_column(c, justify="right")
-                for r in cells.class_rows(case):
-                    ct.add_row(*r)
-                console.print(ct)
+                fit.table(console, [fit.Column(c, right=True) for c in ("class", "avg latency", "stddev", "iops",
+                                                                          "throughput")],
+                          cells.class_rows(case), "per I/O class (mean over iterations)")
             if histograms:
                 for h in case.histograms.values():
-                    console.print(render(h["buckets"], f"{h['title']} latency ({h['unit']})"), highlight=False,
-                                  markup=False)
-            for line in cells.case_lines(case):          # wrapped at the console's width
-                console.print(fill(line, console.width), highlight=False, markup=False)
-        for w in rep.warnings:
-            console.print(fill(f"Warning: {w}", console.width), highlight=False, markup=False)
+                    console.print(fit.stripped(render(h["buckets"], f"{h['title']} latency ({h['unit']})")),
+                                  highlight=False, markup=False)
+            for line in cells.case_lines(case):
+                say(line)
+        for warning in rep.warnings:
+            say(f"Warning: {warning}")
         console.print()
