@@ -2,7 +2,7 @@
 PYTEST_ARGS ?=
 RUN_ARGS ?=
 
-.PHONY: deps test-deps run test test-fast bench clean
+.PHONY: deps test-deps run test test-fast test-lane test-slow bench clean
 
 deps:
 	@scripts/install-deps.sh
@@ -15,6 +15,16 @@ run: deps
 
 test: test-deps
 	.venv/bin/python tests/lanes.py $(PYTEST_ARGS)
+
+# one or more of make test's lanes by name (host, guest, quiet), as make test runs them
+LANE ?= host
+test-lane: test-deps
+	.venv/bin/python tests/lanes.py --lane $(LANE)
+
+# the `slow` tests make test leaves out: soaks and the statistical proofs under emulation, for
+# whoever changes those areas (docs/architecture.md, tests)
+test-slow: test-deps
+	.venv/bin/python -m pytest -p no:cacheprovider -m slow $(PYTEST_ARGS)
 
 # the tests that need no ZFS, daemon or guest (their fixtures say so: tests/conftest.py), one
 # pytest-xdist worker a core, each in a mount namespace of its own (tests/xdist-worker)

@@ -18,13 +18,17 @@ the lane's name in front; the whole of each lane's output is also kept in build/
 last lines say each lane's exit status and time, then every failed test's line (pytest's short
 summary), so that the end of a long log names what failed.
 
-`python tests/lanes.py ARGS...` with arguments runs `pytest ARGS` once, as given. Exit status: 0
+`python tests/lanes.py --lane host,quiet` runs those lanes only, as `make test` runs them (`make
+test-lane LANE=guest`). Each lane's time and its 10 slowest tests (pytest's --durations) end the
+output. `python tests/lanes.py ARGS...` with other arguments runs `pytest ARGS` once, as given
+(`make test PYTEST_ARGS="tests/test_x.py"`: one area against real zfs-fuse). Exit status: 0
 when every lane passed, else the first failing lane's (a lane that selected no test has failed:
 pytest's exit 5).
 """
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -36,6 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "build" / "test-logs"
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
 NO_TESTS = 5                                  # pytest's exit status when a selection is empty
+DURATION = re.compile(r"^\d+\.\d+s (call|setup|teardown) ")   # a line of pytest's --durations
+SLOWEST = 10                                  # the slowest tests each lane's summary names
 
 LANES = {
     "host": ["-m", "not slow and (fast or not quiet) and not guest"],
@@ -60,6 +66,7 @@ class Lane:
         self.t0 = self.t1 = 0.0
         self.last = ""
         self.failures: list[str] = []           # pytest's short summary: FAILED/ERROR lines
+        self.slowest: list[str] = []            # pytest's --durations lines, slowest first
 
     def start(self, out_lock: threading.Lock) -> None:
         LOGS.mkdir(parents=True, exist_ok=True)
@@ -70,6 +77,7 @@ class Lane:
 
         def pump() -> None:
             assert self.proc is not None and self.proc.stdout is not None
+            in_durations = False
             for line in self.proc.stdout:
                 log.write(line)
                 log.flush()
@@ -77,6 +85,12 @@ class Lane:
                     self.last = line.rstrip()
                 if line.startswith(("FAILED ", "ERROR ")):
                     self.failures.append(line.rstrip())
+                if "slowest" in line and "durations" in line and line.startswith("="):
+                    in_durations = True
+                elif in_durations and DURATION.match(line):
+                    self.slowest.append(line.rstrip())
+                elif in_durations and line.strip():
+                    in_durations = False
                 with out_lock:
                     sys.stdout.write(f"[{self.name}] {line}")
                     sys.stdout.flush()
@@ -98,7 +112,14 @@ class Lane:
 
 
 def main(args: list[str]) -> int:
-    if args:
+    only = None
+    if args[:1] == ["--lane"] and len(args) == 2:     # `make test-lane LANE=guest`: lanes by name, as make test runs them
+        only = args[1].split(",")
+        unknown = [n for n in only if n not in LANES]
+        if unknown:
+            print(f"lanes.py: no lane {unknown[0]} (lanes: {', '.join(LANES)})", file=sys.stderr)
+            return 2
+    elif args:
         return subprocess.run([*PYTEST, *args], cwd=ROOT).returncode
     t0 = time.monotonic()
     out_lock = threading.Lock()
@@ -115,6 +136,8 @@ def main(args: list[str]) -> int:
     for phase in PHASES:
         running = []
         for name in phase:
+            if only is not None and name not in only:
+                continue
             argv = [*PYTEST, *LANES[name]]
             lane = Lane(name, own_run_dir(argv) if name == "guest" else argv)
             lane.start(out_lock)
@@ -131,6 +154,11 @@ def main(args: list[str]) -> int:
     for lane in done:
         said = " (selected no test: a failure)" if lane.rc == NO_TESTS else ""
         print(f"  {lane.name:6} exit {lane.rc}{said}  {lane.t1 - lane.t0:5.0f} s  {lane.last}")
+    for lane in done:                              # where each lane's time goes
+        if lane.slowest:
+            print(f"  {lane.name}: its {min(SLOWEST, len(lane.slowest))} slowest")
+            for line in lane.slowest[:SLOWEST]:
+                print(f"    {line}")
     for lane in done:                              # what failed, where the end of a CI log shows it
         for line in lane.failures:
             print(f"  {lane.name:6} {line}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import after_compare_title, run_in_process, table_row, why, zfsperf
+from helpers import after_compare_title, flat, run_in_process, table_row, why, zfsperf
 from zfsperf import abline
 from zfsperf.errors import InputError
 
@@ -46,18 +46,24 @@ def test_bad_input_is_exit_2_and_writes_nothing(tmp_path):
 
 
 def test_a_one_line_ab_runs_and_prints_the_paired_verdict(lab, tmp_path):
-    """On the embedded zfs-fuse, a real A/B of a dataset property taking turns: the runfile it
-    wrote is the one the run recorded, and compare's paired verdict is printed."""
-    out = tmp_path / "ab.toml"
-    res = zfsperf("ab", "checksum=fletcher4,sha256", "-I", "6", "--size", "16M", "--runfile-out", str(out),
-                  "-o", str(tmp_path / "res"), "--no-history", timeout=900)
+    """The README's `zfsperf ab checksum=fletcher2,fletcher4` as a user runs it (from their own
+    directory, the default output directory and target; fewer and smaller pairs by its flags): a
+    real A/B taking turns on the embedded zfs-fuse, the runfile it wrote the one the run recorded,
+    and the lines the README shows: the design, the table's title, a verdict for the headline."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "zfsperf ab checksum=fletcher2,fletcher4 " in readme
+    res = zfsperf("ab", "checksum=fletcher2,fletcher4", "-I", "6", "--size", "16M", "--runfile-out", "ab.toml",
+                  "--no-history", cwd=str(tmp_path), timeout=900)
     assert res.returncode == 0, why(res)
     assert "design: turns" in res.stdout
-    d = Path(next(ln for ln in res.stdout.splitlines() if ln.startswith("Log directory:")).split("\t")[-1])
-    run = json.loads((d / "run.json").read_text())
-    assert run["runfile"]["text"] == out.read_text() and run["turns"] == ["ab"]
-    assert "ab checksum=fletcher4 → ab checksum=sha256" in " ".join(res.stdout.split())   # the table's title
+    shown = next(ln for ln in res.stdout.splitlines() if ln.startswith("Log directory:")).split("\t")[-1]
+    assert shown.startswith("zfsperf-results/"), shown                 # relative, as the user's -o is
+    run = json.loads((tmp_path / shown / "run.json").read_text())
+    assert run["runfile"]["text"] == (tmp_path / "ab.toml").read_text() and run["turns"] == ["ab"]
+    assert "design: one run, both sides on one pool taking turns round by round (ABBA)" in flat(res.stdout)
+    assert "ab checksum=fletcher2 → ab checksum=fletcher4" in flat(res.stdout)   # the table's title
     table = after_compare_title(res.stdout)                           # compare's, after the run's summary
+    assert table.split("\n\n")[1].split()[:2] == ["figure", "old"], table
     row = table_row(table, "throughput")
     assert any(w in row for w in ("better", "WORSE", "same", "not significant")), res.stdout
 

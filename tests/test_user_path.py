@@ -92,3 +92,16 @@ def test_the_readmes_dry_run_checks_a_runfile_and_writes_nothing(lab, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert "rr" in res.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["my.toml"]
+
+
+def test_the_readmes_guest_commands_check_as_dry_runs(tmp_path):
+    """The README's commands for the OpenZFS guest, verbatim with --dry-run (the guest lane runs them
+    for real): each is checked against the guest's OpenZFS and writes nothing."""
+    from helpers import run_in_process
+    for start in ("zfsperf ab --tunable zfs_recv_write_batch_size=128K,1M --target guest",
+                  "zfsperf run --target guest -r receive-batch"):
+        res = run_in_process([*readme_command(start), "--dry-run", "--no-history"], cwd=str(tmp_path))
+        assert res.returncode == 0, (start, res.stderr)
+        assert "target    the OpenZFS guest under QEMU" in res.stdout, res.stdout
+        assert "property and tunable names and values for openzfs-linux" in res.stdout, res.stdout
+    assert list(tmp_path.iterdir()) == []
