@@ -4,7 +4,7 @@ compare's first line says so."""
 
 import json
 
-from helpers import receive_runfile, zfsperf
+from helpers import flat, receive_runfile, zfsperf
 
 
 def test_calibrate_then_two_separate_runs_are_judged_on_this_machines_noise(lab, session_env, tmp_path):
@@ -23,7 +23,9 @@ def test_calibrate_then_two_separate_runs_are_judged_on_this_machines_noise(lab,
         dirs.append(str(tmp_path / name / "current"))
     cmp = zfsperf("compare", *dirs, "--store", store)
     assert cmp.returncode == 0, cmp.stdout + cmp.stderr
-    assert cmp.stdout.splitlines()[0] == f"judged on history: 5 earlier runs of identical settings from {store}"
+    # the first line, however it wrapped to the width (a tmp path is long): the store and the runs
+    first = flat(cmp.stdout.split("\n\n", 1)[0])
+    assert first.startswith(f"judged on history: 5 earlier runs of identical settings from {store}"), first
     ch = next(c for c in json.loads(zfsperf("compare", *dirs, "--store", store, "--json").stdout)["changes"]
               if c["figure"] == "throughput")
     assert ch["design"] == "history" and ch["detectable_pct"] is not None, ch

@@ -24,21 +24,27 @@ def _bench(name: str):
 
 
 calibration = _bench("calibration")
-TRIALS = 200
+TRIALS = 100        # each cell's bound is judged from its own binomial interval (the full bench: 2000)
+
+
+def _not_above(k: int, n: int, rate: float) -> bool:
+    """k calls in n trials do not show a rate above `rate` (a one-sided binomial test at 5 %)."""
+    from scipy.stats import binomtest
+    return binomtest(k, n, rate, alternative="greater").pvalue >= 0.05
 
 
 @pytest.mark.parametrize("design", ["paired 6", "paired 12", "turns 8", "history 5", "history 8", "history 20",
                                     "runs 3 vs 3"])
 @pytest.mark.parametrize("kind", ["normal", "drift"])
 def test_each_design_holds_its_bounds(design, kind):
-    """A/A false alarms under 5 % give at most 8.5 % in 300 trials nearly always (the 95 % upper
-    bound of the full bench is ≤ 7 %); the power at the printed detectable change near 80 %; a true
-    ±5 % called "same" rarely; intervals hold the truth about 95 % of the time. The history design
-    before issue 69 called 14 % of A/As at 5 runs: it fails here."""
+    """A/A false alarms: the trials do not show a rate above 5 % (the full bench's 95 % upper bound
+    is ≤ 7 %); the power at the printed detectable change near 80 %; a true ±5 % called "same"
+    rarely; intervals hold the truth about 95 % of the time. The history design before issue 69
+    called 14 % of A/As at 5 runs: it fails here."""
     if design == "runs 3 vs 3" and kind == "drift":
         pytest.skip("runs a side in sequence carry a drift between the sides: measured, in the bench only")
     row = calibration.measure(design, calibration.DESIGNS[design], kind, TRIALS, 20261202)
-    assert row.fa_rate <= 0.085, row
+    assert _not_above(row.false_alarms, row.trials, 0.05), row
     assert row.detectable_pct is not None and 0.62 <= row.power <= 0.95, row
     assert row.same_at_margin is None or row.same_at_margin <= 0.05, row
     assert 0.91 <= row.coverage <= 0.99, row

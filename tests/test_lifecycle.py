@@ -253,6 +253,7 @@ def test_a_signal_ends_a_case_whose_process_ignores_it_within_the_grace(h, tmp_p
     import zfsperf.workloads.base as base
     from zfsperf import proc as zproc
     monkeypatch.setattr(base, "SIGNAL_GRACE", 2.0)
+    monkeypatch.setattr(zproc, "STOP_GRACE", 1.0)
     started: list[subprocess.Popen] = []
 
     def script(ctx):
@@ -273,7 +274,7 @@ def test_a_signal_ends_a_case_whose_process_ignores_it_within_the_grace(h, tmp_p
     code, d, recs = h.run(rf)
     took = time.monotonic() - t0
     assert code != 0 and recs == [] and json.loads((d / "run.json").read_text())["interrupted"] is True
-    assert took < 30, f"{took:.1f} s: the case timeout is 60 s"      # 2 s grace + 5 s SIGTERM grace
+    assert took < 30, f"{took:.1f} s: the case timeout is 60 s"      # 2 s grace + 1 s SIGTERM grace
     assert started and not zproc.pid_alive(started[0].pid)
     log = "".join(f.read_text() for f in (d / "logs").rglob("*.log"))
     assert "still running 2 s after a signal asked it to end" in log, log[-2000:]

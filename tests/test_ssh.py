@@ -83,7 +83,7 @@ def sshd(lab, tmp_path_factory):
         yield url
 
 
-def test_a_command_the_connection_refused_a_session_for_runs_once_one_is_free(tmp_path):
+def test_a_command_the_connection_refused_a_session_for_runs_once_one_is_free(tmp_path, monkeypatch):
     """The guest lane's ssh failures: a loaded guest now and then refuses a session on the shared
     connection, and ssh exits 255 at once (the command never ran). Here for real: an sshd that
     allows one session a connection, whose listener is gone once the shared connection is up (so
@@ -91,7 +91,9 @@ def test_a_command_the_connection_refused_a_session_for_runs_once_one_is_free(tm
     session is busy is started again (sshlink's one retry policy, which receive, fio and the
     pool-latency reports share) and runs once the session is free; with none free for longer than
     the retries wait, it fails with ssh's 255."""
-    from zfsperf.sshlink import RETRY_DELAYS
+    from zfsperf import sshlink
+    monkeypatch.setattr(sshlink, "RETRY_DELAYS", (0.2, 0.5, 1.0))      # the policy, shorter: 1.7 s in all
+    RETRY_DELAYS = sshlink.RETRY_DELAYS
     with sshd_running([], tmp_path, "MaxSessions 1") as (url, listener):
         ssh = Ssh(url)
         try:

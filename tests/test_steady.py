@@ -124,13 +124,13 @@ def test_default_is_changepoint_and_steady_under_real_noise():
     flat = np.ones(120)
     for noise in (0.10, 0.15):
         steady_cp = steady_snia = 0
-        for seed in range(20):
+        for seed in range(10):               # 10 of 10: a rate below 74 % is ruled out (binomial, 95 %)
             s = synthetic({"workload_mibs": flat}, noise, seed)
             v = decide(s, headline="workload_mibs")
             steady_cp += v.steady and v.onset <= Criteria().window // 2
             steady_snia += decide(s, Criteria(**SNIA)).steady
-        assert steady_cp >= 19, (noise, steady_cp)
-        assert steady_snia <= 12, (noise, steady_snia)          # what the SNIA rule made of it
+        assert steady_cp == 10, (noise, steady_cp)
+        assert steady_snia <= 6, (noise, steady_snia)           # what the SNIA rule made of it
 
 
 def test_exponential_arc_fill_is_not_steady_before_it_has_filled():
@@ -334,7 +334,7 @@ def test_a_level_that_wanders_and_comes_back_is_steady_and_one_seen_three_times_
     warm = np.where(t < 60, 0.6, swing)
     three = 1 + 0.12 * np.sin(2 * np.pi * t / 100)                      # ±12 %, three times
     drift = 1 + 0.15 * t / 300
-    for seed in range(5):
+    for seed in range(3):
         v = decide(synthetic({k: swing for k in LOAD}, 0.05, seed), headline="workload_mibs")
         m = v.metrics["workload_mibs"]
         assert v.steady and v.onset == 1 and m.kind == "flat" and m.returns >= RETURNS, (seed, v.onset, m)

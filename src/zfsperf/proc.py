@@ -59,6 +59,8 @@ class CommandLog:
 
 NULL_LOG = CommandLog(None)
 
+STOP_GRACE = 5.0      # seconds a case's process group gets between SIGTERM and SIGKILL at teardown
+
 
 def c_locale_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment every command runs with: LC_ALL=C, so that tools print numbers the way
@@ -298,8 +300,10 @@ class ProcessSet:
         for p in list(self._procs):          # a list copy is atomic under the GIL
             _term_group(p)
 
-    def stop_all(self, grace: float = 5.0) -> list[int]:
-        """SIGTERM each live process group we started, then SIGKILL. Returns the pids stopped."""
+    def stop_all(self, grace: float | None = None) -> list[int]:
+        """SIGTERM each live process group we started, then SIGKILL after grace (STOP_GRACE).
+        Returns the pids stopped."""
+        grace = STOP_GRACE if grace is None else grace
         stopped = []
         with self._lock:
             procs = list(self._procs)
