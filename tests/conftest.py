@@ -5,12 +5,16 @@ The CLI runs the tests start find the daemon through ZFSPERF_LAB, corpora go to 
 (ZFSPERF_CACHE), and the tunables journal to a session state dir (ZFSPERF_STATE).
 
 Markers: `quiet` (judges measured figures or the machine: runs with nothing beside it), `guest`
-(needs the OpenZFS guest), `fast` (no ZFS at all). A test's tier follows the fixtures it uses: one
-that asks for none of NEEDS_A_DAEMON (zfs-fuse, the guest, PostgreSQL, sshd, loop devices, an idle
-machine) is `fast`, wherever it stands and whatever its module is marked, so pure statistics in a
-module of measured tests run in `make test-fast` and not in the quiet phase. tests/lanes.py, which
-`make test` runs, runs the guest tests beside the other host tests, then the quiet ones that are
-not fast, alone.
+(needs the OpenZFS guest), `fast` (no ZFS at all). One place decides them: the fixtures a test
+asks for (LANE_FIXTURES, NEEDS_A_DAEMON), never a module-level mark. A test that asks for
+`openzfs_guest` (itself or through a fixture of its own) is `guest`; one that asks for
+`idle_machine` (it judges the machine) or `judges_figures` (it judges measured figures of real
+runs) is `quiet`; one that asks for none of NEEDS_A_DAEMON (zfs-fuse, the guest, PostgreSQL, sshd,
+loop devices, an idle machine) is `fast`. So a refusal in a module of guest tests that needs no
+guest never waits for one, and a format test on real runs in a module of measured tests runs beside
+the guest lane, not alone. tests/lanes.py, which `make test` runs, runs the guest tests beside the
+other host tests, then the quiet ones, alone. (`slow`, a proof too long for `make test`, is the one
+mark set by hand: tests/lanes.py leaves it to `make test-slow`.)
 """
 
 from __future__ import annotations
@@ -51,15 +55,20 @@ def no_run_outlives_its_test():
 
 
 NEEDS_A_DAEMON = frozenset({"session_env", "lab", "target", "openzfs_guest", "pg", "pg_url", "sshd", "loops",
-                            "idle_machine"})
+                            "idle_machine", "judges_figures"})
+LANE_FIXTURES = {"openzfs_guest": "guest", "idle_machine": "quiet", "judges_figures": "quiet"}
 
 
 @pytest.hookimpl(tryfirst=True)           # before -m deselects by the markers added here
 def pytest_collection_modifyitems(config, items):
-    """Each test's tier from its fixtures (module docstring); then, in one session, the `quiet`
+    """Each test's lane from its fixtures (module docstring); then, in one session, the `quiet`
     tests first, the `guest` tests last (tests/lanes.py runs them as separate sessions)."""
     for i in items:
-        if not i.get_closest_marker("guest") and not NEEDS_A_DAEMON & set(getattr(i, "fixturenames", ())):
+        names = set(getattr(i, "fixturenames", ()))
+        for fixture, lane in LANE_FIXTURES.items():
+            if fixture in names:
+                i.add_marker(getattr(pytest.mark, lane))
+        if not NEEDS_A_DAEMON & names:
             i.add_marker(pytest.mark.fast)
     quiet = [i for i in items if i.get_closest_marker("quiet")]
     guest = [i for i in items if i.get_closest_marker("guest")]
@@ -71,6 +80,14 @@ def pytest_collection_modifyitems(config, items):
 def idle_machine():
     """For a test that judges the machine itself (zfsperf check): nothing else may run beside it,
     so it is never fast and runs in the quiet phase. It provides nothing."""
+
+
+@pytest.fixture
+def judges_figures(lab):
+    """For a test that judges measured figures of real runs on zfs-fuse (a verdict, an interval, a
+    steady-state call): nothing else may run beside it, so it runs in the quiet phase. It provides
+    the lab, as `lab` does."""
+    return lab
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,6 @@ from helpers import flat, zfsperf
 from helpers import last_dir, records, write_runfile
 from helpers import stored_results as _results, level_run as _run, throughput_change as _tp
 
-pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
 
 
 def test_two_runs_a_drift_apart_are_not_called_worse(tmp_path):
@@ -130,7 +129,7 @@ def _interleaved(tmp_path: Path, name: str, prop: str, *, runfile_ab: bool = Fal
     return last_dir(res.stdout)
 
 
-def test_interleaved_ab_of_a_real_property_is_called_with_its_interval(tmp_path, lab):
+def test_interleaved_ab_of_a_real_property_is_called_with_its_interval(tmp_path, judges_figures):
     """`ab = true` in the runfile (the same blocks as --interleave, for this test)."""
     d = _interleaved(tmp_path, "ab", 'compression = ["off", "gzip-9"]', runfile_ab=True)
     assert json.loads((d / "run.json").read_text())["ab"] == ["recv"]
@@ -153,7 +152,7 @@ def test_interleaved_ab_of_a_real_property_is_called_with_its_interval(tmp_path,
     assert ch2["verdict"] == "worse" and ch2["change_pct"] == pytest.approx(ch["change_pct"]), ch2
 
 
-def test_interleaved_aa_is_judged_paired_and_says_what_it_could_see(tmp_path, lab):
+def test_interleaved_aa_is_judged_paired_and_says_what_it_could_see(tmp_path, judges_figures):
     """A user property with no effect on ZFS: A and B are the same, judged by the paired design,
     and the line a user reads agrees with the JSON: "same within ±5 %" when its whole interval lies
     inside ±5 %, else the detectable change it printed ("could see ≥ X %", X the JSON's
@@ -198,7 +197,7 @@ dataset = {{ "zfsperf:arm" = ["a", "b"] }}
     ("90%", 12, "detectable change reached", None),      # reached after the least (6), before the maximum
 ])
 def test_detect_runs_blocks_until_the_change_it_asks_for_is_visible(want, maximum, stopped_by, blocks,
-                                                                   tmp_path, lab):
+                                                                   tmp_path, judges_figures):
     rf = write_runfile(tmp_path, DETECT.format(maximum=maximum))
     res = zfsperf("run", "-r", str(rf), "--detect", want, "-o", str(tmp_path / "res"), "--no-history")
     assert res.returncode == 0, why(res)
@@ -287,7 +286,7 @@ def _duet(tmp_path: Path, name: str, prop: str, template: str = DUET) -> Path:
     return d
 
 
-def test_duet_aa_is_unbiased(tmp_path, lab):
+def test_duet_aa_is_unbiased(tmp_path, judges_figures):
     """The same property on both sides (a user property ZFS ignores): the ratio's interval holds 1.
     A 95 % interval misses the truth 5 % of the time by design; twice in a row 0.25 %."""
     for attempt in range(2):
@@ -299,7 +298,7 @@ def test_duet_aa_is_unbiased(tmp_path, lab):
     assert "both sides at once on one pool" in zfsperf("compare", str(d)).stdout
 
 
-def test_duet_ab_of_a_real_property(tmp_path, lab):
+def test_duet_ab_of_a_real_property(tmp_path, judges_figures):
     """4k random reads of a 16M file: from the ARC (primarycache=all), or every one from the vdevs."""
     d = _duet(tmp_path, "ab", 'primarycache = ["all", "none"]', DUET_FIO)
     ch = next(c for c in json.loads(zfsperf("compare", str(d), "--json").stdout)["changes"] if c["figure"] == "iops")
@@ -315,7 +314,7 @@ def _turn_order(d: Path, it: int) -> str:
     return "".join(m for m in re.findall(r"^\$ .*zfs receive \S*?/duet([AB])/", log, re.M))
 
 
-def test_turns_take_turns_abba_and_aa_is_unbiased(tmp_path, lab):
+def test_turns_take_turns_abba_and_aa_is_unbiased(tmp_path, judges_figures):
     """duet = "turns": both sides on one pool, round by round in ABBA groups (the side that goes
     first swaps every iteration), equal rounds each; an A/A's interval holds 1 (twice in a row
     missing it happens 0.25 % of the time)."""
@@ -345,7 +344,7 @@ def test_turns_take_turns_abba_and_aa_is_unbiased(tmp_path, lab):
     assert any("stream WRITE records vs blocks on disk" in {c["name"] for c in r["cross_checks"]} for r in recs)
 
 
-def test_turns_ab_of_a_real_property_is_worse_with_its_interval(tmp_path, lab):
+def test_turns_ab_of_a_real_property_is_worse_with_its_interval(tmp_path, judges_figures):
     """gzip-9 on a compressible stream costs CPU in the txg sync that ends each receive: in turns
     that sync is its own round's (a duet, both syncing together, shares it and saw about -8 %)."""
     d = _duet(tmp_path, "ab", 'compression = ["off", "gzip-9"]', TURNS)
@@ -360,7 +359,7 @@ def test_turns_ab_of_a_real_property_is_worse_with_its_interval(tmp_path, lab):
     assert gate.returncode == 1 and "regression: " in gate.stderr and " throughput " in gate.stderr, gate.stderr
 
 
-def test_detect_on_a_test_that_takes_turns(tmp_path, lab):
+def test_detect_on_a_test_that_takes_turns(tmp_path, judges_figures):
     """--detect on a turns test: iteration after iteration (each one both sides' turns) until the
     detectable change compare computes is reached, at least 6."""
     rf = write_runfile(tmp_path, TURNS.format(prop='"zfsperf:arm" = ["a", "b"]').replace(

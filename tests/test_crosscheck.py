@@ -12,7 +12,6 @@ from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
 from zfsperf.metrics.crosscheck import CrossCheck
 
-pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
 
 RUNFILE = """
 [defaults]
@@ -59,7 +58,7 @@ runtime = 5
 """
 
 
-def test_cross_checks_recorded_judged_and_reported(lab, tmp_path):
+def test_cross_checks_recorded_judged_and_reported(judges_figures, tmp_path):
     rf = write_runfile(tmp_path, RUNFILE)
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"), "--no-history")
     assert res.returncode == 0, why(res)

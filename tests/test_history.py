@@ -10,7 +10,6 @@ from helpers import flat, why
 from helpers import pg_cluster, zfsperf
 from helpers import last_dir, write_runfile
 
-pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
 
 RUNFILE = """
 [params]

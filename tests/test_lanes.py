@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lanes  # noqa: E402
+import pytest  # noqa: E402
 
 
 def test_a_lane_that_selects_no_test_fails(tmp_path, monkeypatch):
@@ -22,3 +24,38 @@ def test_a_lane_that_selects_no_test_fails(tmp_path, monkeypatch):
 
 def test_a_passing_selection_passes():
     assert lanes.LANES["host"] and lanes.PHASES == [["host", "guest"], ["quiet"]]
+
+
+MARKED_BY_HAND = re.compile(r"pytestmark\s*=|pytest\.mark\.(quiet|guest|fast)\b")
+
+
+def test_a_tests_lane_is_decided_by_its_fixtures_alone():
+    """No module or test marks its own lane (issue 84 §5): conftest.py decides it from the fixtures
+    a test asks for, so a test that needs no guest never runs in the guest lane."""
+    here = Path(__file__).resolve().parent
+    marked = [f"{p.name}:{n}" for p in sorted(here.glob("*.py")) if p.name != "conftest.py"
+              for n, ln in enumerate(p.read_text().splitlines(), 1) if MARKED_BY_HAND.search(ln)
+              and not ln.lstrip().startswith(("#", '"'))]
+    assert marked == []
+
+
+def test_the_lanes_follow_the_fixtures():
+    """A refusal in the guest tests' module that asks for no guest is fast; a guest test is guest;
+    a format test on real runs in a module of measured ones is on the host beside the guest; a
+    test that judges figures is quiet."""
+    got: dict[str, set[str]] = {}
+
+    class Collect:
+        def pytest_collection_finish(self, session):
+            for i in session.items:
+                got[i.nodeid] = {m.name for m in i.iter_markers()} & {"fast", "guest", "quiet"}
+
+    pytest.main(["-p", "no:cacheprovider", "--collect-only", "-q", "-m", "", "--rootdir",
+                 str(Path(__file__).resolve().parent.parent),
+                 "tests/test_guest_builds.py", "tests/test_report.py", "tests/test_compare_designs.py"],
+                plugins=[Collect()])
+    assert got["tests/test_guest_builds.py::test_build_a_b_refuses_duet_and_mixed_series_before_building"] == {"fast"}
+    assert got["tests/test_guest_builds.py::test_bisect_names_the_commit_that_added_the_cost_and_resumes"] == {"guest"}
+    assert got["tests/test_report.py::test_report_formats_from_stored_results"] == set()          # host
+    assert got["tests/test_report.py::test_real_ab_is_significant_with_its_direction"] == {"quiet"}
+    assert got["tests/test_compare_designs.py::test_paired_blocks_see_what_drift_hides"] == {"fast"}

@@ -9,13 +9,10 @@ import sys
 import time
 from contextlib import contextmanager
 
-import pytest
-
 from helpers import zfsperf
 from helpers import last_dir, write_runfile
 from zfsperf import machine
 
-pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
 
 FIO = """
 [defaults]
@@ -68,7 +65,7 @@ def test_strict_refuses_a_busy_machine_before_touching_anything(tmp_path, idle_m
     assert not (tmp_path / "res").exists()
 
 
-def test_a_working_zfs_daemon_is_busy(lab, tmp_path):
+def test_a_working_zfs_daemon_is_busy(lab, tmp_path, idle_machine):
     """A second pool with fio running on it (the test session's own zfs-fuse daemon) is seen."""
     from zfsperf.pool import PoolManager, PoolSpec
     from zfsperf.zfsfuse.target import ZfsFuseTarget
@@ -90,7 +87,7 @@ def test_a_working_zfs_daemon_is_busy(lab, tmp_path):
     assert daemon and daemon[0]["level"] == machine.BUSY, [f["what"] for f in c["findings"]]
 
 
-def test_one_run_at_a_time_and_the_machine_getting_busier_is_said(tmp_path, lab):
+def test_one_run_at_a_time_and_the_machine_getting_busier_is_said(tmp_path, lab, idle_machine):
     rf = write_runfile(tmp_path, FIO.format(runtime=8))
     a = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "-o", str(tmp_path / "a"),
                           "--no-history"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

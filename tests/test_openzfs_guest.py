@@ -22,7 +22,6 @@ from zfsperf.tunables.impls import offered
 
 PARAMS = "/sys/module/zfs/parameters"
 PARAM = f"{PARAMS}/zfs_vdev_async_write_max_active"
-pytestmark = pytest.mark.guest
 
 
 @pytest.fixture
@@ -103,9 +102,9 @@ def test_receive_sweep_and_fio_on_openzfs(guest, tmp_path):
 
 
 DIRTY = "zfs_dirty_data_max"
-DIRTY_TURNS = f"""
+DIRTY_TURNS = """
 [defaults]
-iterations = 8
+iterations = {iterations}
 timeout = "20m"
 [defaults.pool]
 vdevs = 1
@@ -118,22 +117,28 @@ threads = 1
 duration = "2s"
 duet = "turns"
 steady = {{ mode = "off" }}
-tunables = {{ {DIRTY} = ["268435456", "262144"] }}
-"""
+tunables = {{ %s = ["268435456", "262144"] }}
+""" % DIRTY
 
 
-def test_a_module_tunable_taking_turns_is_called_observed_and_restored(guest, tmp_path):
-    """A real runtime tunable change, taking turns on one pool in the guest, is called with its
-    direction: zfs_dirty_data_max 256 MiB → 256 KiB makes the write throttle (from 60 % of it)
-    delay every receive tx. At 6 iterations, 10 quiet runs of this runfile and one in CI (beside the
-    host lane) were all WORSE, by -36.7 … -39.0 %; the CI run's least pair was -9.7 %. 8 iterations:
-    one pair the other way (a small one) still leaves p < 0.05 (docs/benchmarks.md). While it
+@pytest.mark.parametrize("iterations", [
+    2,                                                  # the mechanics: both values, ABBA, put back
+    pytest.param(8, marks=pytest.mark.slow),            # the verdict under TCG (issue 84): make test-slow
+])
+def test_a_module_tunable_taking_turns_is_called_observed_and_restored(guest, tmp_path, iterations):
+    """A real runtime tunable change, taking turns on one pool in the guest: zfs_dirty_data_max
+    256 MiB → 256 KiB makes the write throttle (from 60 % of it) delay every receive tx. While it
     runs the guest's parameter takes both values; the per-round read-back is in each record, the
-    writes in ABBA order in the case log; afterwards the value from before is back."""
+    writes in ABBA order in the case log; afterwards the value from before is back; compare judges
+    it by the turns design. That it is called WORSE is a verdict under TCG, at 8 iterations (the
+    slow case): at 6, 10 quiet runs of this runfile and one in CI (beside the host lane) were all
+    WORSE, by -36.7 … -39.0 %; the CI run's least pair was -9.7 %; at 8, one pair the other way (a
+    small one) still leaves p < 0.05 (docs/benchmarks.md)."""
     param = f"{PARAMS}/{DIRTY}"
     before = guest_sh(guest, "cat", param).strip()
     assert before not in ("268435456", "262144")
-    p = in_guest_popen("run", "-r", str(write_runfile(tmp_path, DIRTY_TURNS)), "-o", str(tmp_path / "o"),
+    p = in_guest_popen("run", "-r", str(write_runfile(tmp_path, DIRTY_TURNS.format(iterations=iterations))),
+                       "-o", str(tmp_path / "o"),
                        "--no-history")
     seen = set()
     while p.poll() is None:
@@ -145,7 +150,7 @@ def test_a_module_tunable_taking_turns_is_called_observed_and_restored(guest, tm
     assert guest_sh(guest, "cat", param).strip() == before         # and put back
     d = last_dir(out)
     recs = records(d)
-    assert len(recs) == 16 and {r["status"] for r in recs} == {"PASS"}
+    assert len(recs) == 2 * iterations and {r["status"] for r in recs} == {"PASS"}
     for r in recs:
         v = r["sweep"][DIRTY]
         assert r["tunables"][DIRTY] == {"before": before, "set": str(v), "scope": "runtime"}
@@ -155,7 +160,10 @@ def test_a_module_tunable_taking_turns_is_called_observed_and_restored(guest, tm
     assert written[:4] == ["268435456", "262144", "262144", "268435456"], written   # ABBA, A first on odd
     ch = next(c for c in json.loads(zfsperf("compare", str(d), "--json", "--no-history").stdout)["changes"]
               if c["figure"] == "throughput")
-    assert ch["design"] == "turns" and ch["verdict"] == "worse" and ch["ci_pct"][1] < 0, ch
+    assert ch["design"] == "turns", ch
+    assert ch["verdict"] in ("same", "not significant", "within noise", "better", "worse"), ch
+    if iterations >= 8:
+        assert ch["verdict"] == "worse" and ch["ci_pct"][1] < 0, ch
 
 
 BATCH_AA = """

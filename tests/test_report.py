@@ -16,7 +16,6 @@ from scipy import stats as sps
 from helpers import flat, why
 from helpers import chromium, console_errors, last_dir, zfsperf
 
-pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
 
 AB = """
 [defaults]
@@ -54,7 +53,7 @@ def _changes(a: Path, b: Path, *extra: str) -> tuple[subprocess.CompletedProcess
     return zfsperf("compare", str(a), str(b), *extra), json.loads(js.stdout)
 
 
-def test_real_ab_is_significant_with_its_direction(ab_runs):
+def test_real_ab_is_significant_with_its_direction(ab_runs, judges_figures):
     res, js = _changes(ab_runs["a"], ab_runs["b"], "--fail-on-regression", "5", "--allow-setup-change", "runfile,machine")
     assert js["setup_changes"][0]["key"] == "runfile"          # compression off -> gzip: the runfile differs
     tp = next(c for c in js["changes"] if c["figure"] == "throughput")
@@ -70,7 +69,7 @@ def test_real_ab_is_significant_with_its_direction(ab_runs):
     assert back.returncode == 0
 
 
-def test_same_settings_twice_is_not_a_regression(ab_runs):
+def test_same_settings_twice_is_not_a_regression(ab_runs, judges_figures):
     """Two runs of the same settings, one after the other. On zfs-fuse here throughput drifts over
     minutes (bench/power.py: consecutive A/A pairs are called significant 36 % of the time, by up to
     ~20 %), so a noise floor above that drift is what makes consecutive runs comparable at all:

@@ -5,8 +5,6 @@ import json
 import os
 import shutil
 
-import pytest
-
 from helpers import why
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
@@ -14,7 +12,6 @@ from zfsperf import steady
 from zfsperf.results.record import CaseRecord, SteadyRecord
 from zfsperf.steady import rounds, timescale
 
-pytestmark = pytest.mark.quiet       # judges measured figures or the machine: nothing built beside it
 
 # 7 iterations: SNIA's window is the last 5 rounds, so a host disturbance at the start (the previous
 # test's files still being written back) passes before the window, as it would in a longer run
@@ -64,7 +61,7 @@ runtime = 15
 """
 
 
-def test_default_like_receive_case_is_judged_across_iterations_and_said_alike(tmp_path, lab):
+def test_default_like_receive_case_is_judged_across_iterations_and_said_alike(tmp_path, judges_figures):
     """The default suite's shape (receive rounds back to back for a few seconds, 5+ iterations): each
     iteration is too short for a window at its time scale (1 s bins of whole rounds), so the verdict
     comes from the iterations as SNIA's rounds, and the run's output, summary.txt and `report` all say
@@ -94,7 +91,7 @@ def test_default_like_receive_case_is_judged_across_iterations_and_said_alike(tm
         assert f"steady state (record): {v.word}" in rep and v.why in " ".join(rep.split()), rep
 
 
-def test_a_cache_still_filling_is_not_steady_with_its_reason(tmp_path, lab):
+def test_a_cache_still_filling_is_not_steady_with_its_reason(tmp_path, judges_figures):
     res = zfsperf("run", "-r", str(write_runfile(tmp_path, WARMING)), "-o", str(tmp_path / "res"), "--no-history")
     assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
