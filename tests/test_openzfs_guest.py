@@ -161,8 +161,9 @@ def test_a_module_tunable_taking_turns_is_called_observed_and_restored(guest, tm
     ch = next(c for c in json.loads(zfsperf("compare", str(d), "--json", "--no-history").stdout)["changes"]
               if c["figure"] == "throughput")
     assert ch["design"] == "turns", ch
-    assert ch["verdict"] in ("same", "not significant", "within noise", "better", "worse"), ch
-    if iterations >= 8:
+    if iterations < 6:              # the fewest pairs with which an exact sign-flip p < 0.05 is possible
+        assert ch["verdict"] == "too few iterations", ch
+    else:
         assert ch["verdict"] == "worse" and ch["ci_pct"][1] < 0, ch
 
 
