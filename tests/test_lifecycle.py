@@ -202,6 +202,21 @@ def test_an_ab_test_runs_its_points_in_seeded_blocks_and_the_rest_in_turn(h, tmp
     assert h.workload_calls() == calls                              # the seed gives the order again
 
 
+@pytest.mark.parametrize("asked,said", [(2, True), (6, False), (8, False)])
+def test_an_ab_asked_for_fewer_than_6_blocks_says_it_runs_6_and_why(h, tmp_path, monkeypatch, asked, said):
+    """-I 2 on an interleaved run is raised to 6 blocks (the fewest with which the paired test can
+    reach p < 0.05); the user is told so, with why, once; asked for 6 or more, nothing is said."""
+    from zfsperf.ui import Console
+    lines: list[str] = []
+    monkeypatch.setattr(Console, "say", lambda self, text: lines.append(text))
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nlevel = [1, 2]\n')
+    code, _d, recs = h.run(rf, interleave=True, seed=3, iterations=asked)
+    assert code == 0 and len(recs) == 2 * max(asked, 6)
+    raised = [t for t in lines if t.startswith("iterations:")]
+    assert raised == ([f"iterations: {asked} asked for, 6 run: an A/B's paired test cannot call a change "
+                       "(p < 0.05) with fewer pairs"] if said else []), lines
+
+
 @pytest.mark.parametrize("body,error", [
     ('level = 1\nab = true\n', "ab needs a sweep to compare"),
     ('level = [1, 2]\nab = "yes"\n', "expected true or false, got \"yes\""),

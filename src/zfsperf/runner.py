@@ -392,6 +392,11 @@ class Runner:
         self._prep_error: dict[str, str] = {}
         self._warmed: set[str] = set()
         total = sum(self._iterations(c) for c in cases)
+        asked = {self.plan.iterations or c.test.iterations for c in cases if self._iterations(c) > (
+            self.plan.iterations or c.test.iterations)}
+        if asked:                     # never silently more than asked for: said once, with why
+            self.ui.say(f"iterations: {' / '.join(map(str, sorted(asked)))} asked for, {MIN_BLOCKS} run: an A/B's "
+                        f"paired test cannot call a change (p < {ALPHA:g}) with fewer pairs")
         remaining = {c.id: self._iterations(c) - sum(1 for cid, it in done if cid == c.id and it >= 1) for c in cases}
         self.ui.start_progress(total - len(done), remaining, self._past_seconds([c.id for c in cases]))
         states = []
