@@ -219,11 +219,12 @@ def test_bisect_names_the_commit_that_added_the_cost_and_resumes(lab, tmp_path):
     repo, commits, g = lab
     rf = str(write_runfile(tmp_path, RECV))
     # the range base..cost: comment, cost (one halving; the search itself: tests/test_bisect_rule.py).
-    # 8 blocks, not 6: with 6 the exact sign-flip test is significant only when every block agrees,
-    # and beside the host lane under TCG one block in six came out reversed (CI, 2026-11-26: -41 %,
-    # p 0.094); with 8, that run's blocks and two more like them give p of about 0.02
+    # 6 blocks, the fewest an A/B runs: at 6 the exact sign-flip test is significant only when every
+    # block agrees, which the planted pause makes certain (100 ms a WRITE record: 0.73 s → 8.98 s a
+    # receive, -92 %, 2026-12-04). 8 blocks from 2026-11-26, when the pause was 20 ms and one block
+    # in six came out reversed beside the host lane (-41 %, p 0.094), until issue 84 (269 s a run)
     argv = ("guest", "bisect", "--zfs-src", str(repo), "--good", commits["base"], "--bad", commits["cost"],
-            "-r", rf, "--case", "recv", "--figure", "throughput", "--blocks", "8", "--seed", "5",
+            "-r", rf, "--case", "recv", "--figure", "throughput", "--blocks", "6", "--seed", "5",
             "-o", str(tmp_path / "b"))
     res = zfsperf(*argv, timeout=3600)
     assert res.returncode == 0, why(res)

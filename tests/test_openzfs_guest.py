@@ -169,7 +169,7 @@ def test_a_module_tunable_taking_turns_is_called_observed_and_restored(guest, tm
 
 BATCH_AA = """
 [defaults]
-iterations = 6
+iterations = 2
 timeout = "20m"
 [defaults.pool]
 vdevs = 1
@@ -192,24 +192,23 @@ def test_a_module_tunable_aa_in_turns_is_judged_in_turns_and_both_arms_pay_the_w
     """A runtime tunable A/A in turns: zfs_recv_write_batch_size 1M against 1048576, one value
     written two ways, so both arms pay the write and the read-back of every round (until 2026-11-27
     equal values once normalised wrote nothing between rounds: test_lifecycle has that defect's
-    test). The mechanics only, at the smallest size a verdict needs (6 pairs): every record PASS, compare
-    judges it by the turns design with a p, an interval and one verdict of its enum. Whether the A/A
-    is called, and how wide its interval is under TCG, are measured figures of a benchmark
-    (bench/tunable_turns.py), not judged here: until 2026-12-03 this test asserted them and failed
-    CI when TCG's speed followed the host's load (issue 84)."""
+    test). The mechanics only, at 2 pairs: every record PASS, compare pairs them by the turns design
+    and says 2 pairs are too few for a verdict (the turns verdict's p and interval: the quiet lane's
+    tests/test_compare_designs.py on zfs-fuse). Whether the A/A is called, and how wide its interval
+    is under TCG, are measured figures of a benchmark (bench/tunable_turns.py), not judged here: until
+    2026-12-03 this test asserted them and failed CI when TCG's speed followed the host's load, and
+    it ran 6 pairs (90 s) until 2026-12-04 (issue 84)."""
     p = in_guest_popen("run", "-r", str(write_runfile(tmp_path, BATCH_AA)), "-o", str(tmp_path / "o"),
                        "--no-history")
     out, err = p.communicate()
     assert p.returncode == 0, out + err
     d = last_dir(out)
     recs = records(d)
-    assert len(recs) == 12 and {r["status"] for r in recs} == {"PASS"}
+    assert len(recs) == 4 and {r["status"] for r in recs} == {"PASS"}
     res = zfsperf("compare", str(d), "--json", "--no-history")
     assert res.returncode == 0, res.stdout + res.stderr
     ch = next(c for c in json.loads(res.stdout)["changes"] if c["figure"] == "throughput")
-    assert ch["design"] == "turns", ch
-    assert 0.0 <= ch["p"] <= 1.0 and len(ch["ci_pct"]) == 2 and ch["ci_pct"][0] <= ch["ci_pct"][1], ch
-    assert ch["verdict"] in ("same", "not significant", "within noise", "better", "worse"), ch
+    assert ch["design"] == "turns" and ch["verdict"] == "too few iterations", ch
     for r in recs:                   # every round of both sides ran under the one value, read back
         assert r["turn_tunables"] == [{"zfs_recv_write_batch_size": "1048576"}] * r["rounds"] and r["rounds"] >= 1, r
 
