@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -91,11 +93,15 @@ def _check(name: str, text: str) -> None:
 
 
 @pytest.fixture
-def run(tmp_path) -> Path:
-    """A copy of the stored directory: readers must not write into it, and paths stay fixed."""
-    dst = tmp_path / "receive-fio"
+def run() -> Iterator[Path]:
+    """A copy of the stored directory: readers must not write into it, and paths stay fixed. Its
+    path has one length whatever the test's name (/tmp/zfsperf-golden-XXXXXXXX/receive-fio): the
+    terminal view wraps its first line, the run's path, at the width."""
+    top = Path(tempfile.mkdtemp(prefix="zfsperf-golden-", dir="/tmp"))
+    dst = top / "receive-fio"
     shutil.copytree(RUN, dst)
-    return dst
+    yield dst
+    shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.mark.parametrize("name", sorted(VIEWS))

@@ -114,3 +114,19 @@ def test_compare_report_and_history_fit_the_width_without_trailing_spaces(column
     hist = _cli("history", "--store", store)
     assert "change point" in hist and "-20" in hist.replace("−", "-"), hist
     _fits(hist, width, "history", str(tmp_path))
+
+
+@pytest.mark.parametrize("columns", ["80", "100"])
+def test_reports_first_line_wraps_at_the_width_and_keeps_the_path_whole(columns, tmp_path, monkeypatch):
+    """The run's line at the top of `report` (its path, its ZFS, its runfile) was printed whole: 127
+    columns at COLUMNS=80 for a README `ab` run. It wraps at spaces like the prose under it; only
+    a path longer than the width may stand alone on a line of its own, uncut."""
+    monkeypatch.setenv("COLUMNS", columns)
+    width = int(columns)
+    d = tmp_path / ("a-results-directory-whose-name-is-long-" * 2) / "run"
+    shutil.copytree(RUN, d)
+    text = _cli("report", str(d), "--no-histograms")
+    head = text.split("\n")[:3]
+    assert str(d) in text.split("\n")[0] and "zfs-fuse" in " ".join(head), head
+    for ln in text.splitlines():
+        assert len(ln) <= width or ln.rstrip(":") == str(d), f"{len(ln)} > {width}: {ln!r}"

@@ -47,7 +47,7 @@ def show(reports: list["RunReport"], console: Any, histograms: bool = True, wide
         console.print(fit.wrap(text, w, "  "), highlight=False, markup=False)
 
     for rep in reports:
-        console.print(cells.header_line(rep), highlight=False, markup=False)   # a path: never wrapped
+        say(cells.header_line(rep))          # wrapped at spaces: a path is one word, never cut
         label = emulation_label(rep.target.get("accelerator"))
         for case in rep.cases:
             head = f"{case.case}  [{cells.status(case)}]" + (f"  {label}" if label else "")
