@@ -283,6 +283,48 @@ class Lifecycle:
         return "; ".join(errors) or None
 
 
+class Sides:
+    """How the sides of one iteration share the machine, chosen once per case (sides.choose, the
+    way hyperfine picks its executor once): the body (CaseRunner.iterate) asks it for the
+    lifecycles, the places and contexts, the measuring, and the little that differs after it; it
+    never asks which kind it is. The kinds: sides.Alone (a single case), sides.Together (a duet:
+    both at once on one pool), sides.Turns (a duet taking turns on one pool: a dataset property or
+    a module tunable), sides.GuestTurns (two builds, one guest each, taking turns)."""
+
+    cases: tuple[Case, ...]     # the record order: A, then B
+    sampled = True              # a sampler over the pool (a paused guest is not sampled)
+    one_pool = False            # every side on one pool: its txgs and queues are all sides' at once
+    at_once = False             # the sides ran at the same time: one profile of every sample
+
+    def lives(self, runner: "CaseRunner", it: int, log: proc.CommandLog) -> dict[str, Lifecycle]:
+        """Each side's lifecycle, by case id (a lifecycle may hold more than one side)."""
+        raise NotImplementedError
+
+    def place(self, runner: "CaseRunner", lives: dict[str, Lifecycle], records: dict[str, CaseRecord], wl: Any,
+              it: int, log: proc.CommandLog, prepared: Any) -> dict[str, CaseContext]:
+        """The lifecycles entered (builds, tunables, pools), each side's dataset and its context;
+        the pool and tunables facts in each record."""
+        raise NotImplementedError
+
+    def progress(self, ctxs: dict[str, CaseContext]) -> Callable[[], dict[str, float] | None]:
+        """What the sampler reads as the workload's own progress (every side's, added up)."""
+        def every() -> dict[str, float] | None:
+            parts = [p for p in (x.current_progress() for x in ctxs.values()) if p]
+            return {k: sum(p.get(k, 0.0) for p in parts) for k in parts[0]} if parts else None
+        return every
+
+    def measure(self, wl: Any, ctxs: dict[str, CaseContext], it: int) -> dict[str, Any]:
+        """The counted workload: each side's figures, or what it raised (by case id)."""
+        raise NotImplementedError
+
+    def spans(self, ctx: CaseContext) -> list[tuple[float, float]] | None:
+        """The times a side ran, for its share of the profile (None: all of it)."""
+        return ctx.spans
+
+    def label(self, ctxs: dict[str, CaseContext], lives: dict[str, Lifecycle]) -> None:
+        """What only this kind of side records beside its figures."""
+
+
 class CaseRunner:
     """Runs case iterations on one target and pool manager into one results directory."""
 
@@ -316,233 +358,93 @@ class CaseRunner:
         missing = sorted({n for c in cases for n in c.tunables if not self.target.has_tunable(n)})
         return f"{self.target.impl} has no tunable {', '.join(missing)}" if missing else None
 
-    def run(self, case: Case, it: int, prepared: Any, prep_error: str | None) -> CaseRecord:
-        """One iteration (it < 0: a warm-up) of a case, from a fresh pool to its record."""
-        rd, target = self.rd, self.target
-        t = case.test
-        log = rd.case_log(case.slug, it)
-        target.log = log
-        record = self._record(case, it)
+    def iterate(self, sides: "Sides", it: int, prepared: Any, prep_error: str | None) -> list[CaseRecord]:
+        """One iteration (it < 0: a warm-up) of a case's sides, from fresh pools to a record per side,
+        the same for every design: how the sides share the machine (alone, together on one pool,
+        taking turns, two guests) is the strategy's (sides.py), chosen once per case; what every
+        side gets -- FAIL/SKIP, pool facts, contexts, sampler, measuring, profiles, cross-checks,
+        sampler cost, steady verdict, figures -- is here, once."""
+        cases = sides.cases
+        lead, t = cases[0], cases[0].test
+        log = self.rd.case_log(lead.slug, it)
+        self.target.log = log
+        records = {c.id: self._record(c, it) for c in cases}
+        outcomes = {c.id: CaseOutcome() for c in cases}
         t0 = time.monotonic()
-        self.ui.case_start(case.id, it)
+        self.ui.case_start(" + ".join(c.id for c in cases), it)
 
-        def finish(outcome: CaseOutcome) -> CaseRecord:
-            record.status, record.error = outcome.decide_status()
-            record.duration = round(time.monotonic() - t0, 3)
-            return record
-
-        if prep_error:
-            return finish(CaseOutcome(failure=prep_error))
-        lacking = self._lacking(case)
-        if lacking:
-            return finish(CaseOutcome(skipped=lacking))
-
-        life = Lifecycle(self, t, it, log, case.tunables, case.build)
-        outcome = CaseOutcome()
-        try:
-            pool, applied = life.enter(case.dataset, case=case.id)
-            if applied is not None:
-                record.tunables = applied
-            record.pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": case.dataset}
-            ctx = CaseContext(target=target, pool=pool, fields=case.fields, log=log,
-                              deadline=time.monotonic() + t.timeout, prepared=prepared,
-                              live=self.ui.live if (self.verbose or self.ui.is_tty) else None,
-                              workdir=rd.path, case_id=case.slug, iteration=it, procs=life.procs)
-            life.watch()
-            wl = WORKLOADS[t.workload]
-            sampler = life.sample(case.slug, ctx.current_progress)
-            if sampler is not None:
-                record.series = str(sampler.path.relative_to(rd.path))
-            self.control.check()
-            if sampler is not None and t.steady.mode == SteadyMode.GATE:
-                record.steady = self._precondition(ctx, wl, sampler, t.steady,
-                                                   wl.active_bytes(case.fields, prepared))
-            arc0, t_measure = self._arcstats(), sampler.elapsed() if sampler is not None else 0.0
-            life.measuring(case.slug)
-            figures = wl.run(ctx)
-            self.control.check()                   # a workload whose processes a signal stopped is no result
-            ctx.extra.update(life.context())
-            for prof in life.profiles({case.slug: None}).values():
-                ctx.extra["profile"] = prof
-            checks = list(ctx.cross_checks)
-            if sampler is not None:
-                window = [x for x in sampler.snapshot() if x.get("t", 0) >= t_measure]
-                checks.append(crosscheck.arc_hit_ratio(window, arc0, self._arcstats()))
-                bw = (figures.get(wl.bandwidth_figure) or {}).get("value") if wl.bandwidth_figure else None
-                if bw:
-                    props = self._dataset_properties(ctx)
-                    seconds = ctx.measure_seconds or parse_duration(ctx.fields.get("runtime", 10))
-                    between = crosscheck.bandwidth_obstacles(wl.name, ctx.fields, props, seconds)
-                    checks.append(crosscheck.pool_bandwidth(window, wl.bandwidth_figure, bw, between))
-                    iops = (figures.get("iops") or {}).get("value") if wl.name == "fio" else None
-                    if iops:
-                        checks.append(crosscheck.pool_ops(window, "iops", iops,
-                                                          between or crosscheck.ops_obstacles(ctx.fields, props)))
-            self._keep_checks(record, checks, case.id)
-            if sampler is not None:
-                sampler.mark("workload end")
-                sampler.stop()
-                if t.steady.mode == SteadyMode.RECORD:
-                    record.steady = judge_steady(sampler.snapshot(), t.steady, wl, ctx, figures)
-                record.sampler = self._sampler_cost(sampler, case.id, "case")
-            record.figures = as_figures(figures)
-            record.add_detail(ctx.extra)
-            outcome.figures = figures
-            outcome.unmet = [m for m in (e.check(figures) for e in t.expect) if m]
-        except Exception as e:  # noqa: BLE001 - every exception becomes the case's outcome, in one place
-            absorb(outcome, e, t.timeout, log)
-        life.close([outcome])
-        return finish(outcome)
-
-    def run_duet(self, a: Case, b: Case, it: int, prepared: Any,
-                 prep_error: str | None) -> tuple[CaseRecord, CaseRecord]:
-        """One iteration of a duet: the two cases (one dataset property, two values) at the same
-        time on one pool, a dataset each, so that whatever the machine does hits both alike (with
-        `duet = "turns"`: taking turns on that pool round by round, ABBA; turns over a module
-        tunable, on a workload whose turns keep their files, on one dataset for both sides). They
-        swap places every iteration: on odd ones A's dataset is created and started first, on even
-        ones B's. Each side gets its own record with its own figures; the series (of the pool) and
-        the steady verdict are shared. Build turns (two builds, `guest ab --turns`): each side on a pool of its own in
-        a guest of its own, one lifecycle each, the other guest paused during a side's turn (no
-        series: a paused guest is not sampled). Returns (A's record, B's record)."""
-        rd = self.rd
-        t = a.test
-        log = rd.case_log(a.slug, it)
-        first = [a, b] if it % 2 else [b, a]
-        records = {c.id: self._record(c, it) for c in (a, b)}
-        outcomes = {c.id: CaseOutcome() for c in (a, b)}
-        t0 = time.monotonic()
-        self.ui.case_start(f"{a.id} + {b.id}", it)
-
-        def finish() -> tuple[CaseRecord, CaseRecord]:
+        def finish() -> list[CaseRecord]:
             for cid, rec in records.items():
                 rec.status, rec.error = outcomes[cid].decide_status()
                 rec.duration = round(time.monotonic() - t0, 3)
-            return records[a.id], records[b.id]
+            return [records[c.id] for c in cases]
 
         if prep_error:
             for o in outcomes.values():
                 o.failure = prep_error
             return finish()
-        lacking = self._lacking(a, b)
-        if lacking:                              # turns over a tunable this target does not have: SKIP
+        lacking = self._lacking(*cases)
+        if lacking:                              # a tunable this target does not have: SKIP
             for o in outcomes.values():
                 o.skipped = lacking
             return finish()
-        pair = self.pair if a.build != b.build else None
-        lives = self._lives(a, b, it, log, pair)
-        life = lives[a.id]                        # the one lifecycle (build turns: side A's)
+        lives = sides.lives(self, it, log)
+        life = lives[lead.id]                    # the lifecycle of the process set and the sampler
         own = list({id(x): x for x in lives.values()}.values())     # each lifecycle once
-        ctxs: dict[str, CaseContext] = {}
         try:
-            # turns over a swept tunable write it before every round, also when the two values are
-            # one value spelled two ways (an A/A that pays what the A/B pays: "1M" and 1048576)
-            tunable_turns = pair is None and any(isinstance(v, list) for v in t.tunables.values())
-            # build turns: one guest's module load and pool after the other's, not both at once: at
-            # once saved 6.5 s of a 35 s pair under TCG but widened a pair's spread from 10-12 % to
-            # 16.5-16.8 % (A/As of 30-54 pairs, docs/benchmarks.md)
-            entered = {id(x): x.enter(between_rounds=tunable_turns) for x in own}
             wl = WORKLOADS[t.workload]
-            # sides that differ only in a module tunable, on a workload whose turns keep their files
-            # (fio, the mix), share one set of datasets: then nothing but the tunable tells them apart
-            # (a dataset each, the starvation mix's A/A found one side's reader 1.5 % faster)
-            one_set = tunable_turns and wl.turns_share_files
-            if one_set:
-                log.write("# turns over a tunable: both sides on one set of datasets (duet)")
-            sides, made = {}, {}
-            for c in first:
-                name = "duet" if one_set else f"duet{'A' if c is a else 'B'}"
-                pool, applied = entered[id(lives[c.id])]
-                if (pool.name, name) not in made:
-                    made[pool.name, name] = pool.dataset(name, c.dataset)
-                sides[c.id] = pool.side(made[pool.name, name], f"{pool.mountpoint}/{name}")
-                records[c.id].pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": c.dataset}
-                if one_set:
-                    records[c.id].pool["sides"] = "one set of datasets"
-                if applied is not None:           # each side's own value (turns over a tunable)
-                    records[c.id].tunables = {n: {**v, "set": c.tunables.get(n, v["set"])} for n, v in applied.items()}
-            deadline = time.monotonic() + t.timeout
-            for c in first:                       # one process set: a signal stops both sides
-                hook = (pair.turn_to(0 if lives[c.id].runner is self else 1, log) if pair
-                        else life.turn(c.tunables) if tunable_turns else None)
-                ctxs[c.id] = CaseContext(target=lives[c.id].target, pool=sides[c.id], fields=c.fields, log=log,
-                                         deadline=deadline, prepared=prepared, workdir=rd.path,
-                                         case_id=c.slug, iteration=it, procs=life.procs, sharers=1 if pair else 2,
-                                         before_turn=hook, turn_key="turn_guests" if pair else "turn_tunables",
-                                         after_turn=pair.resume_all if pair else None,
-                                         settle_turns=1 if pair else 0)
+            ctxs = sides.place(self, lives, records, wl, it, log, prepared)
             life.watch()
-
-            def both() -> dict[str, float] | None:
-                parts = [p for p in (x.current_progress() for x in ctxs.values()) if p]
-                return {k: sum(p.get(k, 0.0) for p in parts) for k in parts[0]} if parts else None
-            sampler = life.sample(a.slug, both) if pair is None else None
+            sampler = life.sample(lead.slug, sides.progress(ctxs)) if sides.sampled else None
+            if sampler is not None:
+                for rec in records.values():
+                    rec.series = str(sampler.path.relative_to(self.rd.path))
             self.control.check()
-            results: dict[str, Any] = {}
+            if sampler is not None and t.steady.mode == SteadyMode.GATE:     # the runfile: alone only
+                records[lead.id].steady = self._precondition(ctxs[lead.id], wl, sampler, t.steady,
+                                                             wl.active_bytes(lead.fields, prepared))
             arc0 = self._arcstats() if sampler is not None else None
             t_measure = sampler.elapsed() if sampler is not None else 0.0
             for x in own:
-                x.measuring(a.slug)
-
-            def side(c: Case) -> None:
-                try:
-                    results[c.id] = wl.run(ctxs[c.id])
-                except BaseException as e:  # noqa: BLE001 - handed to this thread's caller
-                    results[c.id] = e
-            if t.turns:                           # round by round, the side that goes first alternates
-                try:
-                    results.update(zip((c.id for c in first), wl.run_turns([ctxs[c.id] for c in first])))
-                except Interrupted:
-                    raise
-                except Exception as e:  # noqa: BLE001 - judged per side below, as a thread's would be
-                    results.update({c.id: e for c in first})
-                finally:
-                    if pair is not None:          # a pool is torn down on a guest that runs
-                        pair.resume_all()
-            else:
-                threads = [threading.Thread(target=side, args=(c,), name=f"duet {c.id}") for c in first]
-                for th in threads:                # the side that starts first alternates
-                    th.start()
-                for th in threads:
-                    th.join()
-            self.control.check()
-            # one pool: both sides' txgs and queues, not separable (build turns: a pool each, its own)
-            seen = {id(x): x.context(shared=pair is None) for x in own}
-            for c in (a, b):
+                x.measuring(lead.slug)
+            results = sides.measure(wl, ctxs, it)
+            self.control.check()                  # a workload whose processes a signal stopped is no result
+            seen = {id(x): x.context(shared=sides.one_pool) for x in own}
+            for c in cases:
                 ctxs[c.id].extra.update(seen[id(lives[c.id])])
-            profs = life.profiles({c.slug: ctxs[c.id].spans for c in (a, b)}, shared=not t.turns)
-            for c in (a, b):
+            profs = life.profiles({c.slug: sides.spans(ctxs[c.id]) for c in cases}, shared=sides.at_once)
+            for c in cases:
                 if c.slug in profs:
                     ctxs[c.id].extra["profile"] = profs[c.slug]
-            # the checks a single case records, each side's own (its workload's) and the pool's shared
-            # ones: the ARC hit ratio sampled against the counters (one ARC for both sides); the pool's
-            # bandwidth is both sides' at once, so no side's figure is checked against it
-            shared: list[Any] = []
+            # each side's own cross-checks (its workload's), then the sampled ones: the ARC hit ratio
+            # (one ARC for every side); the pool's bandwidth and ops only for a side alone on its pool
+            checks = {c.id: list(ctxs[c.id].cross_checks) for c in cases}
             if sampler is not None:
                 window = [x for x in sampler.snapshot() if x.get("t", 0) >= t_measure]
-                shared.append(crosscheck.arc_hit_ratio(window, arc0, self._arcstats()))
-            for c in (a, b):
-                self._keep_checks(records[c.id], [*ctxs[c.id].cross_checks, *shared], c.id)
+                arc = crosscheck.arc_hit_ratio(window, arc0, self._arcstats())
+                for c in cases:
+                    checks[c.id].append(arc)
+                if not sides.one_pool:
+                    for c in cases:
+                        checks[c.id] += self._pool_checks(window, wl, ctxs[c.id], results.get(c.id))
+            for c in cases:
+                self._keep_checks(records[c.id], checks[c.id], c.id)
             if sampler is not None:
                 sampler.mark("workload end")
                 sampler.stop()
-                overhead = self._sampler_cost(sampler, f"{a.id} + {b.id}", "iteration")
+                overhead = self._sampler_cost(sampler, " + ".join(c.id for c in cases),
+                                              "case" if len(cases) == 1 else "iteration")
+                figs = {k: v for c in cases if isinstance(results.get(c.id), dict) for k, v in results[c.id].items()}
+                verdict = (judge_steady(sampler.snapshot(), t.steady, wl, ctxs[lead.id], figs)
+                           if t.steady.mode == SteadyMode.RECORD else None)
                 for rec in records.values():
                     rec.sampler = dict(overhead)
-                verdict = None
-                if t.steady.mode == SteadyMode.RECORD:
-                    figs = {k: v for c in (a, b) if isinstance(results.get(c.id), dict)
-                            for k, v in results[c.id].items()}
-                    verdict = judge_steady(sampler.snapshot(), t.steady, wl, ctxs[a.id], figs)
-                for rec in records.values():
-                    rec.series = str(sampler.path.relative_to(rd.path))
                     if verdict is not None:
                         rec.steady = verdict
-            for c in (a, b):
-                if pair is not None:
-                    ctxs[c.id].extra["guest"] = lives[c.id].runner.guest_name
+            sides.label(ctxs, lives)
+            for c in cases:
                 self._side_result(results.get(c.id), outcomes[c.id], records[c.id], ctxs[c.id], t, log)
-        except Exception as e:  # noqa: BLE001 - the same mapping as a single case's, for both sides
+        except Exception as e:  # noqa: BLE001 - every exception becomes each side's outcome, in one place
             for o in outcomes.values():
                 absorb(o, e, t.timeout, log)
         try:                                      # build turns: the twin's lifecycle closed first
@@ -551,6 +453,22 @@ class CaseRunner:
         finally:
             life.close(list(outcomes.values()))
         return finish()
+
+    def _pool_checks(self, window: list[dict[str, Any]], wl: Any, ctx: CaseContext, figures: Any) -> list[Any]:
+        """A side alone on its pool: its bandwidth (and fio's IOPS) against the pool's, sampled."""
+        if not isinstance(figures, dict) or not wl.bandwidth_figure:
+            return []
+        bw = (figures.get(wl.bandwidth_figure) or {}).get("value")
+        if not bw:
+            return []
+        props = self._dataset_properties(ctx)
+        seconds = ctx.measure_seconds or parse_duration(ctx.fields.get("runtime", 10))
+        between = crosscheck.bandwidth_obstacles(wl.name, ctx.fields, props, seconds)
+        out = [crosscheck.pool_bandwidth(window, wl.bandwidth_figure, bw, between)]
+        iops = (figures.get("iops") or {}).get("value") if wl.name == "fio" else None
+        if iops:
+            out.append(crosscheck.pool_ops(window, "iops", iops, between or crosscheck.ops_obstacles(ctx.fields, props)))
+        return out
 
     def _keep_checks(self, record: CaseRecord, checks: list[Any], label: str) -> None:
         """A record's cross-checks (the ones that could be taken), each disagreement warned about."""
@@ -569,21 +487,6 @@ class CaseRunner:
             self.ui.say(f"warning: {label}: {', '.join(dead)} could not be read in any sample of this {what} "
                         f"(see {sampler.path.relative_to(self.rd.path)})")
         return cost
-
-    def _lives(self, a: Case, b: Case, it: int, log: proc.CommandLog,
-               pair: GuestPair | None) -> dict[str, Lifecycle]:
-        """Each side's lifecycle: one for both (a duet on one pool), or one per guest (build turns:
-        the guests given to the builds crosswise by iteration, one process set for both)."""
-        if pair is None:
-            life = Lifecycle(self, a.test, it, log, a.tunables)
-            self.target.log = log
-            return {a.id: life, b.id: life}
-        host_a, host_b = self.hosts(it)
-        life = Lifecycle(host_a, a.test, it, log, a.tunables, a.build)
-        lives = {a.id: life, b.id: Lifecycle(host_b, b.test, it, log, b.tunables, b.build, procs=life.procs)}
-        for x in lives.values():
-            x.target.log = log
-        return lives
 
     @staticmethod
     def _side_result(res: Any, o: CaseOutcome, record: CaseRecord, ctx: CaseContext, t: TestSpec,

@@ -33,6 +33,7 @@ from .metrics.quantize import render_histograms
 from .report.summary import cut_short
 from .report.tables import case_tables
 from .runfile import Case, Runfile, refuse_load_scope
+from .sides import Sides, choose
 from .plan import Choice, Plan
 from .opentarget import Expected, check_spec, expected, open_target, reloads_modules
 from . import dryrun
@@ -174,6 +175,7 @@ class _CaseState:
     it: int = 0                          # the last iteration started
     finished: bool = False
     partner: Case | None = None          # a duet: the other side, run at the same time
+    sides: Sides | None = None           # how its sides share the machine (sides.choose), once
 
 
 class Runner:
@@ -414,7 +416,7 @@ class Runner:
                 for r in rd.results():
                     if r.case == case.id and r.iteration >= 1:
                         adaptive.add(r)
-            states.append(_CaseState(case, adaptive, partner=partner))
+            states.append(_CaseState(case, adaptive, partner=partner, sides=choose(case, partner, self.cases)))
         # --interleave: every case in blocks; else an `ab` test's cases in blocks, the rest one after another
         blocked = [st for st in states if self.plan.interleave or st.case.test.ab]
         try:
@@ -470,10 +472,9 @@ class Runner:
         if case.id not in self._warmed:
             self._warmed.add(case.id)
             self._warmup(st, rd, target, pools, journal, prepared, prep_error)
-        if st.partner is not None:
-            record, other = self.cases.run_duet(case, st.partner, st.it, prepared, prep_error)
-        else:
-            record, other = self.cases.run(case, st.it, prepared, prep_error), None
+        assert st.sides is not None
+        record, *others = self.cases.iterate(st.sides, st.it, prepared, prep_error)
+        other = others[0] if others else None
         adaptive.add(record)
         verdict = adaptive.decided(st.it)
         if verdict is not None:
@@ -494,8 +495,8 @@ class Runner:
         if prep_error:
             return
         for w in range(1, case.test.warmup + 1):
-            rec = (self.cases.run_duet(case, st.partner, -w, prepared, None)[0] if st.partner is not None
-                   else self.cases.run(case, -w, prepared, None))
+            assert st.sides is not None
+            rec = self.cases.iterate(st.sides, -w, prepared, None)[0]
             if self.opts.output.verbose:
                 self.ui.say(f"Warmup: {case.id} {w}/{case.test.warmup} [{rec.status.value}]"
                             + (f" {rec.error}" if rec.error else ""))
