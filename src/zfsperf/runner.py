@@ -302,13 +302,7 @@ class Runner:
                 daemon.note_vdev_dir(vdev_dir)              # so a teardown without us removes them too
             pools = PoolManager(target, vdev_dir, run_id=rd.path.name, disks=opts.storage.disks)
             if plan.builds or any(c.test.load_scope for c in cases):
-                # a build A/B, or a load-scope tunable: the module loaded again between cases
-                leave = {n for c in cases for n in c.tunables}
-                pin = ImplPin.resumed(rd.run_record().implementations, leave) if opts.resume else ImplPin(leave)
-                pin.on_load = lambda pins: self._store_pins(rd, pins)
-                switch = ModuleSwitch(target, plan.builds, journal, target_log, pin=pin)
-                switch.check()
-                self.switch = switch
+                self.switch = self._module_switch(target, cases, rd, journal, target_log)
             self.cases = CaseRunner(target, pools, journal, rd, self.ui, self.control,
                                     keep_failed=opts.output.keep_failed, verbose=opts.output.verbose, switch=self.switch,
                                     profile=opts.output.profile)
@@ -331,25 +325,7 @@ class Runner:
                 if self.cases.twin is not None:
                     finish_pools(self.cases.twin.pools, keep_failed=opts.output.keep_failed, say=self.ui.say)
                 self._restore_build()
-            if opts.resume:                  # the stored record, with what this part adds
-                run_info = rd.run_record()
-                run_info.resumed.append({"time": t_start, "argv": opts.argv})
-            if self.switch is not None:
-                for k, src in self.switch.srcversions.items():
-                    run_info.builds.setdefault(k, {})["srcversion"] = src
-            if self.cases.twin is not None and self.cases.twin.switch is not None:
-                for k, src in self.cases.twin.switch.srcversions.items():     # the same build, the other guest
-                    run_info.builds.setdefault(k, {})["srcversion_twin"] = src
-            if self.switch is not None and self.switch.pin.loads:
-                run_info.implementations = self.switch.pin.as_dict()
-            if self.detected is not None:
-                run_info.detect = self.detected
-            run_info.inputs.update(self._inputs())
-            run_info.verdicts = case_verdicts(rd.results(), HEADLINE)
-            run_info.tunables["after"] = runinfo.read_tunables(target, tun_names)
-            run_info.end = time.time()
-            run_info.interrupted = interrupted or self.control.interrupt is not None
-            rd.write_run(run_info)
+            rd.write_run(self._finished_record(rd, run_info, target, tun_names, t_start, interrupted))
         except Interrupted:
             interrupted = True
         finally:
@@ -372,6 +348,43 @@ class Runner:
         finally:
             if not self.opts.keep_signal_handlers:
                 self.control.restore(old_handlers)
+
+    def _module_switch(self, target: Target, cases: list[Case], rd: ResultsDir, journal: Journal,
+                       target_log: proc.CommandLog) -> ModuleSwitch:
+        """A build A/B, or a load-scope tunable: the module loaded again between cases, the
+        implementations it picks pinned to the first load's (a resumed run: to the stored ones)."""
+        leave = {n for c in cases for n in c.tunables}
+        pin = ImplPin.resumed(rd.run_record().implementations, leave) if self.opts.resume else ImplPin(leave)
+        pin.on_load = lambda pins: self._store_pins(rd, pins)
+        switch = ModuleSwitch(target, self.plan.builds, journal, target_log, pin=pin)
+        switch.check()
+        return switch
+
+    def _finished_record(self, rd: ResultsDir, run_info: RunRecord, target: Target, tun_names: list[str],
+                         t_start: float, interrupted: bool) -> RunRecord:
+        """run.json once the cases ran: the builds' srcversions, the pins, --detect's outcome, the
+        inputs, the case verdicts, the tunables after, the end (a resumed run: the stored record,
+        with what this part adds)."""
+        if self.opts.resume:
+            run_info = rd.run_record()
+            run_info.resumed.append({"time": t_start, "argv": self.opts.argv})
+        if self.switch is not None:
+            for k, src in self.switch.srcversions.items():
+                run_info.builds.setdefault(k, {})["srcversion"] = src
+        twin = self.cases.twin if self.cases is not None else None
+        if twin is not None and twin.switch is not None:
+            for k, src in twin.switch.srcversions.items():     # the same build, the other guest
+                run_info.builds.setdefault(k, {})["srcversion_twin"] = src
+        if self.switch is not None and self.switch.pin.loads:
+            run_info.implementations = self.switch.pin.as_dict()
+        if self.detected is not None:
+            run_info.detect = self.detected
+        run_info.inputs.update(self._inputs())
+        run_info.verdicts = case_verdicts(rd.results(), HEADLINE)
+        run_info.tunables["after"] = runinfo.read_tunables(target, tun_names)
+        run_info.end = time.time()
+        run_info.interrupted = interrupted or self.control.interrupt is not None
+        return run_info
 
     def _inputs(self) -> dict[str, Any]:
         """Each test's prepared inputs as run.json records them: a receive test's corpora with
