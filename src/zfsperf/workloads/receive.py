@@ -156,26 +156,34 @@ class ReceiveWorkload:
                     st.on_target = target.stage_stream(st.path)
         return out
 
+    @staticmethod
+    def _parent(ctx: CaseContext, corpus: "corpus_mod.Corpus", threads: int,
+                force: list[str]) -> tuple[str, list[str]]:
+        """A round's fresh parent dataset and its streams' names; an incremental corpus's base
+        received into each first, untimed."""
+        target = ctx.target
+        parent = f"{ctx.pool.root}/rcv" + (str(ctx.round) if ctx.round else "")   # a fresh parent per round
+        res = target.run(["zfs", "create", "-p", "-o", "mountpoint=none", parent])
+        if not res.ok:
+            raise WorkloadFailed(f"zfs create {parent}: {res.error_text()}")
+        names = [f"{parent}/s{i}" for i in range(threads)]
+        if corpus.base is not None:
+            for name in names:
+                r = target.run(["zfs", "receive", *force, name], stdin_file=corpus.base.on_target or corpus.base.path,
+                               timeout=max(1.0, ctx.remaining()))
+                if not r.ok:
+                    raise WorkloadFailed(f"zfs receive of the base stream into {name} failed: {r.error_text()}")
+        return parent, names
+
     def _round(self, ctx: CaseContext, *, keep: bool, txgs: bool = True) -> Round:
         """One round: every receive started together and waited for; keep=False destroys what it
         received afterwards (untimed), so that rounds can follow each other on one pool."""
         corpus: corpus_mod.Corpus = ctx.prepared[corpus_mod.describe_spec(ctx.fields["corpus"])]
         threads = int(ctx.fields.get("threads", 1))
         target, pool = ctx.target, ctx.pool
-        parent = f"{pool.root}/rcv" + (str(ctx.round) if ctx.round else "")   # a fresh parent per round
-        res = target.run(["zfs", "create", "-p", "-o", "mountpoint=none", parent])
-        if not res.ok:
-            raise WorkloadFailed(f"zfs create {parent}: {res.error_text()}")
-        names = [f"{parent}/s{i}" for i in range(threads)]
         # a stream's own mountpoint and shares never reach the host (zfs send -p / -R streams)
         force = (["-F"] if ctx.fields.get("force") else []) + (target.receive_guard() or [])
-        if corpus.base is not None:          # incremental: the base goes in first, untimed
-            for name in names:
-                r = target.run(["zfs", "receive", *force, name], stdin_file=corpus.base.on_target or corpus.base.path,
-                               timeout=max(1.0, ctx.remaining()))
-                if not r.ok:
-                    raise WorkloadFailed(f"zfs receive of the base stream into {name} failed: {r.error_text()}")
-
+        parent, names = self._parent(ctx, corpus, threads, force)
         txgs = txgs and ctx.phase == "measure"            # zdb: not between back-to-back rounds
         txg0 = target.txg(pool.name) if txgs else None
         used0 = self._space(ctx, parent)[0] if ctx.phase == "measure" else None
