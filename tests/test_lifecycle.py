@@ -351,7 +351,7 @@ def test_the_sampler_takes_samples_from_a_declared_target(tmp_path):
 
 
 def _builds():
-    from zfsperf.guest.switch import BuildRef
+    from zfsperf.buildref import BuildRef
     return {"a": BuildRef("a", "OpenZFS A", "/builds/a"), "b": BuildRef("b", "OpenZFS B", "/builds/b")}
 
 

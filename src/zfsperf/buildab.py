@@ -40,7 +40,7 @@ from .errors import InputError, TargetError
 from .units import ChangeVerdict
 from .guest.build import VERSIONS, Builder, find_build
 from .guest.source import ModuleBuild, SourceBuilder, cache_root, identify, parse_meta, read_meta, source_spec
-from .guest.switch import BuildRef
+from .buildref import BuildRef
 
 DEFAULT_BLOCKS = 6            # the exact paired test needs 6 blocks to reach p < 0.05 at all
 TCG_NOTE = ("under TCG (software emulation) only relative, CPU-bound differences between the builds "

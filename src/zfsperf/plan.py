@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import InputError
-from .guest.switch import BuildRef
+from .buildref import BuildRef
 from .results.directory import ResultsDir
 from .results.record import SteadyMode
 from .runfile import Case, Runfile, TestSpec, expand, load, loads, refuse_duet_with_builds

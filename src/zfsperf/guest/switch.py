@@ -25,10 +25,9 @@ instead of measuring, and recording as the guest's own, whatever build the A/B h
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
 
 from .. import proc
+from ..buildref import BuildRef
 from ..errors import InputError, TargetError
 from ..targets.base import Target
 from ..tunables.backend import BUILD_ENTRY, OWN_BUILD, FileTunables, module_spec
@@ -37,23 +36,6 @@ from ..tunables.journal import Journal
 from ..tunables.reload import ModuleLoader
 
 HOSTROOT = "/hostroot"        # where the guest sees the host's root (guest/init_script.py)
-
-
-@dataclass
-class BuildRef:
-    """One side of a build A/B: its short name in case names ("a", "good", a commit), what it is,
-    and where its modules are on the host (None: the guest's own build, loaded by modprobe)."""
-    name: str
-    label: str
-    modules: str | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "label": self.label, "modules": self.modules, "info": self.info}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "BuildRef":
-        return cls(d["name"], d["label"], d.get("modules"), d.get("info") or {})
 
 
 class ModuleSwitch:
