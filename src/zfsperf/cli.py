@@ -874,13 +874,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from .historycmd import history
-    return history(args)
+    from . import historycmd
+    return historycmd.run(args)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .comparecmd import compare
-    return compare(args)
+    from . import comparecmd
+    return comparecmd.run(args)
 
 
 if __name__ == "__main__":

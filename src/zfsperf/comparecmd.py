@@ -10,14 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, did_you_mean, shown
+from .history.store import Store
+from .report import compare, export, summary
+from .report.model import load_run
+from .report.setup import KEYS
 from .units import ChangeVerdict
 
 
-def compare(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """`zfsperf compare`: its arguments checked, the runs loaded, compared in the design they allow,
     rendered in the format asked for, and --fail-on-regression's gate with its lines."""
-    from .report import compare
-    from .report.model import load_run
     if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
         raise InputError("--fail-on-regression takes a percentage >= 0", field="--fail-on-regression")
     if args.gate_figure in compare.DURATIONS:
@@ -63,7 +65,6 @@ def compare(args: argparse.Namespace) -> int:
         from .ui import Console
         compare.render(cmp, Console().rich, figures)
     if args.html:
-        from .report import export, summary
         runs = [base, new] if base is not new else [base]
         export.EXPORTERS["html"].write(export.Exported.of(runs, [summary.build(r) for r in runs], cmp),
                                           Path(args.html))
@@ -75,7 +76,6 @@ def compare(args: argparse.Namespace) -> int:
 
 def _allowed_setup_changes(value: str | None) -> set[str]:
     """--allow-setup-change: bare for every kind, or KEY,KEY,... (report/setup.py KEYS)."""
-    from .report.setup import KEYS
     if value is None:
         return set()
     if value == "all":
@@ -94,7 +94,6 @@ def _noise_history(args: argparse.Namespace, runs: list):
     when there is no store to read."""
     if args.no_history:
         return None
-    from .history.store import Store
     # only a store that was asked for: --store, or the store the compared runs were added to (their
     # run.json history_store), never the machine's default found lying about
     url = args.store or next((r.run.history_store for r in runs if r.run.history_store
@@ -118,7 +117,6 @@ def _noise_history(args: argparse.Namespace, runs: list):
 def _gate(args: argparse.Namespace, cmp: Any) -> int:
     """--fail-on-regression: refused across a changed set-up (exit 2); else each regression and
     what the gate cannot see, on stderr; 1 when a case got worse or stopped passing."""
-    from .report import compare
     allowed = _allowed_setup_changes(args.allow_setup_change)
     refused = [c for c in cmp.setup if c.key not in allowed]
     if refused:
@@ -159,7 +157,6 @@ def _gate(args: argparse.Namespace, cmp: Any) -> int:
 
 def _as_json(cmp: Any, figures: list[str] | None) -> dict[str, Any]:
     """compare --json: the comparison as one object (its keys are read by CI recipes)."""
-    from .report import compare
     return {"base": [str(r.path) for r in cmp.bases], "new": [str(r.path) for r in cmp.news],
             "designs": {d: compare.DESIGNS[d] for d in sorted({c.design for c in cmp.changes})},
             "changes": [c.as_dict() for c in cmp.changes], "geomeans": cmp.geomeans,

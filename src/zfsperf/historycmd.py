@@ -9,13 +9,16 @@ import sys
 from pathlib import Path
 
 from .errors import InputError
+from .history import analysis
+from .history.store import Store, unfit
+from .report import fit
+from .report.export import html
+from .report.model import load_run
 from .units import EMULATED
 
 
-def history(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """`zfsperf history`: import, accept, remove, runs, or each series' change points (and the gate on them)."""
-    from .history import analysis
-    from .history.store import Store
     if args.action in ("import", "accept", "remove", "runs") or args.dirs:
         return _store_action(args)
     if args.min_segment < 1:
@@ -44,7 +47,6 @@ def history(args: argparse.Namespace) -> int:
         print(json.dumps({"store": store.url, "series": [s.as_dict() for s in series]}, indent=1))
     else:
         import shutil
-        from .report import fit
         from .ui import width
         cols = width(sys.stdout) or shutil.get_terminal_size().columns
 
@@ -65,7 +67,6 @@ def history(args: argparse.Namespace) -> int:
             if s.outliers:
                 say(f"  outlier run(s), not a change: {', '.join(s.points[i].run.name for i in s.outliers)}")
     if args.html:
-        from .report.export import html
         out = Path(args.html)
         out.write_text(html.history_document(series, store.url), encoding="utf-8")
         print(f"HTML: {out}", file=sys.stderr)
@@ -79,12 +80,9 @@ def history(args: argparse.Namespace) -> int:
 
 def _store_action(args: argparse.Namespace) -> int:
     """history import, accept, remove and runs: the store's rows added, marked, removed, listed."""
-    from .history.store import Store
     if args.action == "import":
         if not args.dirs:
             raise InputError("history import takes one or more results directories", field="dirs")
-        from .history.store import unfit
-        from .report.model import load_run
         runs = [load_run(d) for d in args.dirs]          # every directory read before anything is written
         for r in runs:
             if unfit(r):

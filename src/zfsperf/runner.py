@@ -172,10 +172,10 @@ class Precision:
 class _CaseState:
     case: Case
     adaptive: Precision
+    sides: Sides                         # how its sides share the machine (sides.choose), once
     it: int = 0                          # the last iteration started
     finished: bool = False
     partner: Case | None = None          # a duet: the other side, run at the same time
-    sides: Sides | None = None           # how its sides share the machine (sides.choose), once
 
 
 class Runner:
@@ -429,7 +429,7 @@ class Runner:
                 for r in rd.results():
                     if r.case == case.id and r.iteration >= 1:
                         adaptive.add(r)
-            states.append(_CaseState(case, adaptive, partner=partner, sides=choose(case, partner, self.cases)))
+            states.append(_CaseState(case, adaptive, choose(case, partner, self.cases), partner=partner))
         # --interleave: every case in blocks; else an `ab` test's cases in blocks, the rest one after another
         blocked = [st for st in states if self.plan.interleave or st.case.test.ab]
         try:
@@ -485,7 +485,6 @@ class Runner:
         if case.id not in self._warmed:
             self._warmed.add(case.id)
             self._warmup(st, rd, target, pools, journal, prepared, prep_error)
-        assert st.sides is not None
         record, *others = self.cases.iterate(st.sides, st.it, prepared, prep_error)
         other = others[0] if others else None
         adaptive.add(record)
@@ -508,7 +507,6 @@ class Runner:
         if prep_error:
             return
         for w in range(1, case.test.warmup + 1):
-            assert st.sides is not None
             rec = self.cases.iterate(st.sides, -w, prepared, None)[0]
             if self.opts.output.verbose:
                 self.ui.say(f"Warmup: {case.id} {w}/{case.test.warmup} [{rec.status.value}]"

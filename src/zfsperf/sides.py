@@ -91,11 +91,12 @@ class _Duet(Sides):
         return sides
 
     def _contexts(self, lives: dict[str, Lifecycle], sides: dict[str, Pool], runner: CaseRunner, it: int,
-                  log: proc.CommandLog, prepared: Any, **turn: Any) -> dict[str, CaseContext]:
+                  log: proc.CommandLog, prepared: Any, hooks: dict[str, Any] | None = None,
+                  **turn: Any) -> dict[str, CaseContext]:
         """One context a side, one deadline and one process set for both (a signal stops both)."""
         deadline = time.monotonic() + self.cases[0].test.timeout
         procs = lives[self.cases[0].id].procs
-        hooks = turn.pop("hooks", {})
+        hooks = hooks or {}
         return {c.id: CaseContext(target=lives[c.id].target, pool=sides[c.id], fields=c.fields, log=log,
                                   deadline=deadline, prepared=prepared, workdir=runner.rd.path, case_id=c.slug,
                                   iteration=it, procs=procs, before_turn=hooks.get(c.id), **turn)
