@@ -130,3 +130,27 @@ def test_reports_first_line_wraps_at_the_width_and_keeps_the_path_whole(columns,
     assert str(d) in text.split("\n")[0] and "zfs-fuse" in " ".join(head), head
     for ln in text.splitlines():
         assert len(ln) <= width or ln.rstrip(":") == str(d), f"{len(ln)} > {width}: {ln!r}"
+
+
+AB_TURNS = Path(__file__).resolve().parent / "fixtures" / "results-format2" / "receive-ab-turns"
+
+
+@pytest.mark.parametrize("columns", ["80", "100"])
+def test_compare_of_the_readmes_ab_fits_with_its_interval_said_once(columns, tmp_path, monkeypatch):
+    """The README's first A/B (`zfsperf ab checksum=fletcher2,fletcher4`, a receive in turns, its run
+    kept here) compared at COLUMNS=80 was 84 wide: its rows' units (`2,668 blocks/s`) and
+    verdicts beside an interval column that already held the interval they repeated
+    (`WORSE (-13.0 … -1.8 %)` next to `-13.0 … -1.8 %`). Each row's interval is said once, and
+    each row's change, interval and verdict stay on it."""
+    monkeypatch.setenv("COLUMNS", columns)
+    d = tmp_path / "run"
+    shutil.copytree(AB_TURNS, d)
+    text = _cli("compare", str(d))
+    _fits(text, int(columns), "compare", str(d))
+    rows = [ln for ln in text.splitlines() if ln.startswith((" throughput", " blocks", " receive_time"))]
+    assert len(rows) == 3, text
+    for ln in rows:
+        cells = ln.replace(" … ", "…").split()
+        assert sum("…" in c for c in cells) <= 1, ln          # the interval once a row
+    throughput = rows[0].split()
+    assert "WORSE" in throughput and throughput[throughput.index("WORSE") - 1].startswith("0.0"), rows[0]

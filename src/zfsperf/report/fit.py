@@ -49,10 +49,10 @@ class Column:
 
 
 def _measure(cols: Sequence[Column], rows: Sequence[Sequence[str]]) -> int:
-    return _measure_table(_rich(cols, rows))
+    return measure(_rich(cols, rows))
 
 
-def _measure_table(t: Any) -> int:
+def measure(t: Any) -> int:
     """The columns a rich table takes when nothing limits it (its padding included)."""
     from rich.console import Console
     from rich.measure import Measurement
@@ -106,7 +106,7 @@ def table(console: Any, cols: Sequence[Column], rows: Sequence[Sequence[str]], t
     if title:
         console.print(wrap(title, console.width, "  "), highlight=False, markup=False)
     t = fitted(cols, rows, console.width)
-    emit(console, t, _measure_table(t))
+    emit(console, t, measure(t))
 
 
 def emit(console: Any, renderable: Any, least: int = 0) -> None:
