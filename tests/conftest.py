@@ -4,12 +4,11 @@ OpenZFS guest, booted once, for every test that needs it (`openzfs_guest`).
 The CLI runs the tests start find the daemon through ZFSPERF_LAB, corpora go to a session cache
 (ZFSPERF_CACHE), and the tunables journal to a session state dir (ZFSPERF_STATE).
 
-Markers: `quiet` (judges measured figures or the machine: runs with nothing beside it), `guest`
+Markers: `quiet` (judges the machine itself: runs with nothing beside it), `guest`
 (needs the OpenZFS guest), `fast` (no ZFS at all). One place decides them: the fixtures a test
 asks for (LANE_FIXTURES, NEEDS_A_DAEMON), never a module-level mark. A test that asks for
 `openzfs_guest` (itself or through a fixture of its own) is `guest`; one that asks for
-`idle_machine` (it judges the machine) or `judges_figures` (it judges measured figures of real
-runs) is `quiet`; one that asks for none of NEEDS_A_DAEMON (zfs-fuse, the guest, PostgreSQL, sshd,
+`idle_machine` (it judges the machine) is `quiet`; one that asks for none of NEEDS_A_DAEMON (zfs-fuse, the guest, PostgreSQL, sshd,
 loop devices, an idle machine) is `fast`. So a refusal in a module of guest tests that needs no
 guest never waits for one, and a format test on real runs in a module of measured tests runs beside
 the guest lane, not alone. tests/lanes.py, which `make test` runs, runs the guest tests beside the
@@ -55,8 +54,8 @@ def no_run_outlives_its_test():
 
 
 NEEDS_A_DAEMON = frozenset({"session_env", "lab", "target", "openzfs_guest", "pg", "pg_url", "sshd", "loops",
-                            "idle_machine", "judges_figures"})
-LANE_FIXTURES = {"openzfs_guest": "guest", "idle_machine": "quiet", "judges_figures": "quiet"}
+                            "idle_machine"})
+LANE_FIXTURES = {"openzfs_guest": "guest", "idle_machine": "quiet"}
 
 
 @pytest.hookimpl(tryfirst=True)           # before -m deselects by the markers added here
@@ -80,14 +79,6 @@ def pytest_collection_modifyitems(config, items):
 def idle_machine():
     """For a test that judges the machine itself (zfsperf check): nothing else may run beside it,
     so it is never fast and runs in the quiet phase. It provides nothing."""
-
-
-@pytest.fixture
-def judges_figures(lab):
-    """For a test that judges measured figures of real runs on zfs-fuse (a verdict, an interval, a
-    steady-state call): nothing else may run beside it, so it runs in the quiet phase. It provides
-    the lab, as `lab` does."""
-    return lab
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,9 @@ Phase 1, side by side:
                                                              zfs-fuse, fio, the fake target, captures
   guest  pytest -m "guest and not slow"                      the OpenZFS guest under QEMU
 Phase 2, alone:
-  quiet  pytest -m "quiet and not fast and not slow"         the tests that judge measured figures
-                                                             or the machine (nothing runs beside them)
+  quiet  pytest -m "quiet and not fast and not slow"         the tests that judge the idle machine
+                                                             (nothing runs beside them); measured
+                                                             figures are bench/'s, never a test's
 
 The guest lane runs in a private mount namespace with its own empty /run/zfsperf: zfsperf's
 one-run-at-a-time lock, its guards and its labs live there, so the guest lane's runs (which

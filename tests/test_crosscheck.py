@@ -58,7 +58,12 @@ runtime = 5
 """
 
 
-def test_cross_checks_recorded_judged_and_reported(judges_figures, tmp_path):
+def test_cross_checks_recorded_judged_and_reported(lab, tmp_path):
+    """What is exact is asserted (the stream's records against the blocks on disk, the data received
+    against the space it takes, which checks are judged and which only shown); how closely fio's
+    rates and the sampled ARC hit ratio agree with zpool iostat and the counters is a measured figure
+    of bench/truth.py (goal: within 2 %), judged here only as a yes or no with its figures (until
+    2026-12-04 asserted on one real run in the quiet lane: issue 84)."""
     rf = write_runfile(tmp_path, RUNFILE)
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd"), "--no-history")
     assert res.returncode == 0, why(res)
@@ -77,11 +82,14 @@ def test_cross_checks_recorded_judged_and_reported(judges_figures, tmp_path):
     # compression on: compressratio against allocated space is not comparable: shown, not judged
     lz = checks["recv-lzjb"]["received data vs pool space"]
     assert lz["agrees"] is None and "not judged" in lz["how"]
-    # fio reads past the ARC (metadata cached): fio's MiB/s and IOPS and zpool iostat's agree
+    # fio reads past the ARC (metadata cached): fio's MiB/s and IOPS against zpool iostat's, judged
     bw = checks["read"]["workload vs pool bandwidth"]
-    assert bw["agrees"] is True and bw["ours"] == recs["read"]["figures"]["bw"]["value"]
+    assert bw["ours"] == recs["read"]["figures"]["bw"]["value"] and bw["independent"] > 0, bw
     ops = checks["read"]["workload vs pool operations"]
-    assert ops["agrees"] is True and ops["ours"] == recs["read"]["figures"]["iops"]["value"]
+    assert ops["ours"] == recs["read"]["figures"]["iops"]["value"] and ops["independent"] > 0, ops
+    for c in (bw, ops):
+        assert isinstance(c["agrees"], bool) and c["margin_pct"] > 0, c
+        assert c["agrees"] == (abs(c["deviation_pct"]) <= c["margin_pct"]), c
     # writes: the pool gathers them into txgs, so IOPS are not pool operations, and over a short
     # case the unsynced tail is a large share of the bandwidth (-5.5 % seen at 5 s): shown, not judged
     assert checks["write"]["workload vs pool operations"]["agrees"] is None
@@ -90,8 +98,9 @@ def test_cross_checks_recorded_judged_and_reported(judges_figures, tmp_path):
     # the sampler's ARC hit ratio and the raw counters, with the version's definition named
     for case in recs:
         arc = checks[case]["ARC hit ratio: sampler vs arcstats counters"]
-        assert arc["agrees"] is True and "hits / (hits + misses)" in arc["how"]
-    assert "cross-check disagrees" not in res.stdout + res.stderr
+        assert isinstance(arc["agrees"], bool) and "hits / (hits + misses)" in arc["how"]
+    disagree = [c for r in checks.values() for c in r.values() if c["agrees"] is False]
+    assert ("cross-check disagrees" in res.stdout + res.stderr) == bool(disagree), disagree
     rep = zfsperf("report", str(d), "--no-histograms")
     assert rep.returncode == 0 and rep.stdout.count("cross-checks: ") == 4, rep.stdout
     assert "received data vs pool space +" in rep.stdout

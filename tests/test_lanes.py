@@ -41,8 +41,9 @@ def test_a_tests_lane_is_decided_by_its_fixtures_alone():
 
 def test_the_lanes_follow_the_fixtures():
     """A refusal in the guest tests' module that asks for no guest is fast; a guest test is guest;
-    a format test on real runs in a module of measured ones is on the host beside the guest; a
-    test that judges figures is quiet."""
+    a format test on real runs is on the host beside the guest, and so is a test on a real A/B whose
+    change is planted beyond any noise (no test judges a measured figure: bench/ does); a test that
+    judges the idle machine is quiet."""
     got: dict[str, set[str]] = {}
 
     class Collect:
@@ -52,10 +53,13 @@ def test_the_lanes_follow_the_fixtures():
 
     pytest.main(["-p", "no:cacheprovider", "--collect-only", "-q", "-m", "", "--rootdir",
                  str(Path(__file__).resolve().parent.parent),
-                 "tests/test_guest_builds.py", "tests/test_report.py", "tests/test_compare_designs.py"],
+                 "tests/test_guest_builds.py", "tests/test_report.py", "tests/test_compare_designs.py",
+                 "tests/test_machine.py"],
                 plugins=[Collect()])
     assert got["tests/test_guest_builds.py::test_build_a_b_refuses_duet_and_mixed_series_before_building"] == {"fast"}
     assert got["tests/test_guest_builds.py::test_bisect_names_the_commit_that_added_the_cost_and_resumes"] == {"guest"}
     assert got["tests/test_report.py::test_report_formats_from_stored_results"] == set()          # host
-    assert got["tests/test_report.py::test_real_ab_is_significant_with_its_direction"] == {"quiet"}
+    assert got["tests/test_report.py::test_real_ab_is_significant_with_its_direction"] == set()   # host
+    assert got["tests/test_machine.py::test_check_measures_a_busy_cpu_and_names_it"] == {"quiet"}
+    assert all(n.startswith("tests/test_machine.py") for n, m in got.items() if "quiet" in m), got
     assert got["tests/test_compare_designs.py::test_paired_blocks_see_what_drift_hides"] == {"fast"}

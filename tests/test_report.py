@@ -53,7 +53,11 @@ def _changes(a: Path, b: Path, *extra: str) -> tuple[subprocess.CompletedProcess
     return zfsperf("compare", str(a), str(b), *extra), json.loads(js.stdout)
 
 
-def test_real_ab_is_significant_with_its_direction(ab_runs, judges_figures):
+def test_real_ab_is_significant_with_its_direction(ab_runs):
+    """gzip-9 on a compressible stream against compression off: a planted cost beyond the drift
+    floor two separate runs are judged by (-33.3 %), so its direction is the mechanics' check (the
+    gate, the other way round, seconds lower is better); how often separate runs of identical
+    settings are called is bench/aa_runs.py's figure."""
     res, js = _changes(ab_runs["a"], ab_runs["b"], "--fail-on-regression", "5", "--allow-setup-change", "runfile,machine")
     assert js["setup_changes"][0]["key"] == "runfile"          # compression off -> gzip: the runfile differs
     tp = next(c for c in js["changes"] if c["figure"] == "throughput")
@@ -69,7 +73,7 @@ def test_real_ab_is_significant_with_its_direction(ab_runs, judges_figures):
     assert back.returncode == 0
 
 
-def test_same_settings_twice_is_not_a_regression(ab_runs, judges_figures):
+def test_same_settings_twice_is_not_a_regression(ab_runs):
     """Two runs of the same settings, one after the other. On zfs-fuse here throughput drifts over
     minutes (bench/power.py: consecutive A/A pairs are called significant 36 % of the time, by up to
     ~20 %), so a noise floor above that drift is what makes consecutive runs comparable at all:
@@ -80,8 +84,9 @@ def test_same_settings_twice_is_not_a_regression(ab_runs, judges_figures):
     js = json.loads(zfsperf("compare", str(ab_runs["a"]), str(ab_runs["c"]), *noise, "--json").stdout)
     tp = next(c for c in js["changes"] if c["figure"] == "throughput")
     assert tp["verdict"] in ("not significant", "within noise") or abs(tp["change_pct"]) >= 30, tp
-    assert res.returncode == 0 or abs(tp["change_pct"]) >= 30, res.stdout + res.stderr
-    assert "not significant" in flat(res.stdout) or "within noise" in flat(res.stdout)
+    if abs(tp["change_pct"]) < 30:
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "not significant" in flat(res.stdout) or "within noise" in flat(res.stdout)
 
 
 def test_report_formats_from_stored_results(ab_runs):

@@ -61,7 +61,7 @@ runtime = 15
 """
 
 
-def test_default_like_receive_case_is_judged_across_iterations_and_said_alike(tmp_path, judges_figures):
+def test_default_like_receive_case_is_judged_across_iterations_and_said_alike(tmp_path, lab):
     """The default suite's shape (receive rounds back to back for a few seconds, 5+ iterations): each
     iteration is too short for a window at its time scale (1 s bins of whole rounds), so the verdict
     comes from the iterations as SNIA's rounds, and the run's output, summary.txt and `report` all say
@@ -91,7 +91,10 @@ def test_default_like_receive_case_is_judged_across_iterations_and_said_alike(tm
         assert f"steady state (record): {v.word}" in rep and v.why in " ".join(rep.split()), rep
 
 
-def test_a_cache_still_filling_is_not_steady_with_its_reason(tmp_path, judges_figures):
+def test_a_cache_still_filling_is_not_steady_with_its_reason(tmp_path, lab):
+    """A planted warm-up: 384 MiB read through a zipf hot set into an empty cache, whose rate more
+    than doubles over the 15 s (asserted from the series itself, so that the test checks the
+    call and not the machine). How often the detector calls such series is bench/steady_eval.py's."""
     res = zfsperf("run", "-r", str(write_runfile(tmp_path, WARMING)), "-o", str(tmp_path / "res"), "--no-history")
     assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
