@@ -107,7 +107,7 @@ def test_a_runfile_every_case_of_which_sets_a_tunable_is_refused_on_zfs_fuse(tmp
 def test_the_help_s_ab_examples_pass_their_dry_run_on_the_default_target(tmp_path):
     """`ab --help`'s first example (recordsize=128K,1M) was refused on the default target: every
     example without --target checks, as a dry run, from the user's directory."""
-    from zfsperf.cli import EXAMPLES
+    from zfsperf.cliargs import EXAMPLES
     for line in EXAMPLES["ab"]:
         argv = line.split()[1:]
         if "--target" in argv:

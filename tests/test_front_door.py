@@ -108,7 +108,7 @@ def test_every_help_describes_itself_fits_100_columns_and_shows_examples(monkeyp
     descriptions were unwrapped lines of 229-354 characters, options had no help, the top-level
     help and `corpus make` no example, and the legacy `lab` and `--params-dir` were listed."""
     import argparse
-    from zfsperf.cli import _parsers, build_parser
+    from zfsperf.cliargs import _parsers, build_parser
     monkeypatch.setenv("COLUMNS", "100")
     ap = build_parser()
     for p in _parsers(ap):

@@ -135,7 +135,7 @@ def test_no_change_point_on_an_unchanged_history(history):
 
 def test_options_go_anywhere_in_every_subcommand():
     """Every subcommand parses options between its positionals exactly as before them."""
-    from zfsperf.cli import build_parser
+    from zfsperf.cliargs import build_parser
     cases = {"history": (["import", "d1", "d2"], ["--store", "s.sqlite"]),
              "compare": (["a", "b"], ["--json"]), "report": (["a", "b"], ["--format", "md"]),
              "steady": (["series.jsonl"], ["--window", "8"]), "list": ([], ["-r", "quick"])}

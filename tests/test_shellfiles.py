@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from zfsperf import shellfiles
-from zfsperf.cli import build_parser
+from zfsperf.cliargs import build_parser
 
 
 def _commands() -> list[str]:

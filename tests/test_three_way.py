@@ -9,7 +9,7 @@ import random
 
 from helpers import level_run as _run, stored_results as _results, throughput_change as _tp, zfsperf, flat
 
-from zfsperf.cli import build_parser
+from zfsperf.cliargs import build_parser
 from zfsperf.report.compare import MARGIN_PCT, SAME_DESIGNS, FigureChange, verdict_text
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .cli import build_parser
+from .cliargs import build_parser
 
 # where a root set-up puts them on Debian (bash-completion reads the first, zsh's fpath holds the
 # second, man's MANPATH the third)
@@ -35,7 +35,7 @@ def manpage() -> str:
     """zfsperf(1) in roff: the usage, each command's description, options and examples, then the
     EXAMPLES of every command and the EXIT STATUS."""
     from argparse_manpage.manpage import Manpage
-    from .cli import EXAMPLES
+    from .cliargs import EXAMPLES
     page = Manpage(build_parser(), _data={"project_name": "zfsperf", "version": __version__,
                                           "description": "a performance test suite for ZFS"})
     examples = [ln.split("#")[0].rstrip() for name, lines in EXAMPLES.items() if name != "lab" for ln in lines]
