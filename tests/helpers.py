@@ -324,6 +324,7 @@ class LoggedTunables(FileTunables):
 
 class FakeTarget(Target):
     impl = "openzfs-linux"
+    host_root = "/hostroot"         # shaped like zfsperf's guest, where build A/Bs run: it reads the host's builds there
 
     def __init__(self, root: Path, log: proc.CommandLog = proc.NULL_LOG) -> None:
         super().__init__(log)

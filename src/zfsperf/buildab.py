@@ -3,7 +3,7 @@ commit of a range whose change exceeds the noise floor (`zfsperf guest bisect`).
 
 The A/B is a run like any other: every selected test gets one case per build ("recv build=a",
 "recv build=b"), the runner interleaves them in blocks whose order is drawn from a recorded seed,
-and the guest loads each case's build before its pool (guest/switch.py). Same kernel, memory,
+and the guest loads each case's build before its pool (tunables/modswitch.py). Same kernel, memory,
 disk, userland and pool for both sides: only the module differs. `compare` on the run gives the
 paired verdict per case, with its interval and the change the data could have seen; the
 markdown of that verdict (compare.md in the run's directory) is what goes into a pull request.

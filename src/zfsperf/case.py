@@ -33,7 +33,7 @@ from .workloads.base import CaseContext, CaseTimeout, WorkloadFailed
 
 if TYPE_CHECKING:
     from .guest.pair import GuestPair
-    from .guest.switch import ModuleSwitch
+    from .tunables.modswitch import ModuleSwitch
 
 
 def dead_daemon(target: Target) -> Daemon | None:

@@ -42,7 +42,7 @@ from .tunables import Journal, replay
 from .tunables.journal import journal_path
 from .ui import Console
 from .case import CaseRunner
-from .guest.switch import ModuleSwitch
+from .tunables.modswitch import ModuleSwitch
 from .tunables.impls import ImplPin
 from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS

@@ -39,6 +39,7 @@ from .qmp import Qmp
 
 MEM_MB = int(os.environ.get("ZFSPERF_GUEST_MEM", "3072"))
 DISK_GB = int(os.environ.get("ZFSPERF_GUEST_DISK_GB", "16"))
+HOSTROOT = "/hostroot"       # where the guest sees the host's root, read-only (guest/init_script.py)
 
 
 def lab_root() -> Path:
@@ -258,6 +259,7 @@ def open_guest_target(log: proc.CommandLog = proc.NULL_LOG, root: Path | None = 
     lab.resume_if_paused(say)
     t = open_ssh(st.url(), log, options=lab.ssh_options(), machine_pid=st.qemu_pid)
     t.accelerator = st.accel          # the guest's state knows how QEMU runs it (a declared capability)
+    t.host_root = HOSTROOT            # the host's root, read-only, as the guest mounts it (init_script.py)
     return t
 
 

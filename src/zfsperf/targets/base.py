@@ -71,6 +71,7 @@ class Target(ABC):
     accelerator: str | None = None  # "tcg" / "kvm" for a QEMU guest: under TCG timings are not speeds
     remote: bool = False            # commands run on another machine, through a transport (ssh)
     owns_daemon: bool = False       # this target started its embedded daemon and stops it at close()
+    host_root: str = ""             # where the target reads this host's files ("/hostroot" in the guest)
 
     def __init__(self, log: proc.CommandLog = proc.NULL_LOG) -> None:
         self.log = log

@@ -173,7 +173,7 @@ class SysctlTunables:
             raise TargetError(f"cannot set {name}={value}: {res.error_text()}")
 
 
-# The journal's name for "another build's module is loaded" (guest/switch.py, a build A/B): its old
+# The journal's name for "another build's module is loaded" (tunables/modswitch.py, a build A/B): its old
 # value is OWN_BUILD, and putting it back loads the machine's own build (modprobe) again.
 BUILD_ENTRY = "zfs module build"
 OWN_BUILD = "the machine's own"

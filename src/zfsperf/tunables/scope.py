@@ -9,7 +9,7 @@ A module parameter written at run time does not always change what the next oper
 
 A sweep that writes a pool-scope value and reuses a pool, or writes a load-scope one at all,
 would be a silent A/A: a pool-scope value gets a fresh pool, a load-scope one the module loaded
-again with it (guest/switch.py; only in zfsperf's own guest, where no pool but its own exists). The scope is read from the real system where it can be (the parameter
+again with it (tunables/modswitch.py; only in zfsperf's own guest, where no pool but its own exists). The scope is read from the real system where it can be (the parameter
 file's mode bits on the target), and from what the captured releases say (known/scopes.tsv:
 their zfs.4, and the mode bits of the OpenZFS 2.3.2 guest's /sys/module/zfs/parameters) where it
 cannot (before a target is open; FreeBSD's sysctls). Never from a hand list."""

@@ -1,11 +1,13 @@
-"""Which OpenZFS build the running guest has loaded: the kernel modules of one build swapped for
-another's between two cases, in the same guest (same kernel, memory, disk and userland), so that
-two builds are measured in blocks like two values of a tunable.
+"""Which OpenZFS build a kernel-OpenZFS target has loaded: the kernel modules of one build swapped
+for another's between two cases, on the same machine (same kernel, memory, disk and userland), so
+that two builds are measured in blocks like two values of a tunable. Today's target for it is
+zfsperf's own guest; nothing here is the guest's: where the target reads the host's files is its
+declared capability (Target.host_root: the guest's read-only view of the host's root, /hostroot).
 
 A swap happens between cases, when no pool is imported: `rmmod zfs spl`, then `insmod` of the
-build's spl.ko and zfs.ko, read by the guest from the host through its read-only view of the
-host's root (/hostroot). The guest's own build (the one in its initramfs) is loaded back with
-`modprobe zfs` when the run ends, however it ends (the runner calls restore() in its finally).
+build's spl.ko and zfs.ko, read by the target from the host's build directory. The target's own
+build (the guest's: the one in its initramfs) is loaded back with `modprobe zfs` when the run
+ends, however it ends (the runner calls restore() in its finally).
 Which build is loaded is checked after each swap by the module's srcversion, which differs
 between builds of different sources even when their version strings are equal.
 
@@ -30,16 +32,14 @@ from .. import proc
 from ..buildref import BuildRef
 from ..errors import InputError, TargetError
 from ..targets.base import Target
-from ..tunables.backend import BUILD_ENTRY, OWN_BUILD, FileTunables, module_spec
-from ..tunables.impls import ImplPin
-from ..tunables.journal import Journal
-from ..tunables.reload import ModuleLoader
-
-HOSTROOT = "/hostroot"        # where the guest sees the host's root (guest/init_script.py)
+from .backend import BUILD_ENTRY, OWN_BUILD, FileTunables, module_spec
+from .impls import ImplPin
+from .journal import Journal
+from .reload import ModuleLoader
 
 
 class ModuleSwitch:
-    """The module the guest has loaded: which build, with which load-scope tunables as module
+    """The module the target has loaded: which build, with which load-scope tunables as module
     options. Each case asks for its own before its pool (load); nothing is reloaded when the case
     wants what is loaded. A load-scope value is journaled before the first reload that changes it,
     and forgotten once restore() has loaded the module with the value it had before."""
@@ -63,15 +63,16 @@ class ModuleSwitch:
         self.swaps = 0
 
     def check(self) -> None:
-        """Before anything runs: every build's modules are readable in the guest."""
+        """Before anything runs: every build's modules are readable on the target."""
         for b in self.builds.values():
             if b.modules is None:
                 continue
             for m in ("spl.ko", "zfs.ko"):
-                path = f"{HOSTROOT}{b.modules}/{m}"
+                path = f"{self.target.host_root}{b.modules}/{m}"
                 if not self.target.run(["test", "-r", path]).ok:
-                    raise TargetError(f"build {b.name}: the guest cannot read {path} (is the host's root "
-                                      "shared with the guest? see `zfsperf guest status`)")
+                    raise TargetError(f"build {b.name}: the {self.where} cannot read {path}"
+                                      + (" (is the host's root shared with the guest? see `zfsperf guest status`)"
+                                         if self.target.host_root else ""))
 
     def load(self, name: str | None, options: dict[str, str] | None = None) -> None:
         """Make build `name` (None: the guest's own) the loaded one, with these load-scope
@@ -95,7 +96,7 @@ class ModuleSwitch:
                                 f"a build of the run ({', '.join(others)})")
         self.current = None
         self.swaps += 1                 # counted first: a reload that fails half-way is restored too
-        src = self.loader.reload(want, None if b is None or b.modules is None else f"{HOSTROOT}{b.modules}",
+        src = self.loader.reload(want, None if b is None or b.modules is None else f"{self.target.host_root}{b.modules}",
                                  what=f"build {name}" if name is not None else "the guest's own build")
         if name is not None:
             self.srcversions[name] = src
