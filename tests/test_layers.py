@@ -91,6 +91,42 @@ def test_the_code_keeps_the_layers_of_the_architecture_document():
     assert check(SRC, table) == []
 
 
+CORE = ("orchestration", "case", "analysis", "measurement", "results", "target interface")
+
+
+def guest_importers(src: Path, table: list[tuple[str, list[str]]]) -> list[str]:
+    """The core's modules (CORE's rows, but the composition root `opentarget`) that import from
+    `guest`: the rule "the core names no guest" of docs/architecture.md, broken."""
+    root = next(p.name for p in src.iterdir() if (p / "__init__.py").exists())
+    paths = {module_name(p, src): p for p in (src / root).rglob("*.py")}
+    core = [n for layer, names in table if layer in CORE for n in names if n != "opentarget"]
+    out = []
+    for m, p in sorted(paths.items()):
+        rel = m[len(root) + 1:]
+        if any(rel == n or rel.startswith(n + ".") for n in core):
+            bad = sorted(d for d in imports(p, src, set(paths)) if d == f"{root}.guest" or d.startswith(f"{root}.guest."))
+            out += [f"{m} imports {d}" for d in bad]
+    return out
+
+
+def test_the_core_names_no_guest():
+    """Issue 85: runner, case and plan imported guest modules (the module switch, the twin guest and
+    its pair, the build reference); the core now reaches the guest only through the composition
+    root, so that builds on a host (issue 72) add a target, not a third copy."""
+    table = layers_table(DOC.read_text())
+    assert guest_importers(SRC, table) == []
+    assert "the core names no guest" in DOC.read_text()
+
+
+def test_a_core_module_that_imports_the_guest_is_found(tmp_path):
+    """The core's module is found; the composition root and the application may import the guest."""
+    src = _tree(tmp_path, {"pkg/guest/__init__.py": "", "pkg/guest/vm.py": "",
+                           "pkg/run.py": "from .guest import vm\n", "pkg/opentarget.py": "from .guest import vm\n",
+                           "pkg/app.py": "from .guest import vm\n"})
+    table = [("application", ["app"]), ("orchestration", ["run", "opentarget"]), ("targets", ["guest"])]
+    assert guest_importers(src, table) == ["pkg.run imports pkg.guest.vm"]
+
+
 # ---------------------------------------------------------------- the checker, on trees that break it
 TABLE = [("top", ["app"]), ("middle", ["mid"]), ("bottom", ["pkg", "low"])]
 

@@ -775,14 +775,14 @@ class _GuestTurns(ScriptedWorkload):
 def _two_guests(h, tmp_path, monkeypatch) -> tuple[list, FakeTarget]:
     """Build turns on two fake guests: the lab's (h.target) and its twin, their events also in one
     shared, tagged list (returned with the twin); the pair's pauses and resumes are events too."""
-    from zfsperf.guest import pair as pair_mod, vm
+    from zfsperf import runner as runner_mod
 
     shared: list = []
     twin = FakeTarget(tmp_path / "twin")
     h.target.events, twin.events = _Tagged(shared, "guest"), _Tagged(shared, "twin")
     fake_pair = _FakePair(shared)
-    monkeypatch.setattr(vm, "open_guest_target", lambda log, root=None, say=print: twin)
-    monkeypatch.setattr(pair_mod, "GuestPair", lambda guests: fake_pair)
+    monkeypatch.setattr(runner_mod, "open_twin", lambda spec, log=None, say=print: twin)
+    monkeypatch.setattr(runner_mod, "turn_pair", lambda spec: fake_pair)
     return shared, twin
 
 

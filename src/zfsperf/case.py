@@ -25,14 +25,13 @@ from .pool import Pool, PoolManager
 from .results.record import CaseOutcome, CaseRecord, Status, SteadyMode, SteadyRecord, as_figures
 from .results.directory import ResultsDir, profile_path, series_path
 from .runfile import Case, TestSpec
-from .targets.base import Daemon, Target
+from .targets.base import Daemon, Target, TurnPair
 from .ui import Console
 from .units import parse_duration
 from .workloads import WORKLOADS
 from .workloads.base import CaseContext, CaseTimeout, WorkloadFailed
 
 if TYPE_CHECKING:
-    from .guest.pair import GuestPair
     from .tunables.modswitch import ModuleSwitch
 
 
@@ -340,7 +339,7 @@ class CaseRunner:
         # while the other has its turn
         self.twin: CaseRunner | None = None
         self.guest_name = "guest"         # which guest this runner's target is (build turns' records)
-        self.pair: GuestPair | None = None
+        self.pair: TurnPair | None = None
 
     def hosts(self, it: int) -> tuple["CaseRunner", "CaseRunner"]:
         """Build turns: the runners of the guests that hold side A and side B in iteration `it`,
@@ -496,7 +495,7 @@ class CaseRunner:
             absorb(o, res, t.timeout, log)
         elif res is not None:
             record.figures = as_figures(res)
-            record.add_detail(ctx.extra)
+            record.add_detail(ctx.extra | ({"guest": ctx.machine} if ctx.machine else {}))
             o.figures = res
             o.unmet = [m for m in (e.check(res) for e in t.expect) if m]
 

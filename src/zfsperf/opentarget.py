@@ -20,9 +20,10 @@ from .tunables import FileTunables
 from .errors import InputError, TargetError, shown
 from .zfsfuse.daemon import Lab, lab_dir_from_env, zfs_fuse_available
 from .zfsfuse.target import ZfsFuseTarget
-from .guest.vm import open_guest_target
+from .guest.vm import Guest, open_guest_target, twin_root
+from .guest.pair import GuestPair
 from .sshlink import parse_url
-from .targets.base import Target
+from .targets.base import Target, TurnPair
 from .targets.ssh import open_ssh
 from .targets.openzfs_freebsd import OpenZfsFreeBsdTarget
 from .targets.openzfs_linux import OpenZfsLinuxTarget, present
@@ -152,3 +153,21 @@ def open_target(spec: str = "auto", *, log: proc.CommandLog = proc.NULL_LOG,
     if tunables_dir is not None:
         t.tunables = FileTunables(tunables_dir)
     return t
+
+
+def open_twin(spec: str, *, log: proc.CommandLog = proc.NULL_LOG, say=print) -> Target:
+    """Build turns: the second machine of the target `spec` names, opened as a target of its own
+    (the guest's twin: the same cached build, memory, vCPUs and disk; guest/vm.py)."""
+    if spec != "guest":
+        raise InputError(f"two builds taking turns need two identical machines: only the guest has a twin "
+                         f"(--target guest), not {shown(spec)}", field="target")
+    return open_guest_target(log, twin_root(), say=say)
+
+
+def turn_pair(spec: str) -> TurnPair:
+    """Build turns: what pauses the target `spec` names or its twin while the other has its turn
+    (guest/pair.py: QMP)."""
+    if spec != "guest":
+        raise InputError(f"two builds taking turns need two identical machines: only the guest has a twin "
+                         f"(--target guest), not {shown(spec)}", field="target")
+    return GuestPair([Guest(), Guest(twin_root())])

@@ -35,7 +35,7 @@ from .report.tables import case_tables
 from .runfile import Case, Runfile, refuse_load_scope
 from .sides import Sides, choose
 from .plan import Choice, Plan
-from .opentarget import Expected, check_spec, expected, open_target, reloads_modules
+from .opentarget import Expected, check_spec, expected, open_target, open_twin, reloads_modules, turn_pair
 from . import dryrun
 from .targets.base import Target
 from .tunables import Journal, replay
@@ -620,11 +620,9 @@ class Runner:
 
     def _open_twin(self, log: proc.CommandLog, rd: ResultsDir, vdev_dir: Path, journal: Journal) -> None:
         """Build turns: the twin guest as a second target with its own pools and module switch,
-        and the pair that pauses one guest while the other has its turn (guest/pair.py)."""
-        from .guest.pair import GuestPair
-        from .guest.vm import Guest, open_guest_target, twin_root
+        and the pair that pauses one guest while the other has its turn (opentarget: the guest's)."""
         opts = self.opts
-        twin = open_guest_target(log, twin_root(), say=self.ui.say)
+        twin = open_twin(opts.storage.target, log=log, say=self.ui.say)
         try:
             leftovers.on_the_target(twin, Path(opts.storage.vdev_dir), self.ui.say, cleanup=opts.cleanup,
                                     resume_owner=rd.path.name if opts.resume else None)
@@ -639,7 +637,7 @@ class Runner:
                             switch=switch)
         runner.guest_name = "twin"
         self.cases.twin = runner
-        self.cases.pair = GuestPair([Guest(), Guest(twin_root())])
+        self.cases.pair = turn_pair(opts.storage.target)
 
     def _resume_guests(self) -> None:
         """Build turns: neither guest left paused, however the run ended."""

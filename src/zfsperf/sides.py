@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import proc
 from .case import CaseRunner, Lifecycle, Sides
@@ -24,10 +24,8 @@ from .control import Interrupted
 from .pool import Pool
 from .results.record import CaseRecord
 from .runfile import Case
+from .targets.base import TurnPair
 from .workloads.base import CaseContext
-
-if TYPE_CHECKING:
-    from .guest.pair import GuestPair
 
 
 class Alone(Sides):
@@ -184,7 +182,7 @@ class GuestTurns(_Duet):
     paused during a side's turn (guest/pair.py)."""
     sampled = False
 
-    def __init__(self, a: Case, b: Case, pair: "GuestPair") -> None:
+    def __init__(self, a: Case, b: Case, pair: TurnPair) -> None:
         super().__init__(a, b)
         self.pair = pair
         self.at_once = not a.test.turns
@@ -218,7 +216,7 @@ class GuestTurns(_Duet):
 
     def label(self, ctxs: dict[str, CaseContext], lives: dict[str, Lifecycle]) -> None:
         for cid, ctx in ctxs.items():
-            ctx.extra["guest"] = lives[cid].runner.guest_name
+            ctx.machine = lives[cid].runner.guest_name
 
 
 def choose(case: Case, partner: Case | None, runner: CaseRunner | None) -> Sides:

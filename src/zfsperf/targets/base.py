@@ -21,6 +21,22 @@ from ..tunables import Journal, TunableBackend, TunableSession
 from .kstat import Txg
 
 
+class TurnPair(Protocol):
+    """Two identical machines taking turns (build turns: the guest and its twin), as the core uses
+    them: one runs while the other is paused. guest/pair.py's GuestPair is the one there is."""
+
+    def turn_to(self, index: int, log: proc.CommandLog | None = None) -> Any:
+        """What runs before each of a side's turns on machine `index` (0: the run's target, 1: its
+        twin): the other paused, this one running, both read back; returns a callable whose result
+        goes into the side's record."""
+
+    def resume_all(self) -> list[str]:
+        """Both machines running again; the names of those that had to be resumed."""
+
+    def close(self) -> None:
+        """Its connections closed."""
+
+
 class Daemon(Protocol):
     """The embedded ZFS daemon a target runs on (zfs-fuse's lab), as the core uses it: all of it."""
 

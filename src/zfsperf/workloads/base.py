@@ -86,6 +86,8 @@ class CaseContext:
     turn_key: str = "turn_tunables"      # where each turn's before_turn result is kept (extra)
     after_turn: Callable[[], Any] | None = None    # after each of this side's turns, however it ended
                                          # (build turns: the other guest resumed)
+    machine: str | None = None           # build turns: which of the two machines ran this side ("guest"
+                                         # or "twin"), recorded as the record's `guest`
     settle_turns: int = 0                # taking turns: each side's first turns of the iteration, run
                                          # and left out (build turns: a fresh pool in each guest)
     spans: list[tuple[float, float]] = field(default_factory=list)   # taking turns: this side's
