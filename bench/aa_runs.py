@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from zfsperf.report.compare import DRIFT_FLOOR_PCT
+from zfsperf.report.designs import DRIFT_FLOOR_PCT
 
 
 def zfsperf(*args: str) -> subprocess.CompletedProcess:

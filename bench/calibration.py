@@ -41,6 +41,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from zfsperf.report import abstats, compare  # noqa: E402
+from zfsperf.report.designs import SAME_DESIGNS  # noqa: E402
+from zfsperf.report.pairing import ab_pairs  # noqa: E402
 from zfsperf.report.model import CaseData, RunData  # noqa: E402
 from zfsperf.results.record import CaseRecord, Figure, RunRecord, Status  # noqa: E402
 from zfsperf.units import ChangeVerdict  # noqa: E402
@@ -101,7 +103,7 @@ def paired_trial(n: int, turns: bool) -> Trial:
         a = level * np.exp(noise(rng, kind, (n,), SD / math.sqrt(2)))
         b = level * np.exp(noise(rng, kind, (n,), SD / math.sqrt(2)) + shift)
         run = one_run({"a": list(a), "b": list(b)}, interleave=not turns, turns=turns)
-        cmp = compare.compare_within(run, compare.ab_pairs(run))
+        cmp = compare.compare_within(run, ab_pairs(run))
         return next((c for c in cmp.changes if c.figure == "throughput"), None)
     return trial
 
@@ -146,7 +148,7 @@ def unpaired_trial(n: int) -> Trial:
         a = 100 * np.exp(drift[:n] + noise(rng, kind, (n,)))
         b = 100 * np.exp(drift[n:] + noise(rng, kind, (n,)) + shift)
         run = one_run({"a": list(a), "b": list(b)})
-        cmp = compare.compare_within(run, compare.ab_pairs(run))
+        cmp = compare.compare_within(run, ab_pairs(run))
         return next((c for c in cmp.changes if c.figure == "throughput"), None)
     return trial
 
@@ -221,7 +223,7 @@ def measure(name: str, trial: Trial, kind: str, trials: int, seed: int) -> Row:
         cov += [covers(c, -shift) for c in planted if c is not None]
     judged_same = [c for c in (trial(rng, kind, s * math.log1p(MARGIN / 100)) for s in (1, -1)
                                for _ in range(trials // 2)) if c is not None]
-    if judged_same and any(c.design in compare.SAME_DESIGNS for c in judged_same):
+    if judged_same and any(c.design in SAME_DESIGNS for c in judged_same):
         same = float(np.mean([c.verdict == ChangeVerdict.SAME for c in judged_same]))
     if aa and all(c.design is compare.Design.ITERATIONS for c in aa):
         cov = []        # separate runs: the interval is of the iterations, not of the runs (not claimed)

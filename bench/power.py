@@ -55,10 +55,12 @@ import numpy as np
 
 from zfsperf.metrics import fiojson
 from zfsperf.report import abstats
-from zfsperf.report.compare import (DRIFT_FLOOR_PCT, MARGIN_PCT, NOISE_PCT, Design, beyond_floor,
-                                    compare_values, from_estimate, verdict_text)
+from zfsperf.report.compare import MARGIN_PCT, NOISE_PCT, compare_values, from_estimate
+from zfsperf.report.designs import DRIFT_FLOOR_PCT, Design, beyond_floor
+from zfsperf.report.export.compare.text import verdict_text
 from zfsperf.report.model import load_run
-from zfsperf.report.compare import ab_pairs, compare_within
+from zfsperf.report.compare import compare_within
+from zfsperf.report.pairing import ab_pairs
 from zfsperf.runfile import case_slug, resolve_path
 
 DESIGNS = ("consecutive", "interleaved", "duet", "turns", "fio", "mix")

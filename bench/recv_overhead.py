@@ -26,7 +26,7 @@ from zfsperf import proc
 from zfsperf.zfsfuse.daemon import Lab
 from zfsperf.metrics.sampler import Sampler
 from zfsperf.pool import PoolManager, PoolSpec
-from zfsperf.report.compare import ratio_ci
+from zfsperf.report.abstats import ratio_ci
 from zfsperf.zfsfuse.target import ZfsFuseTarget
 from zfsperf.units import MIB
 from zfsperf.workloads import corpus as corpus_mod

@@ -344,7 +344,7 @@ def test_verdict_design_stop_and_steady_mode_words_are_enums_not_strings():
     import ast
     import json
     from pathlib import Path
-    from zfsperf.report.compare import Design
+    from zfsperf.report.designs import Design
     from zfsperf.results.record import SteadyMode, StopReason
     from zfsperf.units import ChangeVerdict
     words = {m.value for e in (ChangeVerdict, Design, StopReason) for m in e}

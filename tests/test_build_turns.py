@@ -13,7 +13,7 @@ from zfsperf.guest.pair import GuestPair
 from zfsperf.guest.qmp import Qmp
 from zfsperf.guest.vm import Guest
 from zfsperf.report import buildfloor
-from zfsperf.report.compare import Comparison, FigureChange
+from zfsperf.report.comparison import Comparison, FigureChange
 from zfsperf.units import ChangeVerdict
 
 

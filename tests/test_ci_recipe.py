@@ -77,7 +77,7 @@ def _run_recipe(tmp_path: Path, base: Path, new: Path) -> tuple[subprocess.Compl
 
 
 def test_perf_regression_runs_enough_iterations_for_its_gate():
-    from zfsperf.report.compare import min_p
+    from zfsperf.report.abstats import min_p
     from zfsperf.runfile import load
     rf = load("perf-regression", {})
     cases = rf.cases()

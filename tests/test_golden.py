@@ -260,6 +260,7 @@ def test_figures_beside_the_headline_are_exploratory_with_a_holm_adjusted_p(run)
     figures beside a case's headline are exploratory now: their p is Holm-adjusted over the case's
     other figures and their verdict decided on it; a note says so, counting the figures shown."""
     from zfsperf.report import compare
+    from zfsperf.report.export.compare import text as comparetext
     from zfsperf.report.model import load_run
     data = load_run(run)
     rng = np.random.default_rng(5)
@@ -269,7 +270,7 @@ def test_figures_beside_the_headline_are_exploratory_with_a_holm_adjusted_p(run)
     def cmp_of(*changes):
         c = compare.Comparison(data, data, changes=list(changes), workloads={"x → y": "receive"})
         compare.adjust_exploratory(c)
-        return c, compare.notes(c)
+        return c, comparetext.notes(c)
     head = compare.compare_values("x → y", "throughput", "MiB/s", same, up)
     flat = compare.compare_values("x → y", "throughput", "MiB/s", same, list(rng.normal(100, 1, 8)))
     _c, only_head = cmp_of(head, flat)
@@ -284,5 +285,5 @@ def test_figures_beside_the_headline_are_exploratory_with_a_holm_adjusted_p(run)
     assert all(ch.exploratory and ch.verdict == compare.ChangeVerdict.NOT_SIGNIFICANT for ch in sides)
     (note,) = [n for n in beside if "exploratory" in n]
     assert note.startswith("Note: 3 figure(s) shown besides") and "(0 still called)" in note and "(throughput)" in note
-    assert "1 figure(s)" in [n for n in compare.notes(c, ["a"]) if "exploratory" in n][0]     # only those shown
+    assert "1 figure(s)" in [n for n in comparetext.notes(c, ["a"]) if "exploratory" in n][0]     # only those shown
     assert c.gate(5).judged == [flat]                                  # the gate judges the headline only

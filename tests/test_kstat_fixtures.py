@@ -89,6 +89,7 @@ def test_compare_sets_the_two_sides_txg_tables_side_by_side_as_context(tmp_path)
     import json
     from zfsperf.metrics import taskq, txgtable
     from zfsperf.report import compare
+    from zfsperf.report.export.compare import text as comparetext
     from zfsperf.targets.kstat import parse_taskq_summary
     from zfsperf.report.model import load_run
     rows = parse_txgs(fixture("openzfs-2.3.2", "kstat_tank_txgs_during_load.txt"))
@@ -112,9 +113,9 @@ def test_compare_sets_the_two_sides_txg_tables_side_by_side_as_context(tmp_path)
             for i in range(1, 6)))
     cmp = compare.compare_runs([load_run(dirs["a"])], [load_run(dirs["b"])])
     # the I/O taskqs beside them: B's z_wr_iss held the real load's 48 pending tasks, A's none
-    (tq,) = [n for n in compare.notes(cmp) if n.startswith("Context (not judged): c: taskqs")]
+    (tq,) = [n for n in comparetext.notes(cmp) if n.startswith("Context (not judged): c: taskqs")]
     assert "z_wr_iss 0 → 48 (peak 0 → 48)" in tq
-    (line,) = [n for n in compare.notes(cmp) if n.startswith("Context (not judged): c: txgs ")]
+    (line,) = [n for n in comparetext.notes(cmp) if n.startswith("Context (not judged): c: txgs ")]
     sa, sb = (txgtable.merged([halves[s]] * 5) for s in "ab")
     assert f"txgs {sa['count']} → {sb['count']}" in line
     assert f"syncing {txgtable.number(sa['sync_ms']['median'])} → {txgtable.number(sb['sync_ms']['median'])} ms" in line

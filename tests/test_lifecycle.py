@@ -192,7 +192,8 @@ def test_an_ab_test_runs_its_points_in_seeded_blocks_and_the_rest_in_turn(h, tmp
     assert calls[12:] == [("u__level=5", i) for i in (1, 2, 3)] + [("u__level=6", i) for i in (1, 2, 3)]
     info = json.loads((d / "run.json").read_text())
     assert info["ab"] == ["t"] and info["selection"]["seed"] == 5 and info["selection"]["interleave"] is False
-    from zfsperf.report.compare import ab_pairs, compare_within
+    from zfsperf.report.compare import compare_within
+    from zfsperf.report.pairing import ab_pairs
     from zfsperf.report.model import load_run
     run = load_run(d)
     designs = {c.case: c.design for c in compare_within(run, ab_pairs(run)).changes}
@@ -461,7 +462,8 @@ def test_a_build_ab_pairs_each_sweep_point_with_itself_on_the_other_build(h, tmp
     h.wl.script = lambda ctx: {"throughput": figure(10.0 * ctx.fields["level"], "MiB/s")}
     code, d, _recs = h.run(rf, interleave=True, seed=2, builds=_builds())
     assert code == 0
-    pairs = compare.ab_pairs(load_run(d))
+    from zfsperf.report.pairing import ab_pairs
+    pairs = ab_pairs(load_run(d))
     assert sorted((a.case, b.case) for a, b in pairs) == [("t level=1 build=a", "t level=1 build=b"),
                                                           ("t level=2 build=a", "t level=2 build=b")]
     cmp = compare.compare_within(load_run(d), pairs)
@@ -663,7 +665,8 @@ def test_detect_stops_on_a_decision_at_a_spent_level(h, tmp_path, b_level, verdi
     assert det["stopped_by"] == "decided" and det["blocks"] == blocks, det
     assert det["sequential"]["looks"] == blocks - 5 and det["sequential"]["alpha"] == pytest.approx(alpha, abs=0.001)
     assert len(recs) == 2 * blocks
-    from zfsperf.report.compare import ab_pairs, compare_within
+    from zfsperf.report.compare import compare_within
+    from zfsperf.report.pairing import ab_pairs
     from zfsperf.report.model import load_run
     run = load_run(d)
     (ch,) = [c for c in compare_within(run, ab_pairs(run)).changes if c.figure == "throughput"]
@@ -965,7 +968,8 @@ def test_detect_decides_same_only_within_the_change_it_asks_for(h, tmp_path):
     code, d, _recs = h.run(rf, interleave=True, detect=3.0, seed=3)
     assert code == 0
     det = json.loads((d / "run.json").read_text())["detect"]
-    from zfsperf.report.compare import ab_pairs, compare_within
+    from zfsperf.report.compare import compare_within
+    from zfsperf.report.pairing import ab_pairs
     from zfsperf.report.model import load_run
     run = load_run(d)
     (ch,) = [c for c in compare_within(run, ab_pairs(run)).changes if c.figure == "throughput"]

@@ -250,7 +250,8 @@ def test_exact_p_with_ties_and_no_ci_where_none_exists(tmp_path):
     """[1,1,1,1] vs [2,2,2,2] has exact p = 2/70 (the normal approximation
     said 0.013, below the smallest p any test of 4 vs 4 can give); 2-3 iterations a side get no
     "95 % CI" at all, 5 a side get a distribution-free one that holds the change."""
-    from zfsperf.report.compare import compare_values, min_p
+    from zfsperf.report.abstats import min_p
+    from zfsperf.report.compare import compare_values
     ch = compare_values("c", "throughput", "MiB/s", [1.0] * 4, [2.0] * 4)
     assert ch.p == pytest.approx(2 / 70) and ch.p >= min_p(4, 4)
     for n in (2, 3):

@@ -54,7 +54,8 @@ def test_compare_judges_a_detect_run_at_its_recorded_level(tmp_path):
     """A run that looked 7 times is judged at the level of its last look, said beside the verdict:
     p 0.031 is significant at 0.05 and not at the recorded 0.0276."""
     from helpers import stored_results
-    from zfsperf.report.compare import ab_pairs, compare_within
+    from zfsperf.report.compare import compare_within
+    from zfsperf.report.pairing import ab_pairs
     from zfsperf.report.model import load_run
     d = tmp_path / "r"
     a = [100.0, 101, 99, 100, 102, 98]

@@ -10,7 +10,10 @@ import random
 from helpers import level_run as _run, stored_results as _results, throughput_change as _tp, zfsperf, flat
 
 from zfsperf.cliargs import build_parser
-from zfsperf.report.compare import MARGIN_PCT, SAME_DESIGNS, FigureChange, verdict_text
+from zfsperf.report.compare import MARGIN_PCT
+from zfsperf.report.comparison import FigureChange
+from zfsperf.report.designs import SAME_DESIGNS
+from zfsperf.report.export.compare.text import verdict_text
 
 
 def _sides(tmp_path, name: str, levels_a: list[float], levels_b: list[float], seed: int) -> tuple[list, list]:

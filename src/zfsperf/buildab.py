@@ -170,6 +170,7 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     what earlier zfsperf runs left in the guests is removed first."""
     from .report import buildfloor
     from .report import compare
+    from .report.pairing import ab_pairs
     from .tunables import impls
     from .report.model import load_run
     from .runner import RunOptions, Runner
@@ -186,7 +187,7 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     if runner.results_dir is None:
         return AbResult(rc, None, None)
     run = load_run(runner.results_dir)
-    pairs = compare.ab_pairs(run)
+    pairs = ab_pairs(run)
     cmp = compare.compare_within(run, pairs)       # each case: first build -> second
     tests = {f"{a.case} → {b.case}": a.test for a, b in pairs}
     definitions = {t.name: t.definition() for t in load_runfile(runfile, defines).tests}
@@ -209,16 +210,16 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
 def markdown(cmp: Any, sides: dict[str, BuildRef], floors: list[str] | None = None) -> str:
     """The A/B for a pull request: what each side was, the rebuild floors, then compare's paired
     verdicts."""
-    from .report import compare
+    from .report.export.compare import markdown as compare_md, text as compare_text
     out = ["builds:"] + [f"- **{b.name}**: {b.label}" + (f" (modules {b.modules})" if b.modules else "")
                          for b in sides.values()] + [f"- {line}" for line in floors or []]
-    if compare.emulated(cmp):
+    if compare_text.emulated(cmp):
         out.append(f"- {TCG_NOTE}")
-    return "\n".join(out) + "\n\n" + compare.markdown(cmp)
+    return "\n".join(out) + "\n\n" + compare_md.markdown(cmp)
 
 
 def print_ab(res: AbResult, sides: dict[str, BuildRef]) -> None:
-    from .report import compare
+    from .report.export.compare import terminal as compare_terminal, text as compare_text
     from .ui import Console
     for b in sides.values():
         print(f"build {b.name}: {b.label}")
@@ -226,8 +227,8 @@ def print_ab(res: AbResult, sides: dict[str, BuildRef]) -> None:
         return
     for line in res.floors:
         print(line)
-    compare.render(res.comparison, Console().rich)
-    if compare.emulated(res.comparison):
+    compare_terminal.render(res.comparison, Console().rich)
+    if compare_text.emulated(res.comparison):
         print(f"note: {TCG_NOTE}")
     print(f"for a pull request: {res.results_dir / 'compare.md'}")
     print(f"Log directory:\t{res.results_dir}")

@@ -12,6 +12,9 @@ from typing import Any
 from .errors import InputError, did_you_mean, shown
 from .history.store import Store
 from .report import compare, export, summary
+from .report.export.compare import json as compare_json, markdown as compare_md, terminal as compare_terminal
+from .report.pairing import ab_pairs
+from .workloads import DURATIONS
 from .report.model import load_run
 from .report.setup import KEYS
 from .units import ChangeVerdict
@@ -22,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     rendered in the format asked for, and --fail-on-regression's gate with its lines."""
     if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
         raise InputError("--fail-on-regression takes a percentage >= 0", field="--fail-on-regression")
-    if args.gate_figure in compare.DURATIONS:
+    if args.gate_figure in DURATIONS:
         raise InputError(f"{args.gate_figure} is a duration the runfile bounds, not a measure of speed: "
                          "it is never gated", field="--gate-figure")
     floor = compare.DRIFT_FLOOR_PCT if args.drift_floor is None else args.drift_floor
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("a run is compared with itself (or a copy of it: the same results): give two different "
                          "runs, or one run alone to compare its own cases", field="dirs")
     if bases is news:
-        cmp = compare.compare_within(bases[0], compare.ab_pairs(bases[0], args.cases), args.noise, args.margin)
+        cmp = compare.compare_within(bases[0], ab_pairs(bases[0], args.cases), args.noise, args.margin)
     else:
         cmp = compare.compare_runs(bases, news, args.noise, history=_noise_history(args, bases + news),
                                    drift_floor_pct=floor,
@@ -58,12 +61,12 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"no compared case has the figure {shown(unknown[0])}{did_you_mean(unknown[0], have)} (they have: "
                              f"{', '.join(sorted(have)) or 'none'})", field="--figures")
     if args.format == "md":
-        print(compare.markdown(cmp, figures), end="")
+        print(compare_md.markdown(cmp, figures), end="")
     elif args.json or args.format == "json":
-        print(json.dumps(_as_json(cmp, figures), indent=1))
+        print(json.dumps(compare_json.as_json(cmp, figures), indent=1))
     else:
         from .ui import Console
-        compare.render(cmp, Console().rich, figures)
+        compare_terminal.render(cmp, Console().rich, figures)
     if args.html:
         runs = [base, new] if base is not new else [base]
         export.EXPORTERS["html"].write(export.Exported.of(runs, [summary.build(r) for r in runs], cmp),
@@ -153,17 +156,3 @@ def _gate(args: argparse.Namespace, cmp: Any) -> int:
     if worse or cmp.failures:
         return 1
     return 0
-
-
-def _as_json(cmp: Any, figures: list[str] | None) -> dict[str, Any]:
-    """compare --json: the comparison as one object (its keys are read by CI recipes)."""
-    return {"base": [str(r.path) for r in cmp.bases], "new": [str(r.path) for r in cmp.news],
-            "designs": {d: compare.DESIGNS[d] for d in sorted({c.design for c in cmp.changes})},
-            "changes": [c.as_dict() for c in cmp.changes], "geomeans": cmp.geomeans,
-            "failures": [f.as_dict() for f in cmp.failures], "unmatched": cmp.unmatched,
-            "warnings": cmp.warnings, "emulated": compare.emulated(cmp),
-            "setup_changes": [c.as_dict() for c in cmp.setup],
-            "profiles": [d.as_dict() for d in cmp.profiles],
-            "classes": [c.as_dict() for c in cmp.classes],
-            "history_store": cmp.history_store,
-            "notes": compare.notes(cmp, figures)}

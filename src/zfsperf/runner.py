@@ -523,7 +523,8 @@ class Runner:
         time budget. None of those depends on the change itself, so that look becomes the last and
         spends the α left. True when the run should stop; what it reached goes to run.json."""
         from .report import sequential
-        from .report.compare import ab_pairs, compare_within
+        from .report.compare import compare_within
+        from .report.pairing import ab_pairs
         from .report.model import load_run
         target = self.plan.detect
         run = load_run(rd.path)

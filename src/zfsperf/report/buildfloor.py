@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ..units import ChangeVerdict
-from .compare import Comparison, beyond_floor, verdict_text
+from .comparison import Comparison
+from .designs import beyond_floor
+from .export.compare.text import verdict_text
 
 
 def key(test: str, figure: str, accelerator: str | None, definition: str) -> str:

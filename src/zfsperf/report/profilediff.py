@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from ..metrics.profile import functions, leaves, named_share, read_folded
+from .abstats import ALPHA
 from .model import CaseData
 
-ALPHA = 0.05
 MIN_SHARE = 1.0                 # points: a function below it on both sides is not tested
 MAX_TESTED = 60                 # the largest functions tested (adjusted together)
 MIN_PAIRS, MIN_EACH = 6, 4      # 2/2^6 and 2/C(8,4): the fewest with which p < 0.05 is possible

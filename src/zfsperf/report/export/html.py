@@ -9,7 +9,9 @@ import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..compare import COLUMNS, Comparison, design_lines, notes, profile_diffs, setup_lines, table_rows
+from ..comparison import Comparison
+from ..context import profile_diffs
+from .compare.text import COLUMNS, design_lines, notes, setup_lines, table_rows
 from ..flamegraph import svg as flame_svg
 from ..profilediff import ProfileDiff
 from ..model import RunData
