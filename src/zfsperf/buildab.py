@@ -386,24 +386,16 @@ def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, f
         side = resolve(f"{src}@{commit}", short, f"commit {short}", sb)
         if side.series != good_side.series:
             raise InputError(f"commit {short} is OpenZFS {side.series}, {good} is {good_side.series}", field="--bad")
-        how = f"{blocks} iterations of turns" if turns else f"{blocks} blocks"
-        if margin[0] is not None:
-            how += f", more until decided or it could see {margin[0]:.1f} %"
+        how = (f"{blocks} iterations of turns" if turns else f"{blocks} blocks") + \
+            (f", more until decided or it could see {margin[0]:.1f} %" if margin[0] is not None else "")
         say(f"bisect: measuring {short} against {good_full[:8]} ({how})")
         res = run_ab({"good": good_side.ref, short: side.ref}, runfile, blocks=blocks, seed=seed,
                      outdir=str(out / "runs"), tags=None, test=case, argv=argv, say=say, turns=turns,
                      detect=margin[0], cleanup=cleanup)
-        ch = None
-        if res.comparison is not None:
-            ch = next((c for c in res.comparison.changes if c.figure == figure), None)
-        if ch is None:
-            raise TargetError(f"the A/B of {short} gave no {figure!r} for {case} "
-                              f"(see {res.results_dir}; exit status {res.rc})")
-        st = Step(commit, ch.verdict, ch.change_pct, list(ch.ci_pct) if ch.ci_pct else None, ch.p,
-                  ch.detectable_pct, str(res.results_dir), _subject(src, commit))
+        st = _step_of(res, src, commit, case, figure)
         steps[commit] = st
         state["steps"][commit] = st.__dict__
-        state_file.write_text(json.dumps(state, indent=1))
+        state_file.write_text(json.dumps(state, indent=1))          # a resumed bisect measures it never again
         say(f"bisect: {st.line()}")
         return st
 
@@ -430,12 +422,30 @@ def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, f
         for lab, booted in reversed(guest):     # the twin first, then the guest, each if booted here
             if booted:
                 lab.down(say=say)
+    return _found(src, commits, hi, direction, steps, state, state_file)
+
+
+def _found(src: Path, commits: list[str], hi: int, direction: str, steps: dict[str, "Step"],
+           state: dict[str, Any], state_file: Path) -> int:
+    """The bisect's end: every step measured, the first commit with the change, kept in its state."""
     first = commits[hi]
     _print_steps(steps, commits)
     print(f"first {direction} commit: {first}  {_subject(src, first)}")
     state["first"] = {"commit": first, "direction": direction}
     state_file.write_text(json.dumps(state, indent=1))
     return 0
+
+
+def _step_of(res: AbResult, src: Path, commit: str, case: str, figure: str) -> Step:
+    """One bisect step from its A/B: the judged figure's verdict, change, interval and p."""
+    ch = None
+    if res.comparison is not None:
+        ch = next((c for c in res.comparison.changes if c.figure == figure), None)
+    if ch is None:
+        raise TargetError(f"the A/B of {commit[:8]} gave no {figure!r} for {case} "
+                          f"(see {res.results_dir}; exit status {res.rc})")
+    return Step(commit, ch.verdict, ch.change_pct, list(ch.ci_pct) if ch.ci_pct else None, ch.p,
+                ch.detectable_pct, str(res.results_dir), _subject(src, commit))
 
 
 def first_changed(n: int, changed: Callable[[int], bool]) -> int:

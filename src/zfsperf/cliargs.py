@@ -33,6 +33,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    "$ZFSPERF_STORE, else $ZFSPERF_STATE/history.sqlite); checked before the first case. Give "
                    "a PostgreSQL password by PGPASSWORD, ~/.pgpass or PGSERVICE, never in the URL")
     p.add_argument("--no-history", action="store_true", help="do not add the run to the history store")
+    _add_run_place(p)
+
+
+def _add_run_place(p: argparse.ArgumentParser) -> None:
+    """run's options for where and how: vdevs, disks, the output directory, what is printed, the target."""
     p.add_argument("-d", "--vdev-dir", default="/var/tmp/zfsperf", help="directory for vdev files")
     p.add_argument("-s", "--vdev-size", help="size of each vdev file, e.g. 2G (overrides the runfile)")
     p.add_argument("-f", "--files", action="store_true",

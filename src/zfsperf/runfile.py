@@ -504,6 +504,30 @@ def _whole(raw: dict, defaults: dict, name: str, default: int, where, dwhere, le
     return value
 
 
+def _known_keys(raw: dict, workload: str, fields: set[str], where) -> None:
+    """Every key of a [[test]] is one a test of its workload has (with the nearest one offered)."""
+    allowed = COMMON_TEST_KEYS | fields
+    for k in raw:
+        if k not in allowed:
+            raise InputError(f"unknown field for a {workload} test{did_you_mean(k, allowed)} (expected one of "
+                             f"{', '.join(sorted(allowed))})", **where(k))
+
+
+def _load_ab(raw: dict, duet: bool, swept: list[str], where) -> bool:
+    """`ab = true`: the test's sweep run in interleaved blocks; refused beside a duet (which already
+    pairs its sides) and without a sweep of two or more values."""
+    ab = raw.get("ab", False)
+    if not isinstance(ab, bool):
+        raise InputError(f"expected true or false, got {shown(ab)}", **where("ab"))
+    if ab and duet:
+        raise InputError("a duet already pairs its two sides in every iteration: ab and duet do not go together",
+                         **where("ab"))
+    if ab and not swept:
+        raise InputError("ab needs a sweep to compare (a dataset property, tunable or field with two or more "
+                         "values)", **where("ab"))
+    return ab
+
+
 def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     if not isinstance(raw, dict):
         raise InputError("each [[test]] must be a table", **where(""))
@@ -515,11 +539,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         raise InputError(f"unknown workload {shown(workload)} (expected one of {', '.join(sorted(WORKLOADS))})",
                          **where("workload"))
     wl = WORKLOADS[workload]
-    allowed = COMMON_TEST_KEYS | set(wl.fields)
-    for k in raw:
-        if k not in allowed:
-            raise InputError(f"unknown field for a {workload} test{did_you_mean(k, allowed)} (expected one of "
-                             f"{', '.join(sorted(allowed))})", **where(k))
+    _known_keys(raw, workload, set(wl.fields), where)
     tags = raw.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(x, str) and x for x in tags):
         raise InputError("tags must be a list of strings", **where("tags"))
@@ -552,17 +572,9 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
                     least=iterations)
     budget = _seconds(raw, defaults, "budget", DEFAULT_BUDGET, where, dwhere)
     duet, turns = _load_duet(raw, workload, dataset, tunables, fields, steady, where)
-    ab = raw.get("ab", False)
-    if not isinstance(ab, bool):
-        raise InputError(f"expected true or false, got {shown(ab)}", **where("ab"))
-    if ab and duet:
-        raise InputError("a duet already pairs its two sides in every iteration: ab and duet do not go together",
-                         **where("ab"))
-    swept = [k for table in (dataset, tunables, fields) for k, v in table.items()
-             if isinstance(v, list) and len(v) >= 2 and (table is not fields or wl.fields[k][1])]
-    if ab and not swept:
-        raise InputError("ab needs a sweep to compare (a dataset property, tunable or field with two or more "
-                         "values)", **where("ab"))
+    ab = _load_ab(raw, bool(duet), [k for table in (dataset, tunables, fields) for k, v in table.items()
+                                    if isinstance(v, list) and len(v) >= 2 and (table is not fields or wl.fields[k][1])],
+                  where)
     return TestSpec(name=name, workload=workload, tags=list(tags), iterations=iterations, timeout=timeout,
                     pool=pool, dataset=dataset, tunables=tunables, fields=fields, expect=expect, steady=steady,
                     description=str(raw.get("description", "")), warmup=warmup, precision=precision,

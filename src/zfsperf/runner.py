@@ -178,6 +178,17 @@ class _CaseState:
     partner: Case | None = None          # a duet: the other side, run at the same time
 
 
+def detect_line(d: dict[str, Any]) -> str:
+    """--detect's line of the summary: the change wanted, the one reached, after how many blocks and
+    why it stopped (and, looking after every block, the level of its last look)."""
+    worst = "-" if d["worst_pct"] is None else f"{d['worst_pct']:.2f} %"
+    seq = d.get("sequential")
+    return (f"Detect:\t\t{d['target_pct']:.3g} % wanted (\"same\": within ±{d['target_pct']:.3g} %), {worst} reached "
+            f"after {d['blocks']} blocks (stopped by {d['stopped_by'] or 'the end of the run'})"
+            + (f"; judged at α = {seq['alpha']:.4f}, look {seq['looks']} of at most "
+               f"{seq['max_blocks'] - seq['first_look'] + 1} (α spent across looks)" if seq else ""))
+
+
 class Runner:
     def __init__(self, opts: RunOptions, console: Console | None = None) -> None:
         self.opts = opts
@@ -703,13 +714,7 @@ class Runner:
             if short:
                 lines.append(f"Cut short:\t{short}")
         if self.detected is not None:
-            d = self.detected
-            worst = "-" if d["worst_pct"] is None else f"{d['worst_pct']:.2f} %"
-            seq = d.get("sequential")
-            lines.append(f"Detect:\t\t{d['target_pct']:.3g} % wanted (\"same\": within ±{d['target_pct']:.3g} %), {worst} reached after {d['blocks']} blocks "
-                         f"(stopped by {d['stopped_by'] or 'the end of the run'})"
-                         + (f"; judged at α = {seq['alpha']:.4f}, look {seq['looks']} of at most "
-                            f"{seq['max_blocks'] - seq['first_look'] + 1} (α spent across looks)" if seq else ""))
+            lines.append(detect_line(self.detected))
         history_failed = stored is not None and stored[1] is not None
         if self.not_added is not None:
             lines.append(f"History:\tnot added: {self.not_added}")

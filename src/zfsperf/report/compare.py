@@ -247,9 +247,17 @@ def _one_figure(bc: CaseData, bcs: list[CaseData], ncs: list[CaseData], new_run:
             return from_estimate(bc.case, name, unit, old, newv, est, way, noise_pct, Design.HISTORY,
                                  "log run medians in run-to-run standard errors (the history's successive "
                                  "differences) against the heavier of Student's t and a t₃-tailed null")
+    return _beyond_drift(ch, [*bcs, *ncs], name, floor, earlier)
+
+
+def _beyond_drift(ch: FigureChange, sides: list[CaseData], name: str, floor: float,
+                  earlier: list[float]) -> FigureChange:
+    """One run a side, judged on its iterations: a change is called only beyond the drift floor
+    (widened by the spread of a side that was not in a steady state), and the floor is what is
+    said instead of a detectable change."""
     judge = ("to judge it, run both sides in one run (duet = \"turns\", or --interleave / ab = true), give "
              "several runs a side (--vs), or keep a history of identical runs")
-    unsteady = [c for c in [*bcs, *ncs] if (v := case_verdict(c.records, headline(c.workload))) is not None
+    unsteady = [c for c in sides if (v := case_verdict(c.records, headline(c.workload))) is not None
                 and v.steady is False]
     # a side not in a steady state: its own iterations' spread (max / min) widens the floor, so only
     # a change no transient inside that run could make is judged (a 50 % drop beside a run that
@@ -302,55 +310,68 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
     looked = alpha is None and seq.get("alpha") is not None
     if alpha is None:
         alpha = float(seq["alpha"]) if looked else ALPHA
-    turns = set(run.run.turns)
+    look = (f"--detect's look {seq.get('looks')} ({seq.get('method', '')})" if looked else "a look of --detect")
     for a, b in pairs:
-        cmp.workloads[f"{a.case} → {b.case}"] = a.workload
+        label = f"{a.case} → {b.case}"
+        cmp.workloads[label] = a.workload
         warn_unsteady(cmp, [(run.label, a), (run.label, b)])
-        txg_context(cmp, f"{a.case} → {b.case}", [a], [b])
-        taskq_context(cmp, f"{a.case} → {b.case}", [a], [b])
+        txg_context(cmp, label, [a], [b])
+        taskq_context(cmp, label, [a], [b])
         duet, interleaved = pairing(run, a, b)
-        profile_context(cmp, (run, a), (run, b), f"{a.case} → {b.case}", paired=interleaved or duet)
-        cmp.classes += classhist.changes(a, b, f"{a.case} → {b.case}", paired=interleaved or duet)
+        profile_context(cmp, (run, a), (run, b), label, paired=interleaved or duet)
+        cmp.classes += classhist.changes(a, b, label, paired=interleaved or duet)
         for name in a.figure_names():
-            way = figure_direction(a.workload, name, a.unit(name))
-            by_a = by_iteration(a, name)
-            by_b = by_iteration(b, name)
             if interleaved or duet:
-                blocks = sorted(set(by_a) & set(by_b))
-                old, newv = [by_a[i] for i in blocks], [by_b[i] for i in blocks]
-                # fio's slices and the mix's turns: throughput judged on slice pairs; the medians
-                # shown stay the iterations'
-                slices = slice_pairs(a, b, name, blocks) if duet and a.test in turns else None
-                est = abstats.paired(*(slices or (old, newv)), alpha) if old else None
-                if est is None:
-                    continue
-                if slices:
-                    est.n = f"{len(slices[0])} slice pairs of {len(blocks)} iterations"
-                ch = from_estimate(f"{a.case} → {b.case}", name, a.unit(name), old, newv, est, way, noise_pct,
-                                   (Design.TURNS if a.test in turns else Design.DUET) if duet else Design.PAIRED,
-                                   "sign-flip permutation on log ratios (exact)", alpha, pairs=slices or (old, newv))
-                if alpha != ALPHA:
-                    ch.note = (f"judged at α = {alpha:.4f}, interval {(1 - alpha) * 100:.1f} %: "
-                               + (f"--detect's look {seq.get('looks')} ({seq.get('method', '')})" if looked
-                                  else "a look of --detect"))
-                if len(blocks) < abstats.MIN_BLOCKS:
-                    ch.note = f"{len(blocks)} blocks: p < {ALPHA} needs ≥ {abstats.MIN_BLOCKS}"
-                    ch.verdict = ChangeVerdict.TOO_FEW if ch.verdict != ChangeVerdict.NONE else ch.verdict
+                design = (Design.TURNS if a.test in run.run.turns else Design.DUET) if duet else Design.PAIRED
+                ch = _paired_change(a, b, name, design, noise_pct, alpha, look)
+                if ch is not None:
+                    ch.judge_same(margin_pct)
             else:
-                old, newv = list(by_a.values()), list(by_b.values())
-                if not old or not newv:
-                    continue
-                ch = compare_values(f"{a.case} → {b.case}", name, a.unit(name), old, newv, noise_pct, way)
-                ch.design = Design.UNPAIRED
-                # sweep points: a scaling row, never a verdict, and no test behind it
-                if ch.verdict is not ChangeVerdict.NONE:
-                    ch.verdict = ChangeVerdict.NOT_ALTERNATED
-                ch.detectable_pct, ch.p = None, None
-                ch.note, ch.test = "", "none (the interval: Hodges-Lehmann on the iterations)"
+                ch = _sweep_point(a, b, name, noise_pct)
+            if ch is not None:
                 cmp.changes.append(ch)
-                continue
-            ch.judge_same(margin_pct)
-            cmp.changes.append(ch)
     headline_first(cmp)
     adjust_exploratory(cmp)
     return cmp
+
+
+def _paired_change(a: CaseData, b: CaseData, name: str, design: Design, noise_pct: float, alpha: float,
+                   look: str) -> FigureChange | None:
+    """One figure of two sides paired by block or iteration (sign-flip test on the log ratios); the
+    throughput of sides taking turns in slices judged on slice pairs. None: no pair holds it."""
+    by_a, by_b = by_iteration(a, name), by_iteration(b, name)
+    blocks = sorted(set(by_a) & set(by_b))
+    old, newv = [by_a[i] for i in blocks], [by_b[i] for i in blocks]
+    # fio's slices and the mix's turns: throughput judged on slice pairs; the medians shown stay
+    # the iterations'
+    slices = slice_pairs(a, b, name, blocks) if design is Design.TURNS else None
+    est = abstats.paired(*(slices or (old, newv)), alpha) if old else None
+    if est is None:
+        return None
+    if slices:
+        est.n = f"{len(slices[0])} slice pairs of {len(blocks)} iterations"
+    ch = from_estimate(f"{a.case} → {b.case}", name, a.unit(name), old, newv, est,
+                       figure_direction(a.workload, name, a.unit(name)), noise_pct, design,
+                       "sign-flip permutation on log ratios (exact)", alpha, pairs=slices or (old, newv))
+    if alpha != ALPHA:
+        ch.note = f"judged at α = {alpha:.4f}, interval {(1 - alpha) * 100:.1f} %: {look}"
+    if len(blocks) < abstats.MIN_BLOCKS:
+        ch.note = f"{len(blocks)} blocks: p < {ALPHA} needs ≥ {abstats.MIN_BLOCKS}"
+        ch.verdict = ChangeVerdict.TOO_FEW if ch.verdict != ChangeVerdict.NONE else ch.verdict
+    return ch
+
+
+def _sweep_point(a: CaseData, b: CaseData, name: str, noise_pct: float) -> FigureChange | None:
+    """Two sweep points of a run that was not interleaved: a scaling row, never a verdict, and no
+    test behind it (consecutive cases carry drift). None: a side lacks the figure."""
+    old, newv = list(by_iteration(a, name).values()), list(by_iteration(b, name).values())
+    if not old or not newv:
+        return None
+    ch = compare_values(f"{a.case} → {b.case}", name, a.unit(name), old, newv, noise_pct,
+                        figure_direction(a.workload, name, a.unit(name)))
+    ch.design = Design.UNPAIRED
+    if ch.verdict is not ChangeVerdict.NONE:
+        ch.verdict = ChangeVerdict.NOT_ALTERNATED
+    ch.detectable_pct, ch.p = None, None
+    ch.note, ch.test = "", "none (the interval: Hodges-Lehmann on the iterations)"
+    return ch

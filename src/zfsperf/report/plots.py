@@ -101,29 +101,7 @@ def steady_chart(series_path: Path, verdict: SteadyRecord | None, title: str | N
                                                       for i in range(len(rest))]
     tj = [s["t"] for s in judged]
     for name, place in zip(names, places):
-        ax = fig.add_subplot(place)
-        xs = [s["t"] for s in samples if isinstance(s["metrics"].get(name), (int, float))]
-        ys = [s["metrics"][name] for s in samples if isinstance(s["metrics"].get(name), (int, float))]
-        ax.plot(xs, ys, color="0.6", lw=0.8, marker=".", ms=3)
-        jx = [s["t"] for s in judged if isinstance(s["metrics"].get(name), (int, float))]
-        jy = [s["metrics"][name] for s in judged if isinstance(s["metrics"].get(name), (int, float))]
-        ax.plot(jx, jy, color="tab:blue", lw=2)
-        if tj:
-            ax.axvspan(tj[0], tj[-1], color="0.85", alpha=0.5, zorder=0)
-        m = v.metrics.get(name)
-        if m is not None and m.steady and m.onset is not None and m.onset <= len(tj):
-            ax.axvspan(tj[m.onset - 1], tj[-1], color="tab:green", alpha=0.18, zorder=0)
-        for cp in (m.changepoints if m is not None else []):
-            if 0 <= cp < len(tj):
-                ax.axvline(tj[cp], color="tab:red", ls=":", lw=1.2)
-        state = "—" if m is None else (m.kind or ("steady" if m.steady else "not steady"))
-        star = " ★ headline (veto)" if name == headline else ""
-        ax.set_title(f"{name}{star}: {state}", fontsize=9, loc="left")
-        ax.set_ylabel(METRIC_UNITS.get(name, ""), fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.grid(alpha=0.3)
-        if ys and min(ys) >= 0:
-            ax.set_ylim(bottom=0)
+        _steady_panel(fig.add_subplot(place), name, samples, judged, v.metrics.get(name), name == headline)
     scale = f", judged on {width:g} s bins" if width else ""
     verdict_text = (f"steady from {v.onset and tj[v.onset - 1]:.1f} s" if v.steady and v.onset
                     else f"not steady ({v.note})" if v.note else "not steady")
@@ -131,6 +109,34 @@ def steady_chart(series_path: Path, verdict: SteadyRecord | None, title: str | N
                           f"[grey band: judged; green: steady stretch; red dotted: change points]", fontsize=10)
     fig.supxlabel("time since the case started (s)", fontsize=9)
     return _png(fig)
+
+
+def _steady_panel(ax: Any, name: str, samples: list[dict[str, Any]], judged: list[dict[str, Any]], m: Any,
+                  headline: bool) -> None:
+    """One metric's panel of the steady chart: every sample thin, the judged ones bold, the judged
+    window grey, the metric's steady stretch green, its change points dotted red."""
+    def points(of: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+        have = [s for s in of if isinstance(s["metrics"].get(name), (int, float))]
+        return [s["t"] for s in have], [s["metrics"][name] for s in have]
+    tj = [s["t"] for s in judged]
+    xs, ys = points(samples)
+    ax.plot(xs, ys, color="0.6", lw=0.8, marker=".", ms=3)
+    ax.plot(*points(judged), color="tab:blue", lw=2)
+    if tj:
+        ax.axvspan(tj[0], tj[-1], color="0.85", alpha=0.5, zorder=0)
+    if m is not None and m.steady and m.onset is not None and m.onset <= len(tj):
+        ax.axvspan(tj[m.onset - 1], tj[-1], color="tab:green", alpha=0.18, zorder=0)
+    for cp in (m.changepoints if m is not None else []):
+        if 0 <= cp < len(tj):
+            ax.axvline(tj[cp], color="tab:red", ls=":", lw=1.2)
+    state = "—" if m is None else (m.kind or ("steady" if m.steady else "not steady"))
+    star = " ★ headline (veto)" if headline else ""
+    ax.set_title(f"{name}{star}: {state}", fontsize=9, loc="left")
+    ax.set_ylabel(METRIC_UNITS.get(name, ""), fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+    if ys and min(ys) >= 0:
+        ax.set_ylim(bottom=0)
 
 
 def rounds_chart(case: str, unit: str, verdict: dict[str, Any]) -> bytes | None:

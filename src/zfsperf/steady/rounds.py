@@ -232,14 +232,27 @@ def case_verdict(records: list[CaseRecord], headline: str) -> CaseSteady | None:
     method = first.criteria.get("method") or first.method
     window_its = [m.iteration for m in measured][-last:]       # the window's iteration numbers
     if method == "snia":
-        ok, rng, slope = rounds_rule(values)
-        y = np.asarray(values[-last:], float)
-        fit = np.polyfit(np.arange(last, dtype=float), y, 1) if last > 1 else [0.0, float(y[0])]
-        out = CaseSteady(bool(ok), (f"the last {last} iterations within {rng:.1f} % (range), trend {slope:.1f} %" if ok
-                                    else f"the last {last} iterations vary {rng:.0f} % (range) / trend {slope:.0f} %"),
-                         len(values), range_pct=rng, slope_pct=slope, time_to_steady_s=tts_mean)
-        return _evidence(out, "snia", headline, window_its, values[-last:], None,
-                         [float(fit[1]), float(fit[1] + fit[0] * (last - 1))])
+        return _snia_verdict(values, last, headline, window_its, tts_mean)
+    return _noise_aware_verdict(values, last, headline, window_its, tts_mean)
+
+
+def _snia_verdict(values: list[float], last: int, headline: str, window_its: list[int],
+                  tts_mean: float | None) -> CaseSteady:
+    """SNIA's rounds rule on the last iterations: range and trend within their bounds."""
+    ok, rng, slope = rounds_rule(values)
+    y = np.asarray(values[-last:], float)
+    fit = np.polyfit(np.arange(last, dtype=float), y, 1) if last > 1 else [0.0, float(y[0])]
+    out = CaseSteady(bool(ok), (f"the last {last} iterations within {rng:.1f} % (range), trend {slope:.1f} %" if ok
+                                else f"the last {last} iterations vary {rng:.0f} % (range) / trend {slope:.0f} %"),
+                     len(values), range_pct=rng, slope_pct=slope, time_to_steady_s=tts_mean)
+    return _evidence(out, "snia", headline, window_its, values[-last:], None,
+                     [float(fit[1]), float(fit[1] + fit[0] * (last - 1))])
+
+
+def _noise_aware_verdict(values: list[float], last: int, headline: str, window_its: list[int],
+                         tts_mean: float | None) -> CaseSteady:
+    """The default rule on the last iterations: steady, not steady (a drift, a range too wide), or
+    can't tell (a drift found or not ruled out, whose size the noise hides), with its evidence."""
     na = noise_aware_rule(values)
     full = 100 * float(np.ptp(values[-last:])) / abs(float(np.mean(values[-last:])))
     apart = (f", iteration {window_its[na.apart]} set apart at {na.apart_pct:+.0f} %"   # named where it mattered

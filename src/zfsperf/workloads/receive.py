@@ -88,25 +88,7 @@ class ReceiveWorkload:
                 raise InputError(f"unknown corpus field {shown(sorted(unknown)[0])} (expected kind, size, seed "
                                  "or file)", **where("corpus"))
             if "file" in spec:
-                if set(spec) - {"file"}:
-                    raise InputError("corpus.file stands alone (no kind/size/seed with it)", **where("corpus"))
-                if not isinstance(spec["file"], str) or not spec["file"]:
-                    raise InputError("corpus.file must be a path", **where("corpus"))
-                path = spec["file"]                      # checked before anything starts
-                try:
-                    check_place(path, "corpus.file", "sendfile")
-                except InputError as e:
-                    raise InputError(f"corpus.file: {e.message}", **where("corpus")) from None
-                if not os.path.isfile(path):
-                    what = "is not a file" if os.path.exists(path) else "does not exist"
-                    raise InputError(f"corpus.file: sendfile {path} {what}", **where("corpus"))
-                try:
-                    check_header(path)
-                except OSError as e:
-                    raise InputError(f"corpus.file: sendfile {path} cannot be read: {e.strerror}",
-                                     **where("corpus")) from None
-                except StreamError as e:
-                    raise InputError(f"corpus.file: {e}", **where("corpus")) from None
+                _check_sendfile(spec, where)
                 continue
             if spec.get("kind") not in corpus_mod.KINDS:
                 raise InputError(f"corpus.kind must be one of {', '.join(corpus_mod.KINDS)}, got "
@@ -513,3 +495,27 @@ class ReceiveWorkload:
             if ctx.live:
                 ctx.live(f"{rate:.1f} MiB/s now, {total / MIB:.0f} of {length * len(procs) / MIB:.0f} MiB")
             last_total, last_t = total, now
+
+
+def _check_sendfile(spec: dict[str, Any], where: Callable[[str], dict]) -> None:
+    """corpus = { file = PATH }: a sendfile of the user's own, checked before anything starts: its
+    place, that it is a file, that it can be read and is a send stream."""
+    if set(spec) - {"file"}:
+        raise InputError("corpus.file stands alone (no kind/size/seed with it)", **where("corpus"))
+    if not isinstance(spec["file"], str) or not spec["file"]:
+        raise InputError("corpus.file must be a path", **where("corpus"))
+    path = spec["file"]                      # checked before anything starts
+    try:
+        check_place(path, "corpus.file", "sendfile")
+    except InputError as e:
+        raise InputError(f"corpus.file: {e.message}", **where("corpus")) from None
+    if not os.path.isfile(path):
+        what = "is not a file" if os.path.exists(path) else "does not exist"
+        raise InputError(f"corpus.file: sendfile {path} {what}", **where("corpus"))
+    try:
+        check_header(path)
+    except OSError as e:
+        raise InputError(f"corpus.file: sendfile {path} cannot be read: {e.strerror}",
+                         **where("corpus")) from None
+    except StreamError as e:
+        raise InputError(f"corpus.file: {e}", **where("corpus")) from None
