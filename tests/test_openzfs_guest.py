@@ -563,10 +563,11 @@ def test_inside_the_guest_sigint(guest, tmp_path):
 
 
 @pytest.mark.parametrize("scale", [
-    # the default suite's own runfile, tests and sweep, one counted iteration of a 32 MiB stream, 128 MiB
-    # an iteration (whole rounds: 4, 2 and 1 for 1, 2 and 4 threads) on 256 MiB vdevs: what a user's
-    # `zfsperf run` runs, in a fraction of the time (384 MiB until 2026-12-04: 185 s in the lane)
-    ("-I", "1", "-D", "size=32M", "-D", "io_size=128M", "-s", "256M"),
+    # the default suite's own runfile, tests and sweep, one counted iteration of a 16 MiB stream, 64 MiB
+    # an iteration (whole rounds: 4, 2 and 1 for 1, 2 and 4 threads) on 128 MiB vdevs, pre-filled as
+    # the suite has them: what a user's `zfsperf run` runs, in a fraction of the time (384 MiB until
+    # 2026-12-04: 185 s in the lane; 128 MiB on 256 MiB vdevs: 115 s)
+    ("-I", "1", "-D", "size=16M", "-D", "io_size=64M", "-s", "128M"),
     pytest.param((), marks=pytest.mark.slow),           # `zfsperf run` with no arguments, unchanged
 ])
 def test_inside_the_guest_the_default_suite(guest, tmp_path, scale):
@@ -586,7 +587,8 @@ def test_receive_batch_and_starvation_sweep_inside_the_guest(guest, tmp_path):
     # the vdev files live on the guest's ext4 disk, not in its RAM
     assert guest_sh(guest, "df", "/var/tmp").splitlines()[-1].split()[0] == "/dev/vda"
     # the built-in runfile as shipped (2 prefilled vdevs, warm-up), with a smaller stream and vdevs
-    res = in_guest("run", "-r", "receive-batch", "-D", "size=32M", "-s", "256M",
+    # (32 MiB on 256 MiB vdevs until 2026-12-04: every pool's pre-fill is written under emulation)
+    res = in_guest("run", "-r", "receive-batch", "-D", "size=16M", "-s", "128M",
                   "-I", "1", "-o", str(tmp_path / "rb"))
     assert res.returncode == 0, why(res)
     recs = records(last_dir(res.stdout))
@@ -602,7 +604,7 @@ def test_receive_batch_and_starvation_sweep_inside_the_guest(guest, tmp_path):
         tq = r["taskqs"]
         assert tq["samples"] > 0 and set(tq["queues"]) == {"z_wr_iss", "z_wr_int", "z_rd_iss", "z_rd_int"}, tq
     assert res.stdout.count("[TCG emulation: not a speed]") >= 2 or guest.state().accel == "kvm"
-    res = in_guest("run", "-r", "starvation", "-t", "starvation-tuned", "-I", "1", "-s", "256M",
+    res = in_guest("run", "-r", "starvation", "-t", "starvation-tuned", "-I", "1", "-s", "128M",
                   "-D", "runtime=3s", "-D", "reader_size=16M", "-D", "writer_size=32M", "-o", str(tmp_path / "st"))
     assert res.returncode == 0, why(res)
     recs = records(last_dir(res.stdout))
