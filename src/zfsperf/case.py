@@ -495,7 +495,7 @@ class CaseRunner:
             absorb(o, res, t.timeout, log)
         elif res is not None:
             record.figures = as_figures(res)
-            record.add_detail(ctx.extra | ({"guest": ctx.machine} if ctx.machine else {}))
+            record.add_detail(ctx.extra | ctx.side_detail())
             o.figures = res
             o.unmet = [m for m in (e.check(res) for e in t.expect) if m]
 

@@ -83,11 +83,14 @@ class CaseContext:
     # taking turns over a module tunable: called before each of this side's rounds, it writes the
     # side's values and returns what they read back (recorded with the round)
     before_turn: Callable[[], dict[str, Any]] | None = None
-    turn_key: str = "turn_tunables"      # where each turn's before_turn result is kept (extra)
+    turn_key: str = "turn_tunables"      # the record's key for turn_reads
     after_turn: Callable[[], Any] | None = None    # after each of this side's turns, however it ended
                                          # (build turns: the other guest resumed)
     machine: str | None = None           # build turns: which of the two machines ran this side ("guest"
                                          # or "twin"), recorded as the record's `guest`
+    turn_order: str | None = None        # taking turns: the order the sides took them in ("ABBA")
+    turn_reads: list[Any] = field(default_factory=list)   # taking turns: each turn's before_turn result
+    settled: int = 0                     # taking turns: the settling turns that were run and left out
     settle_turns: int = 0                # taking turns: each side's first turns of the iteration, run
                                          # and left out (build turns: a fresh pool in each guest)
     spans: list[tuple[float, float]] = field(default_factory=list)   # taking turns: this side's
@@ -96,6 +99,20 @@ class CaseContext:
                                          # measured quantities counted a second, independent way
     _progress_base: dict[str, float] = field(default_factory=dict)
     _progress_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def side_detail(self) -> dict[str, Any]:
+        """What the kind of side this context was records beside its figures, under the record's
+        keys: which machine ran it (build turns), its turns' order, settling turns and read-backs."""
+        out: dict[str, Any] = {}
+        if self.machine:
+            out["guest"] = self.machine
+        if self.turn_order:
+            out["turns"] = self.turn_order
+        if self.settled:
+            out["settle_turns"] = self.settled
+        if self.turn_reads:
+            out[self.turn_key] = list(self.turn_reads)
+        return out
 
     def set_progress(self, fn: Callable[[], dict[str, float] | None]) -> None:
         self.progress = fn

@@ -60,14 +60,12 @@ def take_turns(ctxs: list[CaseContext], one: Callable[[CaseContext], R], *, dura
         ctx = ctxs[side]
         read_back, result, t0 = _turn(ctx, one)
         if ctx.before_turn is not None:
-            ctx.extra.setdefault(ctx.turn_key, []).append(read_back)
+            ctx.turn_reads.append(read_back)
         done[side].append(result)
         ctx.spans.append((t0, time.monotonic()))
         k += 1
     for c in ctxs:
-        c.extra["turns"] = "ABBA"
-        if settle:
-            c.extra["settle_turns"] = settle
+        c.turn_order, c.settled = "ABBA", settle
     return done
 
 
