@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_layers import layers_table  # noqa: E402
+from test_layers import layer_of, layers_table  # noqa: E402
 
 from zfsperf import cli  # noqa: E402
 
@@ -44,16 +44,6 @@ threads = 1
 duration = "1s"
 {extra}
 """
-
-
-def _layer_of(module: str, table: list[tuple[str, list[str]]]) -> int | None:
-    rel = module[len("zfsperf."):] if module.startswith("zfsperf.") else module
-    best = None
-    for i, (_, names) in enumerate(table):
-        for n in names:
-            if (rel == n or rel.startswith(n + ".")) and (best is None or len(n) > best[1]):
-                best = (i, len(n))
-    return None if best is None else best[0]
 
 
 def path_of(name: str, extra: str, work: Path) -> list[tuple[str, str]]:
@@ -99,7 +89,7 @@ def main() -> None:
                               ("from the iteration body", whole[next((i for i, (m, fn) in enumerate(whole)
                                                                       if (m, fn) == ("zfsperf.case", "iterate")), 0):])):
             modules = list(dict.fromkeys(m for m, _ in frames))
-            layers = [_layer_of(m, table) for m, _ in frames]
+            layers = [layer_of(m, table) for m, _ in frames]
             climbs = sum(1 for a, b in zip(layers, layers[1:]) if a is not None and b is not None and b < a)
             print(f"{what}, {where}: {len(frames)} calls in {len(modules)} modules, climbing back up {climbs} times")
         print("    " + " → ".join(f"{m.removeprefix('zfsperf.')}.{fn}" for m, fn in whole))

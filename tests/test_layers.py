@@ -55,6 +55,17 @@ def imports(path: Path, src: Path, known: set[str]) -> set[str]:
     return {m for m in out if m in known and m != name and not name.startswith(m + ".")}
 
 
+def layer_of(mod: str, table: list[tuple[str, list[str]]], root: str = "zfsperf") -> int | None:
+    """The row of the table that places a module (the longest name that matches), None if none."""
+    rel = mod[len(root) + 1:] if mod != root else root
+    best = None
+    for i, (_, names) in enumerate(table):
+        for n in names:
+            if (rel == n or rel.startswith(n + ".")) and (best is None or len(n) > best[1]):
+                best = (i, len(n))
+    return None if best is None else best[0]
+
+
 def check(src: Path, table: list[tuple[str, list[str]]]) -> list[str]:
     """Every rule the layers table states, broken: one line per finding."""
     root = next(p.name for p in src.iterdir() if (p / "__init__.py").exists())
@@ -62,14 +73,7 @@ def check(src: Path, table: list[tuple[str, list[str]]]) -> list[str]:
     known = set(paths)
 
     def layer(mod: str) -> int | None:
-        rel = mod[len(root) + 1:] if mod != root else root
-        best = None
-        for i, (_, names) in enumerate(table):
-            for n in names:
-                if rel == n or rel.startswith(n + "."):
-                    if best is None or len(n) > best[1]:
-                        best = (i, len(n))
-        return None if best is None else best[0]
+        return layer_of(mod, table, root)
 
     found = [f"{m}: not placed in any layer of the table" for m in sorted(known) if layer(m) is None]
     graph = {m: imports(p, src, known) for m, p in paths.items()}
