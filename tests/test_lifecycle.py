@@ -15,7 +15,7 @@ import pytest
 from helpers import TUNABLES, FakeTarget, ScriptedWorkload, interrupt_self, runfile
 from zfsperf import runner as runner_mod
 from zfsperf import workloads
-from zfsperf.errors import Unavailable
+from zfsperf.errors import Refused, Unavailable
 from zfsperf.machine import RunLock
 from zfsperf.tunables import Journal
 from zfsperf.results.record import Status
@@ -398,6 +398,45 @@ def test_a_signal_during_a_build_ab_still_loads_the_own_build_back(h, tmp_path):
     code, _d, _recs = h.run(rf, interleave=True, seed=1, builds=_builds())
     assert code != 0 and fired
     assert h.target.module == "own" and h.target.pools == {}
+
+
+# /proc/mounts and /proc/swaps as a machine whose root and swap are on ZFS has them (the kernel's formats)
+ROOT_ON_ZFS = "rpool/ROOT/debian / zfs rw,relatime,xattr,posixacl,casesensitive 0 0\nproc /proc proc rw 0 0\n"
+SWAP_ON_ZVOL = ("Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+                "/dev/zd0                                partition\t8388604\t\t0\t\t-2\n")
+
+
+@pytest.mark.parametrize("machine", ["a foreign pool", "root on ZFS", "swap on a zvol", "the module held"])
+def test_a_build_ab_is_refused_before_any_unload_where_the_module_must_stay(machine, h, tmp_path, monkeypatch):
+    """Issue 72, 2: the module is unloaded only where nothing else needs it. A pool that is not
+    zfsperf's imported (unloading needs every pool exported, and zfsperf exports only its own), the
+    root file system or swap on ZFS, or the module held with no pool imported: refused with the
+    reason, exit 2, before any rmmod, insmod or pool. Before, the run went on to its first swap."""
+    answers = {"root on ZFS": (["cat", "/proc/mounts"], ROOT_ON_ZFS),
+               "swap on a zvol": (["cat", "/proc/swaps"], SWAP_ON_ZVOL),
+               "the module held": (["cat", "/sys/module/zfs/refcnt"], "2\n")}
+    if machine == "a foreign pool":
+        h.target.pools["tank"] = "-"                 # imported, without zfsperf's mark
+    else:
+        argv, text = answers[machine]
+        plain = h.target._answer
+        monkeypatch.setattr(h.target, "_answer", lambda a: (text, 0) if a == argv else plain(a))
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=2)
+    o = runner_mod.RunOptions.of(runfile=str(rf), outdir=str(tmp_path / "out"), vdev_dir=str(tmp_path / "vdev"),
+                                 check="off", store=None, quiet=True, argv=["run"], interleave=True, seed=1,
+                                 builds=_builds())
+    r = runner_mod.Runner(o)
+    r.lock = RunLock(tmp_path / "run.lock")
+    with pytest.raises(Refused) as e:
+        r.run()
+    assert e.value.exit_status == 2
+    said = {"a foreign pool": "pool tank is imported and is not zfsperf's", "root on ZFS": "/ is on ZFS (rpool/ROOT/debian)",
+            "swap on a zvol": "swap is on a ZFS volume (/dev/zd0)",
+            "the module held": "the zfs module is in use by something else (its use count is 2"}[machine]
+    assert said in str(e.value), str(e.value)
+    assert h.target.commands("rmmod", "insmod", "modprobe") == [] and h.workload_calls() == []
+    assert not [c for c in h.target.commands("zpool") if c[1] == "create"]
+    assert h.target.module == "own"
 
 
 def test_a_build_ab_killed_with_9_leaves_the_guest_its_own_build_at_the_next_start(h, tmp_path, monkeypatch):

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from .. import proc
 from ..buildref import BuildRef
-from ..errors import InputError, TargetError
+from ..errors import InputError, Refused, TargetError
+from ..pool import list_pools, pool_owner
 from ..targets.base import Target
 from .backend import BUILD_ENTRY, OWN_BUILD, FileTunables, module_spec
 from .impls import ImplPin
@@ -63,7 +64,12 @@ class ModuleSwitch:
         self.swaps = 0
 
     def check(self) -> None:
-        """Before anything runs: every build's modules are readable on the target."""
+        """Before anything runs: the module may be unloaded here (swap_refusals: refused, exit 2,
+        nothing unloaded), and every build's modules are readable on the target."""
+        refusals = swap_refusals(self.target)
+        if refusals:
+            raise Refused(f"the {self.where}'s zfs module will not be unloaded for a build A/B or a load-scope "
+                          "tunable: " + "; ".join(refusals))
         for b in self.builds.values():
             if b.modules is None:
                 continue
@@ -123,3 +129,30 @@ class ModuleSwitch:
         self.current = (None, {})
         self.original = {}
         self.swaps = 0                            # restored: a second call does nothing
+
+
+def swap_refusals(target: Target) -> list[str]:
+    """Why the target's zfs module must not be unloaded, said before the first unload (empty: it may
+    be): a pool imported that is not zfsperf's (unloading needs every pool exported, and zfsperf
+    exports only its own), the root file system, /boot or a swap device on ZFS, or the module held
+    by something else (a use count with no pool imported)."""
+    pools = list_pools(target)
+    out = [f"pool {p} is imported and is not zfsperf's (zfsperf exports only the pools it made)"
+           for p in pools if pool_owner(target, p) is None]
+    mounts = target.run(["cat", "/proc/mounts"], log=proc.NULL_LOG)
+    for line in mounts.stdout.splitlines() if mounts.ok else []:
+        f = line.split()
+        if len(f) >= 3 and f[2] == "zfs" and f[1] in ("/", "/boot"):
+            out.append(f"{f[1]} is on ZFS ({f[0]})")
+    swaps = target.run(["cat", "/proc/swaps"], log=proc.NULL_LOG)
+    for line in swaps.stdout.splitlines()[1:] if swaps.ok else []:
+        dev = line.split()[0] if line.split() else ""
+        if dev.startswith(("/dev/zd", "/dev/zvol/")):
+            out.append(f"swap is on a ZFS volume ({dev})")
+    if not out and not pools:         # an imported pool holds the module too: zfsperf's own are exported first
+        ref = target.run(["cat", "/sys/module/zfs/refcnt"], log=proc.NULL_LOG)
+        if ref.ok and ref.stdout.strip().isdigit() and int(ref.stdout.strip()) > 0:
+            out.append(f"the zfs module is in use by something else (its use count is {ref.stdout.strip()} with "
+                       "no pool of zfsperf's imported)")
+    return out
+
