@@ -240,6 +240,19 @@ def test_a_load_scope_sweep_reloads_the_module_with_each_value_and_a_crash_is_un
         "zfs_fletcher_4_impl", "zfs_sha256_impl"))
     assert f4.startswith("[fastest] scalar ") and "[fastest]" in sha, (f4, sha)
     assert pct not in ("5", "7", "20")
+    # a pool that is not zfsperf's imported: the module must stay, and the run is refused before any
+    # unload (issue 72, 2), the pool and the module as they were
+    src = guest_sh(guest, "cat", "/sys/module/zfs/srcversion").strip()
+    guest_sh(guest, "sh", "-c", "truncate -s 64M /var/tmp/foreign.img && "
+             "zpool create -o cachefile=none zforeign /var/tmp/foreign.img")
+    try:
+        res = zfsperf("run", "--target", "guest", "-r", str(write_runfile(tmp_path, LOADED)), "-o",
+                      str(tmp_path / "refused"), env={"ZFSPERF_STATE": str(tmp_path / "state0")}, timeout=600)
+        assert res.returncode == 2 and "pool zforeign is imported and is not zfsperf's" in res.stderr, why(res)
+        assert guest_sh(guest, "zpool", "list", "-H", "-o", "name").split() == ["zforeign"]
+        assert guest_sh(guest, "cat", "/sys/module/zfs/srcversion").strip() == src
+    finally:
+        guest_sh(guest, "sh", "-c", "zpool destroy zforeign; rm -f /var/tmp/foreign.img")
     guest_sh(guest, "sh", "-c", "rmmod zfs && rmmod spl && modprobe zfs zfs_dirty_data_max_percent=7")
     state = tmp_path / "state"
     state.mkdir()

@@ -12,12 +12,12 @@ from typing import Any
 from .errors import InputError, did_you_mean, shown
 from .history.store import Store
 from .report import compare, export, summary
-from .report.export.compare import json as compare_json, markdown as compare_md, terminal as compare_terminal
+from .report.export.compare import gate as compare_gate, json as compare_json, markdown as compare_md
+from .report.export.compare import terminal as compare_terminal
 from .report.pairing import ab_pairs
 from .workloads import DURATIONS
 from .report.model import load_run
 from .report.setup import KEYS
-from .units import ChangeVerdict
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,39 +120,14 @@ def _noise_history(args: argparse.Namespace, runs: list):
 def _gate(args: argparse.Namespace, cmp: Any) -> int:
     """--fail-on-regression: refused across a changed set-up (exit 2); else each regression and
     what the gate cannot see, on stderr; 1 when a case got worse or stopped passing."""
-    allowed = _allowed_setup_changes(args.allow_setup_change)
-    refused = [c for c in cmp.setup if c.key not in allowed]
+    refused = compare_gate.refused_lines(cmp, _allowed_setup_changes(args.allow_setup_change))
+    for line in refused:
+        print(line, file=sys.stderr)
     if refused:
-        for c in refused:
-            print(f"zfsperf: set-up differs: {c.text}", file=sys.stderr)
-        print("zfsperf: the gate does not judge across a changed set-up: a difference there is not the "
-              "change under test (--allow-setup-change " + ",".join(sorted({c.key for c in refused}))
-              + " if it is)", file=sys.stderr)
         return 2
     gate = cmp.gate(args.fail_on_regression, args.gate_figure)
     if args.gate_figure and not gate.judged:
         raise InputError(f"no case has the figure {shown(args.gate_figure)} to gate on", field="--gate-figure")
-    print(f"gate: {gate.describe()}", file=sys.stderr)
-    if gate.blind:
-        print(f"warning: the gate cannot fail on {len(gate.blind)} of {len(gate.judged)} cases: with "
-              f"{len(gate.blind[0].old)} vs {len(gate.blind[0].new)} iterations the rank test's smallest p is "
-              f"above Holm's first threshold ({gate.alpha:g}/{len(gate.judged)}); run ≥ {gate.needed} "
-              "iterations a side (-I), several runs a side (--vs) or keep a history", file=sys.stderr)
-    worse = gate.regressions
-    for c in worse:
-        print(f"regression: {c.case} {c.figure} {c.change_pct:+.1f} % (p = {c.p:.3f})", file=sys.stderr)
-    for f in cmp.failures:          # a case that stopped passing fails the gate, whatever its figures
-        print(f"regression: {f.case} {compare.StatusChange.text(f.old)} -> {compare.StatusChange.text(f.new)}"
-              + (f": {f.error}" if f.error else ""), file=sys.stderr)
-    unjudged = sorted({c.case for c in gate.judged if c.verdict == ChangeVerdict.TOO_FEW})
-    if unjudged:
-        print(f"warning: too few iterations to judge {', '.join(unjudged)}: the gate cannot see a "
-              "regression there", file=sys.stderr)
-    drift = sorted({c.case for c in gate.judged if c.verdict == ChangeVerdict.UNKNOWN_DRIFT
-                    and abs(c.change_pct) >= args.fail_on_regression})
-    if drift:
-        print(f"warning: {', '.join(drift)}: a change that cannot be judged between separate runs does not "
-              "fail the gate; compare several runs a side (--vs) or keep a history to judge it", file=sys.stderr)
-    if worse or cmp.failures:
-        return 1
-    return 0
+    for line in compare_gate.lines(cmp, gate, args.fail_on_regression):
+        print(line, file=sys.stderr)
+    return 1 if gate.regressions or cmp.failures else 0
