@@ -4,7 +4,6 @@ for the host tests, nor they for it.
 Phase 1, side by side:
   host   pytest -m "not slow and (fast or not quiet) and not guest"
                                                              zfs-fuse, fio, the fake target, captures
-                                                             (at nice 3: the guest lane goes first)
   guest  pytest -m "guest and not slow"                      the OpenZFS guest under QEMU
 Phase 2, alone:
   quiet  pytest -m "quiet and not fast and not slow"         the tests that judge the idle machine
@@ -51,12 +50,6 @@ LANES = {
     "quiet": ["-m", "quiet and not fast and not slow"],
 }
 PHASES = [["host", "guest"], ["quiet"]]
-# The host lane yields the CPU to the guest lane beside it (nice 3: about two thirds of the cores to
-# the guest's emulation while both run, the host lane all of them once the guest is done): the guest
-# lane is the longer one and bound by CPU, the host lane's tests mostly wait on zfs-fuse, fio and
-# sleeps, and no test of either judges a speed (issue 84: the guest lane took 1.3-2 times its alone
-# time beside the host lane at equal shares).
-YIELDS = {"host": 3}
 
 
 def own_run_dir(argv: list[str]) -> list[str]:
@@ -147,11 +140,7 @@ def main(args: list[str]) -> int:
             if only is not None and name not in only:
                 continue
             argv = [*PYTEST, *LANES[name]]
-            if name == "guest":
-                argv = own_run_dir(argv)
-            elif name in YIELDS:            # beside the guest's emulation: it has the larger share of the CPU
-                argv = ["nice", "-n", str(YIELDS[name]), *argv]
-            lane = Lane(name, argv)
+            lane = Lane(name, own_run_dir(argv) if name == "guest" else argv)
             lane.start(out_lock)
             running.append(lane)
         try:
