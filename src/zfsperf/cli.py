@@ -149,6 +149,9 @@ def cmd_check(args: argparse.Namespace) -> int:
               f"swapping {c.swap_pages_s:.0f} pages/s, disks {c.disk_mibs:.1f} MiB/s")
         for f in c.findings:
             print(f"  {f.line()}")
+        from .leftovers import journal_lines
+        for line in journal_lines():      # a module or tunable a dead zfsperf left changed (issue 72)
+            print(f"  {line}")
         print("quiet: nothing found that makes numbers noisy" if not c.busy else
               f"busy: {len(c.busy)} finding(s) make numbers noisy (`zfsperf run --check strict` would refuse)")
     return 1 if c.busy else 0
@@ -198,8 +201,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
               f"(holder pid {st['holder_pid']})")
         return 0
     if args.action == "status":
-        from .leftovers import orphan_lines
-        for line in orphan_lines():
+        from .leftovers import journal_lines, orphan_lines
+        for line in orphan_lines() + journal_lines():
             print(line)
     lab = Lab.find(root)
     if lab is None:

@@ -25,6 +25,8 @@ from .disks import keep_list
 from .guard import GUARD_ROOT
 from .pool import VdevDir, destroy_busy, leftover_pools, leftover_vdev_dirs
 from .targets.base import Target
+from .tunables import BackendSpec, Journal
+from .tunables.backend import BUILD_ENTRY
 from .zfsfuse.daemon import Lab
 from .zfsfuse.orphans import describe, find_orphans, teardown
 
@@ -112,6 +114,23 @@ def remove_pools_and_files(target: Target, vdev_root: Path, say: Say, only_owner
         kept = vd.listed()
         if kept:
             say(f"-x: kept {len(kept)} vdev files in {d}: still open (a live pool's vdevs)")
+
+
+def journal_lines(journal: Journal | None = None) -> list[str]:
+    """`zfsperf check` and `lab status`: what a zfsperf that ended without putting it back left
+    changed (its tunables journal): a build's module loaded in place of the machine's own, a tunable
+    at another value. The next `zfsperf run` puts each back before anything else."""
+    out = []
+    for e in (journal or Journal()).stale():
+        try:
+            where = BackendSpec.from_json(e["backend"]).describe()
+        except Exception:  # noqa: BLE001 - an entry of an older journal: said without its place
+            where = str(e.get("backend"))
+        what = (f"a build's zfs module loaded in place of the machine's own ({e.get('new')})" if e.get("name") == BUILD_ENTRY
+                else f"{e.get('name')} at {e.get('new')} (it was {e.get('old')})")
+        out.append(f"left behind: {what} by zfsperf pid {e.get('pid')}, {where}: the next zfsperf run puts it "
+                   "back before anything else")
+    return out
 
 
 def orphan_lines() -> list[str]:
