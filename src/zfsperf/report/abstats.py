@@ -31,6 +31,9 @@ Designs:
   in the history barely inflates it) with the degrees of freedom its efficiency gives
   (between_run_sd), judged against the heavier of two nulls: Student's t at those degrees of
   freedom (exact for normal run medians) and a simulated one for run medians with t₃ tails.
+- iterations a side (compare.compare_values): the Mann-Whitney U test, exact for small samples
+  (mann_whitney_p), its interval inverted on log values (ratio_ci), and the smallest p it can give
+  (min_p, needed_per_side). ALPHA, the one significance level, is here.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ import math
 from enum import StrEnum
 
 
-# designs whose interval holds every variance the question has: only they can say "same" (one run a
-# side without history cannot: the drift between runs is unknown; unpaired cases carry drift)
 class Design(StrEnum):
     """What was compared with what (its value is what JSON carries; DESIGNS says it in words)."""
     ITERATIONS = "iterations"           # one run a side, iterations compared
@@ -21,6 +19,8 @@ class Design(StrEnum):
     UNPAIRED = "unpaired"               # one run, not interleaved
 
 
+# designs whose interval holds every variance the question has: only they can say "same" (one run a
+# side without history cannot: the drift between runs is unknown; unpaired cases carry drift)
 SAME_DESIGNS = frozenset({Design.PAIRED, Design.DUET, Design.TURNS, Design.RUNS, Design.HISTORY})
 
 
