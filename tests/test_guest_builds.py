@@ -246,6 +246,37 @@ def test_bisect_names_the_commit_that_added_the_cost_and_resumes(lab, tmp_path):
     assert f"first worse commit: {commits['cost']}" in again.stdout
 
 
+def test_a_build_ab_on_kernel_openzfs_from_module_directories(lab, tmp_path):
+    """Issue 72, 1: two builds A/B'd on a kernel-OpenZFS machine by `zfsperf run --build NAME=DIR`,
+    not only in zfsperf's own guest: here the guest is that machine, zfsperf runs in it as a local
+    process, and the two builds' modules (the base and the planted 100 ms-a-WRITE pause, built on
+    this host for the guest's kernel) are directories it reads where this host has them (zfsperf in
+    the guest runs in the host's root, chrooted over the guest's /proc, /sys and /dev). Each case's build loaded before its pool (srcversion read back, in the case log), the
+    planted cost WORSE, the machine's own build loaded back at the end."""
+    from zfsperf.guest.source import SourceBuilder
+    repo, commits, g = lab
+    own = srcversion(g)
+    sb = SourceBuilder()
+    dirs = {k: sb.build_commit(repo, commits[k]).modules for k in ("base", "cost")}    # cached by the tests above
+    rf = write_runfile(tmp_path, RECV.replace('name = "recv"', 'name = "onhost"'))
+    res = zfsperf("guest", "run", "--", "run", "-r", str(rf), "--seed", "3", "-o", str(tmp_path / "o"),
+                  *[x for k, d in dirs.items() for x in ("--build", f"{k}={d}")], timeout=3600)
+    assert res.returncode == 0, why(res)
+    d = last_dir(res.stdout)
+    recs = records(d)
+    assert [r["status"] for r in recs] == ["PASS"] * 12 and {r["sweep"]["build"] for r in recs} == {"base", "cost"}
+    run = json.loads((d / "run.json").read_text())
+    assert run["target"]["implementation"] == "openzfs-linux" and run["selection"]["interleave"] is True
+    assert run["builds"]["base"]["modules"] == str(dirs["base"])
+    assert run["builds"]["base"]["srcversion"] != run["builds"]["cost"]["srcversion"]
+    log = "".join(p.read_text() for p in sorted((d / "logs").glob("*.log")))
+    assert f"build cost, srcversion {run['builds']['cost']['srcversion']}" in log, log[-3000:]
+    ch = next(c for c in json.loads(zfsperf("compare", str(d), "--json").stdout)["changes"]
+              if c["figure"] == "throughput")
+    assert ch["verdict"] == "worse" and ch["design"] == "paired" and ch["ci_pct"][1] < 0, ch
+    assert srcversion(g) == own                                         # the machine's own build back
+
+
 def test_build_a_b_refuses_duet_and_mixed_series_before_building(tmp_path):
     duet = write_runfile(tmp_path, RECV.replace('threads = 1', 'threads = 1\nduet = true\n'
                                                 'dataset = { compression = ["off", "lz4"] }'))

@@ -77,3 +77,27 @@ def test_dry_run_checks_everything_and_touches_nothing(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "dry run: " in res.stdout + res.stderr and "2 case(s) of 1 test(s) checked" in res.stdout + res.stderr
     assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.parametrize("argv,said", [
+    (["--build", "a=/nonexistent-build", "--build", "b=/nonexistent-build"],
+     "--build: build a: /nonexistent-build has no spl.ko or zfs.ko"),
+    (["--build", "a=relative/dir", "--build", "b=/x"], "--build: build a: DIR must be an absolute path"),
+    (["--build", "a b=/x", "--build", "b=/x"], "--build: takes NAME=DIR"),
+    (["--build", "{dir}"], "--build: two builds or more to compare"),
+    (["--build", "a={dir}", "--build", "b={dir}", "--target", "zfs-fuse"],
+     "--build: zfs-fuse has no kernel module to swap"),
+])
+def test_a_build_ab_of_module_directories_is_refused_up_front(argv, said, tmp_path):
+    """`zfsperf run --build NAME=DIR` (issue 72, 1): an A/B of builds on kernel OpenZFS from
+    directories of their modules. What cannot run is refused before anything is made: a directory
+    without spl.ko and zfs.ko, a relative one, a malformed NAME, one build alone, zfs-fuse (no
+    module to swap); no results directory."""
+    d = tmp_path / "build"
+    d.mkdir()
+    for m in ("spl.ko", "zfs.ko"):
+        (d / m).write_bytes(b"")
+    argv = [a.replace("{dir}", f"a={d}" if a == "{dir}" else str(d)) for a in argv]
+    res = zfsperf("run", "-r", "quick", *argv, "-o", str(tmp_path / "res"), "--no-history")
+    assert res.returncode == 2 and said in res.stderr, res.stderr
+    assert not (tmp_path / "res").exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -94,10 +95,12 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
     if args.arc_max is not None and not 16 <= args.arc_max <= 16384:
         raise InputError(f"--arc-max takes zfs-fuse's range, 16 to 16384 MB, not {args.arc_max}", field="--arc-max")
     disks = [] if args.files else disks_from_env()
+    builds = _builds(getattr(args, "build", []) or [], args.target)
     opts = RunOptions(
         choice=Choice(runfile=name or args.runfile, text=text, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
                       defines=_defines(args.define), precision=precision,
-                      interleave=args.interleave or detect is not None, seed=args.seed, detect=detect),
+                      interleave=args.interleave or detect is not None or bool(builds), seed=args.seed, detect=detect,
+                      builds=builds),
         storage=Storage(target=args.target, tunables_dir=args.tunables_dir, vdev_dir=args.vdev_dir,
                         vdev_size=vdev_size, prefill=args.prefill, disks=disks, force=args.force,
                         arc_max_mb=args.arc_max),
@@ -107,6 +110,31 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
         resume=args.resume, cleanup=args.cleanup, dry_run=args.dry_run, check=args.check,
         argv=redact_argv(["zfsperf", *argv]), keep_signal_handlers=True)
     return Runner(opts).run()
+
+
+def _builds(items: list[str], target: str) -> dict:
+    """--build NAME=DIR, two or more: the sides of a build A/B, each a directory of an OpenZFS
+    build's kernel modules; checked before anything starts (on this machine: its spl.ko and zfs.ko
+    are there; over ssh the run checks them on the target before the first unload)."""
+    from .buildref import BuildRef
+    out: dict[str, BuildRef] = {}
+    for it in items:
+        name, eq, where = it.partition("=")
+        if not eq or not re.fullmatch(r"[A-Za-z0-9._-]+", name) or not where:
+            raise InputError(f"takes NAME=DIR (a name of letters, digits, _ . -), got {shown(it)}", field="--build")
+        if name in out:
+            raise InputError(f"build {name} is given twice", field="--build")
+        if not os.path.isabs(where):
+            raise InputError(f"build {name}: DIR must be an absolute path, got {shown(where)}", field="--build")
+        if not target.startswith("ssh://"):
+            missing = [m for m in ("spl.ko", "zfs.ko") if not os.path.isfile(os.path.join(where, m))]
+            if missing:
+                raise InputError(f"build {name}: {where} has no {' or '.join(missing)} (a directory of an OpenZFS "
+                                 "build's kernel modules)", field="--build")
+        out[name] = BuildRef(name, f"the modules in {where}", where.rstrip("/") or "/")
+    if len(out) == 1:
+        raise InputError("two builds or more to compare (--build a=DIR --build b=DIR)", field="--build")
+    return out
 
 
 def _defines(items: list[str]) -> dict[str, str]:

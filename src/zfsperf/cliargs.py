@@ -25,6 +25,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--detect", metavar="PCT", help="an interleaved A/B run in blocks until every A/B pair's "
                    "headline could see a change of PCT %% (80%% power, paired test), up to max_iterations blocks "
                    "or the budget; implies --interleave")
+    p.add_argument("--build", action="append", default=[], metavar="NAME=DIR",
+                   help="a build A/B on kernel OpenZFS (repeat: two or more): each test runs once per build in "
+                        "interleaved blocks, the zfs module swapped between cases; DIR holds the build's spl.ko "
+                        "and zfs.ko, compiled for the target's running kernel (on this machine; the guest reads "
+                        "it through its view of this machine's root)")
     p.add_argument("--seed", type=int, help="--interleave: the seed of the order inside the blocks (default: "
                    "drawn, and recorded in run.json)")
     p.add_argument("--precision", metavar="PCT", help="adaptive: iterate until the 95%% CI half-width of each "

@@ -34,6 +34,11 @@ from .guest.vm import Guest, GuestState
 
 ROOT = "/hostroot"                                  # the host's root, as the guest mounts it
 IN_GUEST = "/opt/zfsperf-openzfs/bin/zfsperf-in-guest"
+# before the chroot: the guest's own kernel modules where zfsperf in the chroot looks for them, so
+# that `modprobe zfs` loads the guest's own build back after a build A/B or a load-scope reload (the
+# host's /lib/modules is of another kernel); once a boot, the mount kept; the command runs either way
+OWN_MODULES = ('k=$(uname -r); d=/hostroot/lib/modules/$k; grep -qs " $d " /proc/mounts || '
+               '{ mkdir -p "$d" && mount --bind "/lib/modules/$k" "$d"; }; exec "$@"')
 # the guest mounts its own filesystems here, over the host's: a program or directory the guest
 # must reach cannot live under them
 SHADOWED = ("/proc", "/sys", "/dev", "/run", "/var/tmp")
@@ -118,7 +123,8 @@ class InsideRun:
             # report.html is drawn here, on the host, from the same records: under TCG, matplotlib's
             # import and pictures took a third of a short run's time in the guest
             args = [args[0], "-o", str(xdir), *(["--no-html"] if draw else []), *args[1:]]
-        command = ["chroot", ROOT, IN_GUEST, self.pidfile, cwd, sys.executable, "-m", "zfsperf.cli", *args]
+        command = ["sh", "-c", OWN_MODULES, "sh",
+                   "chroot", ROOT, IN_GUEST, self.pidfile, cwd, sys.executable, "-m", "zfsperf.cli", *args]
         old = {s: signal.signal(s, self._forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
             # its own session: a Ctrl-C at the terminal reaches this process only, which passes it on,

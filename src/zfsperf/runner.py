@@ -247,6 +247,9 @@ class Runner:
         if opts.output.profile:
             check_profiler(opts.storage.target)
         self.expected = expected(opts.storage.target, opts.storage.tunables_dir)
+        if self.plan.builds and self.expected.impl == "zfs-fuse":
+            raise InputError("zfs-fuse has no kernel module to swap: a build A/B needs kernel OpenZFS (--target "
+                             "openzfs, guest or ssh://)", field="--build")
         dryrun.target_check(cases, self.expected.impl, self.plan.runfile, tunables=self.expected.tunables)
         return cases, self._check_store()
 
