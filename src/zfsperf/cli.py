@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .buildref import BuildRef
 from .errors import InputError, ZfsperfError, shown
 from .redact import redact, redact_argv
 from .cliargs import USAGE, build_parser
@@ -112,11 +113,10 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
     return Runner(opts).run()
 
 
-def _builds(items: list[str], target: str) -> dict:
+def _builds(items: list[str], target: str) -> dict[str, BuildRef]:
     """--build NAME=DIR, two or more: the sides of a build A/B, each a directory of an OpenZFS
     build's kernel modules; checked before anything starts (on this machine: its spl.ko and zfs.ko
     are there; over ssh the run checks them on the target before the first unload)."""
-    from .buildref import BuildRef
     out: dict[str, BuildRef] = {}
     for it in items:
         name, eq, where = it.partition("=")
