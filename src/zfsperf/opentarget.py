@@ -155,19 +155,22 @@ def open_target(spec: str = "auto", *, log: proc.CommandLog = proc.NULL_LOG,
     return t
 
 
-def open_twin(spec: str, *, log: proc.CommandLog = proc.NULL_LOG, say=print) -> Target:
-    """Build turns: the second machine of the target `spec` names, opened as a target of its own
-    (the guest's twin: the same cached build, memory, vCPUs and disk; guest/vm.py)."""
+def _has_a_twin(spec: str) -> None:
+    """Build turns need two identical machines: only the guest has a twin."""
     if spec != "guest":
         raise InputError(f"two builds taking turns need two identical machines: only the guest has a twin "
                          f"(--target guest), not {shown(spec)}", field="target")
+
+
+def open_twin(spec: str, *, log: proc.CommandLog = proc.NULL_LOG, say=print) -> Target:
+    """Build turns: the second machine of the target `spec` names, opened as a target of its own
+    (the guest's twin: the same cached build, memory, vCPUs and disk; guest/vm.py)."""
+    _has_a_twin(spec)
     return open_guest_target(log, twin_root(), say=say)
 
 
 def turn_pair(spec: str) -> TurnPair:
     """Build turns: what pauses the target `spec` names or its twin while the other has its turn
     (guest/pair.py: QMP)."""
-    if spec != "guest":
-        raise InputError(f"two builds taking turns need two identical machines: only the guest has a twin "
-                         f"(--target guest), not {shown(spec)}", field="target")
+    _has_a_twin(spec)
     return GuestPair([Guest(), Guest(twin_root())])

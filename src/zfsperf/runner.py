@@ -370,7 +370,9 @@ class Runner:
         leave = {n for c in cases for n in c.tunables}
         pin = ImplPin.resumed(rd.run_record().implementations, leave) if self.opts.resume else ImplPin(leave)
         pin.on_load = lambda pins: self._store_pins(rd, pins)
-        switch = ModuleSwitch(target, self.plan.builds, journal, target_log, pin=pin)
+        # how the case logs and run.json name the machine: the guest, or the machine zfsperf runs on
+        where = "guest" if self.opts.storage.target == "guest" else "this machine"
+        switch = ModuleSwitch(target, self.plan.builds, journal, target_log, pin=pin, where=where)
         switch.check()
         return switch
 
@@ -666,7 +668,7 @@ class Runner:
             self.ui.say(f"warning: resuming the guests: {e}")
 
     def _restore_build(self) -> None:
-        """The guest's own OpenZFS build loaded again after a build A/B, however the run ended."""
+        """The machine's own OpenZFS build loaded again after a build A/B, however the run ended."""
         twin = self.cases.twin if self.cases is not None else None
         if twin is not None and twin.switch is not None:
             try:
@@ -678,7 +680,7 @@ class Runner:
         try:
             self.switch.restore()
         except ZfsperfError as e:
-            self.ui.say(f"warning: loading the guest's own OpenZFS build back: {e}")
+            self.ui.say(f"warning: loading the own OpenZFS build back ({self.switch.where}): {e}")
 
     def _close_target(self, target: Target, rd: ResultsDir) -> None:
         lab = target.daemon()

@@ -1,8 +1,9 @@
 """Which OpenZFS build a kernel-OpenZFS target has loaded: the kernel modules of one build swapped
 for another's between two cases, on the same machine (same kernel, memory, disk and userland), so
-that two builds are measured in blocks like two values of a tunable. Today's target for it is
-zfsperf's own guest; nothing here is the guest's: where the target reads the host's files is its
-declared capability (Target.host_root: the guest's read-only view of the host's root, /hostroot).
+that two builds are measured in blocks like two values of a tunable: in zfsperf's own guest
+(`guest ab`, `guest bisect`) or on any kernel-OpenZFS target (`run --build`). Nothing here is the
+guest's: where the target reads the host's files is its declared capability (Target.host_root:
+the guest's read-only view of the host's root, /hostroot; nothing on the machine itself).
 
 A swap happens between cases, when no pool is imported: `rmmod zfs spl`, then `insmod` of the
 build's spl.ko and zfs.ko, read by the target from the host's build directory. The target's own
