@@ -370,8 +370,9 @@ class Runner:
         leave = {n for c in cases for n in c.tunables}
         pin = ImplPin.resumed(rd.run_record().implementations, leave) if self.opts.resume else ImplPin(leave)
         pin.on_load = lambda pins: self._store_pins(rd, pins)
-        # how the case logs and run.json name the machine: the guest, or the machine zfsperf runs on
-        where = "guest" if self.opts.storage.target == "guest" else "this machine"
+        # how the case logs and run.json name the machine: the guest (build turns: the first of the
+        # two guests), or the machine zfsperf runs on
+        where = "guest" if self.opts.storage.target == "guest" or self.plan.build_turns else "this machine"
         switch = ModuleSwitch(target, self.plan.builds, journal, target_log, pin=pin, where=where)
         switch.check()
         return switch
