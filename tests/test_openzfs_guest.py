@@ -659,6 +659,25 @@ def changed_in_etc(guest) -> list[str]:
     return guest_sh(guest, "sh", "-c", "find /hostroot/etc /etc -newer /tmp/safety-stamp 2>/dev/null; true").split()
 
 
+def own_module_binds(guest) -> list[str]:
+    """The mounts of the guest's own /lib/modules/KERNEL in the chroot `guest run` uses."""
+    return [ln for ln in guest_sh(guest, "cat", "/proc/mounts").splitlines()
+            if re.search(r" /hostroot/(usr/)?lib/modules/[^/ ]+ ", ln)]
+
+
+def test_the_guests_own_modules_are_bound_once_a_boot_not_once_a_run(guest):
+    """The guest's own modules are where zfsperf in the chroot loads them from as soon as the
+    guest is up (a test's before-and-after mount table must not see the first `guest run` add
+    it), and a `guest run` stacks no second bind over it (on this merged-/usr host, /proc/mounts
+    names the mount /hostroot/usr/lib/modules/..., which a check of /hostroot/lib/... never found:
+    every run added one)."""
+    assert len(own_module_binds(guest)) == 1, own_module_binds(guest)
+    for _ in range(2):
+        res = in_guest("--version")
+        assert res.returncode == 0, why(res)
+    assert len(own_module_binds(guest)) == 1, own_module_binds(guest)
+
+
 def test_inside_the_guest_nothing_reaches_outside_the_pool(guest, tmp_path):
     """zfsperf as a local process on real OpenZFS: each host-touching setting is exit 2 before
     anything; the worst accepted ones run (a `zfs send -p` stream whose mountpoint is /etc among

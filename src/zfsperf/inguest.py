@@ -30,15 +30,14 @@ from typing import Callable
 
 from . import safepaths
 from .errors import InputError, TargetError
+from .guest.init_script import BIND_OWN_MODULES
 from .guest.vm import Guest, GuestState
 
 ROOT = "/hostroot"                                  # the host's root, as the guest mounts it
 IN_GUEST = "/opt/zfsperf-openzfs/bin/zfsperf-in-guest"
-# before the chroot: the guest's own kernel modules where zfsperf in the chroot looks for them, so
-# that `modprobe zfs` loads the guest's own build back after a build A/B or a load-scope reload (the
-# host's /lib/modules is of another kernel); once a boot, the mount kept; the command runs either way
-OWN_MODULES = ('k=$(uname -r); d=/hostroot/lib/modules/$k; grep -qs " $d " /proc/mounts || '
-               '{ mkdir -p "$d" && mount --bind "/lib/modules/$k" "$d"; }; exec "$@"')
+# before the chroot: the guest's own modules bound where the chroot looks for them, if the boot's
+# bind is missing (guest/init_script.py); the command runs either way
+OWN_MODULES = BIND_OWN_MODULES + '; exec "$@"'
 # the guest mounts its own filesystems here, over the host's: a program or directory the guest
 # must reach cannot live under them
 SHADOWED = ("/proc", "/sys", "/dev", "/run", "/var/tmp")

@@ -74,6 +74,17 @@ while :; do sleep 3600; done
 """
 
 
+# the guest's own kernel modules where zfsperf in the chroot looks for them (/hostroot/lib/modules/
+# KERNEL), so that `modprobe zfs` there loads the guest's own build back after a build A/B or a
+# load-scope reload: the host's /lib/modules is of another kernel. Bound once a boot, by the host as
+# soon as the guest answers (guest/vm.py) and again, if missing, before each `guest run`
+# (inguest.py): the image does not do it, so a cached image needs no rebuild. The mount point is
+# the directory's real path (on a merged-/usr host /hostroot/lib is a link to usr/lib), the name
+# /proc/mounts gives it: a bind is never stacked on an earlier one.
+BIND_OWN_MODULES = ('[ ! -d /hostroot/lib ] || { k=$(uname -r); mkdir -p "/hostroot/lib/modules/$k" '
+                    '&& d=$(cd "/hostroot/lib/modules/$k" && pwd -P) '
+                    '&& { grep -qs " $d " /proc/mounts || mount --bind "/lib/modules/$k" "$d"; }; }')
+
 # `zfsperf guest run` runs zfsperf as: chroot /hostroot /opt/zfsperf-openzfs/bin/zfsperf-in-guest
 # PIDFILE CWD PROGRAM ARGS... -- a clean environment, OpenZFS's userland first on PATH, zfsperf's
 # state (tunables journal, history) and corpus cache on the guest's vdev disk so they outlive a

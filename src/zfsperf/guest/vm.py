@@ -35,6 +35,7 @@ from ..sshlink import Ssh
 from ..targets.ssh import open_ssh
 from ..errors import TargetError
 from .build import DEFAULT_VERSION, Build, Builder, find_build
+from .init_script import BIND_OWN_MODULES
 from .qmp import Qmp
 
 MEM_MB = int(os.environ.get("ZFSPERF_GUEST_MEM", "3072"))
@@ -198,7 +199,8 @@ class Guest:
                 raise TargetError("the guest failed: " + text[text.index("@@ERROR"):].splitlines()[0])
             if "@@READY" in text:
                 ssh = Ssh(st.url(), self.ssh_options())
-                res = ssh.run(["cat", "/sys/module/zfs/version"], timeout=60)
+                # the guest's answer, with its own modules bound where `guest run` needs them
+                res = ssh.run(["sh", "-c", BIND_OWN_MODULES + "; cat /sys/module/zfs/version"], timeout=60)
                 ssh.close()                    # `up` ends here: leave no shared connection behind
                 if res.ok:
                     st.hostroot = "@@HOSTROOT" in text
