@@ -25,6 +25,10 @@ from zfsperf.guest.vm import Guest, open_guest_target
 from zfsperf.leftovers import leftover_pools
 from zfsperf.sshlink import Ssh
 
+# the builds' receive: a 1 MiB corpus, whose WRITE records the planted pause (100 ms each) makes
+# several times slower than the base build's whole receive under TCG, every block one way (4 MiB
+# until 2026-12-04: 0.73 s → 8.98 s a receive, the pause three quarters of the lane's build tests)
+BUILD_RECV = RECV.replace('size = "4M"', 'size = "1M"')
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +88,7 @@ def test_a_rebuild_aa_keeps_its_floor_and_the_ab_states_it(lab, tmp_path):
     in `make test`; run it with `make test PYTEST_ARGS="-m slow tests/test_guest_builds.py"`. The
     floor's rules are tested on the fake target (tests/test_lifecycle.py, tests/test_build_turns.py)."""
     repo, commits, g = lab
-    rf = write_runfile(tmp_path, RECV.replace('name = "recv"', 'name = "rcv"'))
+    rf = write_runfile(tmp_path, BUILD_RECV.replace('name = "recv"', 'name = "rcv"'))
     floor, d_aa = _rebuild_aa(repo, commits, g, tmp_path, rf)
     res = _ab_in_turns(repo, commits, tmp_path, rf)
     found = re.search(r"builds of one source differ by up to %s %% here \(rcv, throughput: an A/A′ rebuild of 6 "
@@ -100,14 +104,14 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     leaves no twin QEMU, the next command resumes a lab guest it left paused, and the next run loads
     the lab guest's own build back in place of the killed A/B's. (The A/A′ rebuild and its floor:
     the slow test above.) The verdict stays a test (issue 84): the planted cost is deterministic,
-    not a sensitivity (0.73 s → 8.98 s a receive, -92 %, every pair one way, 2026-12-04), and an A/B
+    not a sensitivity (1 MiB: 0.27 s → 1.7 s a receive, -85 %, every pair one way, 2026-12-04), and an A/B
     in blocks is never shorter than the 6 an exact sign-flip test needs (runner.MIN_BLOCKS: asked
     for 2, it ran 6), so a smaller run would not be quicker."""
     repo, commits, g = lab
     own = srcversion(g)
     # a test name of its own: a floor is kept in the build cache per test, figure and accelerator,
     # and a user's own "recv" floor there is not this test's to replace
-    rf = write_runfile(tmp_path, RECV.replace('name = "recv"', 'name = "rcv"'))
+    rf = write_runfile(tmp_path, BUILD_RECV.replace('name = "recv"', 'name = "rcv"'))
     base = f"{repo}@{commits['base']}"
     res = _ab_in_turns(repo, commits, tmp_path, rf)
     out = res.stdout + res.stderr
@@ -198,7 +202,7 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     # gone, and with it what was set there), nothing left unrestored; -x removes the killed run's pool
     (tmp_path / "next").mkdir()
     nxt = zfsperf("run", "--target", "guest", "-x", "-r",
-                  str(write_runfile(tmp_path / "next", RECV.replace('size = "4M"', 'size = "1M"'))),
+                  str(write_runfile(tmp_path / "next", BUILD_RECV)),
                   "-o", str(tmp_path / "next" / "res"), env={"ZFSPERF_STATE": str(state)}, timeout=1800)
     assert nxt.returncode == 0, why(nxt)
     said = [ln for ln in (nxt.stdout + nxt.stderr).splitlines() if "journal: " in ln]
@@ -217,11 +221,11 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
 
 def test_bisect_names_the_commit_that_added_the_cost_and_resumes(lab, tmp_path):
     repo, commits, g = lab
-    rf = str(write_runfile(tmp_path, RECV))
+    rf = str(write_runfile(tmp_path, BUILD_RECV))
     # the range base..cost: comment, cost (one halving; the search itself: tests/test_bisect_rule.py).
     # 6 blocks, the fewest an A/B runs: at 6 the exact sign-flip test is significant only when every
-    # block agrees, which the planted pause makes certain (100 ms a WRITE record: 0.73 s → 8.98 s a
-    # receive, -92 %, 2026-12-04). 8 blocks from 2026-11-26, when the pause was 20 ms and one block
+    # block agrees, which the planted pause makes certain (100 ms a WRITE record: 0.27 s → 1.7 s a 1 MiB
+    # receive, -85 %, 2026-12-04; 4 MiB until then). 8 blocks from 2026-11-26, when the pause was 20 ms and one block
     # in six came out reversed beside the host lane (-41 %, p 0.094), until issue 84 (269 s a run)
     argv = ("guest", "bisect", "--zfs-src", str(repo), "--good", commits["base"], "--bad", commits["cost"],
             "-r", rf, "--case", "recv", "--figure", "throughput", "--blocks", "6", "--seed", "5",
@@ -258,7 +262,7 @@ def test_a_build_ab_on_kernel_openzfs_from_module_directories(lab, tmp_path):
     own = srcversion(g)
     sb = SourceBuilder()
     dirs = {k: sb.build_commit(repo, commits[k]).modules for k in ("base", "cost")}    # cached by the tests above
-    rf = write_runfile(tmp_path, RECV.replace('name = "recv"', 'name = "onhost"'))
+    rf = write_runfile(tmp_path, BUILD_RECV.replace('name = "recv"', 'name = "onhost"'))
     res = zfsperf("guest", "run", "--", "run", "-r", str(rf), "--seed", "3", "-o", str(tmp_path / "o"),
                   *[x for k, d in dirs.items() for x in ("--build", f"{k}={d}")], timeout=3600)
     assert res.returncode == 0, why(res)
