@@ -209,6 +209,56 @@ def across_iterations(seeds: int) -> None:
         print(f"{cv:>12.0%}  {cells[0]}   {cells[1]:>26}")
 
 
+def growing(trials: int, caps: list[int]) -> None:
+    """iterations = "steady" (steady/rounds.py, issue 86): cases of iterations drifting 0-20 % per
+    5 iterations at spreads of 1-10 %, each stopped at its first decided look of the growing window
+    (or its cap), by the product's rule (rounds.growing_verdict) at its level a look and, beside it,
+    at 95 % a look (no correction for the stopping). Goals: "steady" for a drift beyond the
+    tolerance (15, 20 %) <= 5 %, "not steady" for none <= 5 %."""
+    from zfsperf.steady import rounds
+
+    def run(drift: float, cv: float, cap: int, rng: np.random.Generator) -> tuple[float, float, float]:
+        said = {True: 0, False: 0, None: 0}
+        its = 0
+        for _ in range(trials):
+            i = np.arange(cap)
+            y = list(100 * (1 + drift / 100 * i / (rounds.ROUNDS_WINDOW - 1)) * (1 + cv / 100 * rng.standard_normal(cap)))
+            v, n = None, cap
+            for n in range(rounds.GROW_FIRST, cap + 1):
+                v = rounds.growing_verdict(y[:n], cap).steady
+                if v is not None:
+                    break
+            said[v] += 1
+            its += n
+        return said[True] / trials, said[False] / trials, its / trials
+
+    kept = rounds.LOOK_ALPHA
+    for cap in caps:
+        print(f"\niterations = \"steady\", cap {cap} ({trials} simulated cases a cell): steady / not steady / "
+              f"iterations taken, at {kept:g} a look | at 0.05 a look")
+        print(f"{'spread':>6}  " + "  ".join(f"{f'drift {d} %':>27}" for d in (0, 5, 10, 15, 20)))
+        worst = {kept: [0.0, 0.0], 0.05: [0.0, 0.0]}
+        for cv in (1, 3, 5, 10):
+            cells = []
+            for d in (0, 5, 10, 15, 20):
+                both = []
+                for level in (kept, 0.05):
+                    rounds.LOOK_ALPHA = level
+                    st, ns, its = run(d, cv, cap, np.random.default_rng(1000 * cap + 10 * cv + d))
+                    both.append(f"{st:.0%}/{ns:.0%}/{its:.1f}")
+                    if d >= 15:
+                        worst[level][0] = max(worst[level][0], st)
+                    if d == 0:
+                        worst[level][1] = max(worst[level][1], ns)
+                cells.append(f"{both[0]:>13} {both[1]:>13}")
+            rounds.LOOK_ALPHA = kept
+            print(f"{cv:>5} %  " + "  ".join(cells), flush=True)
+        for level, (st, ns) in worst.items():
+            met = st <= 0.05 and ns <= 0.05
+            print(f"  at {level:g} a look: steady for a drift of 15-20 % <= {st:.0%}, not steady for none <= {ns:.0%}"
+                  f" -> {'goals met' if met else 'goals MISSED'}")
+
+
 def record_real(seconds: int) -> list[Path]:
     """A gated zfsperf run whose window cannot be met: `seconds` of real series per case (a receive
     of 4 streams in rounds, and fio random writes), on the embedded zfs-fuse."""
@@ -472,8 +522,13 @@ def main() -> None:
     ap.add_argument("--long-set", action="store_true",
                     help="only the long series: synthetic at --long-n and the labelled real ones in bench/long/")
     ap.add_argument("--long-n", default="300,1000,3000")
+    ap.add_argument("--growing", action="store_true",
+                    help='only the growing window of iterations = "steady": its errors with and without the correction')
     ap.add_argument("--long-noise", type=float, default=0.05)
     args = ap.parse_args()
+    if args.growing:
+        growing(args.seeds * 15, [12, 20])
+        return
     if args.long_set:
         long_eval(max(1, args.seeds // 4), args.long_noise, [int(x) for x in args.long_n.split(",")])
         return

@@ -91,6 +91,56 @@ def test_default_like_receive_case_is_judged_across_iterations_and_said_alike(tm
         assert f"steady state (record): {v.word}" in rep and v.why in " ".join(rep.split()), rep
 
 
+UNTIL_STEADY = """
+[defaults]
+iterations = "steady"
+max_iterations = 7
+[defaults.pool]
+vdevs = 1
+vdev_size = "256M"
+[defaults.steady]
+mode = "record"
+interval = 0.4
+[[test]]
+name = "rcv"
+workload = "receive"
+corpus = { kind = "random", size = "8M", seed = 21 }
+threads = 1
+"""
+
+
+def test_iterations_until_steady_stop_when_decided_or_at_the_cap_and_say_which(tmp_path, lab):
+    """iterations = "steady" on zfs-fuse (issue 86): the dry run states the cap; the case runs 5 to
+    7 iterations and stops at the first look whose verdict is steady or not steady, or at its cap
+    with "can't tell" and how many more would decide it; its last record and the stored verdict
+    say which (how steady real receives are is a measured figure: bench/steady_eval.py --growing)."""
+    rf = write_runfile(tmp_path, UNTIL_STEADY)
+    dry = zfsperf("run", "-r", str(rf), "--dry-run")
+    assert dry.returncode == 0, why(dry)
+    assert "5 to 7 iterations, until the case's steady verdict is steady or not steady" in " ".join(dry.stdout.split())
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "res"), "--no-history")
+    assert res.returncode == 0, why(res)
+    d = last_dir(res.stdout)
+    recs = records(d)
+    n = len(recs)
+    assert 5 <= n <= 7 and all(r["status"] == "PASS" for r in recs), recs
+    assert all("precision" not in r for r in recs[:-1])
+    stop = recs[-1]["precision"]
+    assert stop["until"] == "steady" and stop["cap"] == 7 and stop["iterations"] == n, stop
+    stored = json.loads((d / "run.json").read_text())["verdicts"]["rcv"]
+    v = rounds.case_verdict([CaseRecord.from_json(r) for r in recs], "throughput")
+    assert v.as_dict() == stored and v.window == list(range(1, n + 1)) and v.look_alpha == rounds.LOOK_ALPHA, stored
+    for k in range(5, n):                  # no earlier look was decided: it would have stopped there
+        assert rounds.growing_verdict(v.values[:k], 7).steady is None, (k, v.values)
+    if stop["stopped_by"] == "steady verdict decided":
+        assert v.steady is not None and f"the {n} iterations" in v.why, v
+    else:
+        assert n == 7 and stop["stopped_by"] == "max_iterations" and v.word == "can't tell", (stop, v)
+        assert "would decide it at this spread" in v.why or "more than 200 more" in v.why, v
+        assert "stopped by max_iterations after 7 iterations" in v.why, v
+    assert v.word in " ".join(res.stdout.split()), res.stdout
+
+
 def test_a_cache_still_filling_is_not_steady_with_its_reason(tmp_path, lab):
     """A planted warm-up: 384 MiB read through a zipf hot set into an empty cache, whose rate more
     than doubles over the 15 s (asserted from the series itself, so that the test checks the

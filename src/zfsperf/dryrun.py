@@ -104,7 +104,9 @@ def _each(t: TestSpec, c: Case, iterations: int | None, disks: list[str] | None)
     elif asked is not None:
         work.append(f"{format_span(asked)} of load an iteration")
     warm = f"{t.warmup} warm-up + " if t.warmup else ""
-    return f"{warm}{n} iteration(s), a fresh pool each: {pool}" + (f"; {work[0]}" if work else "")
+    count = (f"{n} to {t.max_iterations} iterations, until the case's steady verdict is steady or not steady "
+             f"(at most {format_span(t.budget)} a case)" if t.until_steady and not iterations else f"{n} iteration(s)")
+    return f"{warm}{count}, a fresh pool each: {pool}" + (f"; {work[0]}" if work else "")
 
 
 def too_few_pairs(pairs: int) -> str:
@@ -126,6 +128,8 @@ def _time(t: TestSpec, cases: list[Case], iterations: int | None, past: dict[str
     wl = WORKLOADS[t.workload]
     asked = [wl.asked_seconds(c.fields) for c in cases]
     n = (iterations or t.iterations) + t.warmup
+    if t.until_steady and not iterations:              # the time of the cap: what the run may take
+        n = t.max_iterations + t.warmup
     sides = 2 if t.duet else 1
     limit = f"each iteration within its {format_span(t.timeout)} timeout"
     past = past or {}

@@ -35,6 +35,7 @@ from . import props
 from .pool import LAYOUTS, PoolSpec, check_property_name
 from .results.record import SteadyMode
 from .steady import SteadySpec
+from .steady.rounds import GROW_CAP, GROW_FIRST
 from .tunables import normalise_value
 from .tunables.registry import known_names
 from .tunables.scope import Scope, refused, scope_of
@@ -75,7 +76,9 @@ TEST_KEYS: tuple[Key, ...] = (
     Key("workload", str, "-", "receive, fio or mixed (each adds its own fields)"),
     Key("tags", list, "[]", "labels that `run -T` selects by"),
     Key("description", str, '""', "free text"),
-    Key("iterations", int, str(DEFAULT_ITERATIONS), "counted iterations per case", True, 1),
+    Key("iterations", (int, str), str(DEFAULT_ITERATIONS), 'counted iterations per case; "steady": on until the '
+        "case's steady verdict is decided (from 5, at most max_iterations and budget)", True, 1,
+        kind='a whole number, or "steady"'),
     Key("warmup", int, "0", "iterations run first and never counted", True, 0),
     Key("timeout", DURATION, "20m", "one iteration's time limit", True, kind=DURATION_TEXT),
     Key("pool", dict, "stripe of 2 × 2G", "the pool each case gets (the pool keys below)", True),
@@ -86,9 +89,10 @@ TEST_KEYS: tuple[Key, ...] = (
     Key("expect", dict, "{}", 'limits a case must meet to PASS, e.g. { throughput = ">= 100 MiB/s" }'),
     Key("precision", (str, int, float), "-", "run on until the 95 % CI half-width is within this share", True,
         kind='a share like "2%"'),
-    Key("max_iterations", int, f"{DEFAULT_MAX_ITERATIONS} (at least iterations)", "precision's iteration limit",
-        True, 1),
-    Key("budget", DURATION, "30m", "precision's time limit per case", True, kind=DURATION_TEXT),
+    Key("max_iterations", int, f"{DEFAULT_MAX_ITERATIONS} (at least iterations); {GROW_CAP} with \"steady\"",
+        "precision's (or iterations = \"steady\"'s) iteration limit", True, 1),
+    Key("budget", DURATION, "30m", "precision's (or iterations = \"steady\"'s) time limit per case", True,
+        kind=DURATION_TEXT),
     Key("duet", (bool, str), "false", "the two sides of a sweep in one iteration: at once, or taking turns",
         kind='true, false or "turns"'),
     Key("ab", bool, "false", "the sweep as an A/B in randomized blocks, compared as pairs"),
@@ -225,6 +229,9 @@ class TestSpec:
     # adaptive precision: iterations go on (at least `iterations`) until the 95 % CI half-width of
     # the headline figure is <= precision % of its mean, max_iterations or the time budget
     precision: float | None = None         # percent
+    # iterations = "steady": from GROW_FIRST iterations on until the case's steady verdict is steady
+    # or not steady, max_iterations or the time budget (steady/rounds.py, the growing window)
+    until_steady: bool = False
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     budget: float = DEFAULT_BUDGET
     # duet: the two values of one swept dataset property run at the same time on one pool (a dataset
@@ -499,7 +506,8 @@ def _whole(raw: dict, defaults: dict, name: str, default: int, where, dwhere, le
     low = least if least is not None else key.minimum if key.minimum is not None else 0
     if not _is(value, int) or value < low:
         bound = f"iterations ({low})" if least is not None else str(low)
-        raise InputError(f"expected a whole number >= {bound}, got {shown(value)}",
+        alt = ' or "steady"' if name == "iterations" else ""
+        raise InputError(f"expected a whole number >= {bound}{alt}, got {shown(value)}",
                          **(where(name) if name in raw else dwhere(name)))
     return value
 
@@ -544,7 +552,8 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     if not isinstance(tags, list) or not all(isinstance(x, str) and x for x in tags):
         raise InputError("tags must be a list of strings", **where("tags"))
 
-    iterations = _whole(raw, defaults, "iterations", DEFAULT_ITERATIONS, where, dwhere)
+    until_steady = raw.get("iterations", defaults.get("iterations")) == "steady"
+    iterations = GROW_FIRST if until_steady else _whole(raw, defaults, "iterations", DEFAULT_ITERATIONS, where, dwhere)
     warmup = _whole(raw, defaults, "warmup", 0, where, dwhere)
     timeout = _seconds(raw, defaults, "timeout", DEFAULT_TIMEOUT, where, dwhere, positive=True)
 
@@ -568,9 +577,11 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     precision_raw = raw.get("precision", defaults.get("precision"))
     precision = None if precision_raw is None else \
         parse_precision(precision_raw, where("precision") if "precision" in raw else dwhere("precision"))
-    max_it = _whole(raw, defaults, "max_iterations", max(DEFAULT_MAX_ITERATIONS, iterations), where, dwhere,
-                    least=iterations)
+    max_it = _whole(raw, defaults, "max_iterations", GROW_CAP if until_steady else max(DEFAULT_MAX_ITERATIONS, iterations),
+                    where, dwhere, least=iterations)
     budget = _seconds(raw, defaults, "budget", DEFAULT_BUDGET, where, dwhere)
+    if until_steady:
+        _until_steady_fits(raw, defaults, precision, steady, where, dwhere)
     duet, turns = _load_duet(raw, workload, dataset, tunables, fields, steady, where)
     ab = _load_ab(raw, bool(duet), [k for table in (dataset, tunables, fields) for k, v in table.items()
                                     if isinstance(v, list) and len(v) >= 2 and (table is not fields or wl.fields[k][1])],
@@ -578,7 +589,23 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     return TestSpec(name=name, workload=workload, tags=list(tags), iterations=iterations, timeout=timeout,
                     pool=pool, dataset=dataset, tunables=tunables, fields=fields, expect=expect, steady=steady,
                     description=str(raw.get("description", "")), warmup=warmup, precision=precision,
-                    max_iterations=max_it, budget=budget, duet=duet, turns=turns, ab=ab, load_scope=load_scope)
+                    max_iterations=max_it, budget=budget, duet=duet, turns=turns, ab=ab, load_scope=load_scope,
+                    until_steady=until_steady)
+
+
+def _until_steady_fits(raw: dict, defaults: dict, precision: float | None, steady: SteadySpec, where,
+                       dwhere) -> None:
+    """iterations = "steady" needs the case's verdict as the default rule makes it, for each case
+    alone: refused with a precision target, no sampler (steady mode "off"), SNIA's fixed window, or
+    an A/B's sides (their pairs would end apart)."""
+    at = where("iterations") if "iterations" in raw else dwhere("iterations")
+    why = ("precision is another stopping rule: give one" if precision is not None else
+           'steady mode "off" makes no verdict to wait for' if steady.mode == SteadyMode.OFF else
+           'method "snia" judges a fixed window of 5' if steady.criteria.method == "snia" else
+           "an A/B's (ab, duet) sides are paired by iteration: give them a count" if raw.get("ab") or raw.get("duet")
+           else None)
+    if why:
+        raise InputError(f'iterations = "steady": {why}', **at)
 
 
 def _seconds(raw: dict, defaults: dict, key: str, default: Any, where, dwhere, positive: bool = False) -> float:

@@ -47,7 +47,7 @@ from .tunables.impls import ImplPin
 from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .workloads.corpus import Corpus, cache_dir
-from .steady.rounds import case_verdicts
+from .steady.rounds import case_verdict, case_verdicts
 from .results.record import STATUSES, CaseRecord, PrecisionVerdict, RunRecord, Status, StopReason
 from .report.abstats import ALPHA, MIN_BLOCKS, detectable_at_bound
 
@@ -122,17 +122,22 @@ class Precision:
     """When a case has run enough iterations. Without a target: its fixed count. With one (percent):
     at least `minimum`, then until the 95 % CI half-width of the headline figure's mean is <= that
     share of the mean, max_iterations, the time budget, or an iteration that did not PASS
-    (measuring on would not make a failing case precise). The verdict says which stopped it."""
+    (measuring on would not make a failing case precise). until_steady (iterations = "steady"):
+    from the growing window's first look until the case's steady verdict is steady or not steady,
+    with the same limits. The verdict says which stopped it."""
 
     def __init__(self, target_pct: float | None, minimum: int, maximum: int, budget: float,
-                 headline: str) -> None:
+                 headline: str, until_steady: bool = False) -> None:
         self.target_pct, self.minimum, self.maximum, self.budget = target_pct, minimum, maximum, budget
         self.headline = headline
+        self.until_steady = until_steady
         self.values: list[float] = []
+        self.records: list[CaseRecord] = []
         self.failed = False
         self.t0 = time.monotonic()
 
     def add(self, record: CaseRecord) -> None:
+        self.records.append(record)
         if not record.passed:
             self.failed = True
             return
@@ -148,6 +153,8 @@ class Precision:
 
     def decided(self, n: int) -> PrecisionVerdict | None:
         """None while more iterations are wanted after n; else why they stop."""
+        if self.until_steady:
+            return self._steady_decided(n)
         if self.target_pct is None:
             return PrecisionVerdict(stopped_by=StopReason.ITERATIONS) if n >= self.minimum else None
         if n < self.minimum and not self.failed:
@@ -158,14 +165,30 @@ class Precision:
             why = StopReason.FAILED
         elif achieved is not None and achieved <= self.target_pct:
             why = StopReason.PRECISION
-        elif n >= self.maximum:
-            why = StopReason.MAX_ITERATIONS
-        elif time.monotonic() - self.t0 >= self.budget:
-            why = StopReason.BUDGET
+        else:
+            why = self._limit(n)
         if why is None:
             return None
         return PrecisionVerdict(target_pct=self.target_pct, achieved_pct=None if achieved is None else round(achieved, 3),
                                 iterations=n, figure=self.headline, stopped_by=why)
+
+    def _limit(self, n: int) -> StopReason | None:
+        if n >= self.maximum:
+            return StopReason.MAX_ITERATIONS
+        if time.monotonic() - self.t0 >= self.budget:
+            return StopReason.BUDGET
+        return None
+
+    def _steady_decided(self, n: int) -> PrecisionVerdict | None:
+        why: StopReason | None = None
+        if self.failed:
+            why = StopReason.FAILED
+        elif n >= self.minimum:
+            v = case_verdict(self.records, self.headline, cap=self.maximum)
+            why = StopReason.STEADY if v is not None and v.steady is not None else self._limit(n)
+        if why is None:
+            return None
+        return PrecisionVerdict(stopped_by=why, iterations=n, figure=self.headline, until="steady", cap=self.maximum)
 
 
 @dataclass
@@ -440,8 +463,8 @@ class Runner:
                 continue                     # the duet's other side: run with its first case
             # --detect: the blocks go on until _detected() says so (or max_iterations)
             least = case.test.max_iterations if self.plan.detect is not None else self._iterations(case)
-            adaptive = Precision(self._precision(case), least, case.test.max_iterations,
-                                 case.test.budget, HEADLINE.get(case.test.workload, ""))
+            adaptive = Precision(self._precision(case), least, case.test.max_iterations, case.test.budget,
+                                 HEADLINE.get(case.test.workload, ""), self._until_steady(case))
             if done:                         # --resume: what the interrupted run measured counts
                 for r in rd.results():
                     if r.case == case.id and r.iteration >= 1:
@@ -508,7 +531,7 @@ class Runner:
         verdict = adaptive.decided(st.it)
         if verdict is not None:
             st.finished = True
-            if adaptive.target_pct is not None:
+            if adaptive.target_pct is not None or adaptive.until_steady:
                 record.precision = verdict        # why this was the case's last iteration
         for rec in (record, other) if other is not None else (record,):
             rd.append_result(rec)
@@ -596,6 +619,10 @@ class Runner:
                 return st.seconds_per_iteration(case_ids, platform.node())
         except Exception:              # noqa: BLE001 -- an estimate never stops a run (the store was checked)
             return {}
+
+    def _until_steady(self, case: Case) -> bool:
+        """iterations = "steady", and no count given on the command line (-I), no --detect."""
+        return case.test.until_steady and not self.plan.iterations and self.plan.detect is None
 
     def _iterations(self, case: Case) -> int:
         n = self.plan.iterations or case.test.iterations

@@ -148,6 +148,7 @@ class StopReason(StrEnum):
     DECIDED = "decided"                             # --detect: a verdict at the spent level
     DETECTABLE = "detectable change reached"        # --detect: the change asked for is visible
     NO_PAIR = "no A/B pair in this run"
+    STEADY = "steady verdict decided"               # iterations = "steady": steady or not steady
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,16 +159,21 @@ class PrecisionVerdict:
     achieved_pct: float | None = None
     iterations: int | None = None
     figure: str | None = None        # the headline the precision is of
+    until: str | None = None         # "steady": the case went on until its steady verdict was decided
+    cap: int | None = None           # ... or these many iterations (max_iterations)
 
     def to_json(self) -> dict[str, Any]:
-        if self.target_pct is None:
-            return {"stopped_by": self.stopped_by}
-        return {"target_pct": self.target_pct, "achieved_pct": self.achieved_pct, "iterations": self.iterations,
-                "figure": self.figure, "stopped_by": self.stopped_by}
+        out: dict[str, Any] = {"stopped_by": self.stopped_by}
+        if self.target_pct is not None:
+            out = {"target_pct": self.target_pct, "achieved_pct": self.achieved_pct, "iterations": self.iterations,
+                   "figure": self.figure, "stopped_by": self.stopped_by}
+        if self.until is not None:
+            out.update(until=self.until, cap=self.cap, iterations=self.iterations, figure=self.figure)
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "PrecisionVerdict":
-        known = {k: d.get(k) for k in ("target_pct", "achieved_pct", "iterations", "figure")}
+        known = {k: d.get(k) for k in ("target_pct", "achieved_pct", "iterations", "figure", "until", "cap")}
         why = d.get("stopped_by")
         # a reason this zfsperf does not name (an older or newer writer's) is kept in its own words
         return cls(stopped_by=StopReason(why) if why in StopReason._value2member_map_ else why, **known)
