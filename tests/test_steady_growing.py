@@ -134,3 +134,24 @@ def test_the_runfile_takes_steady_as_iterations_with_its_cap_and_refuses_what_ca
     with pytest.raises(InputError) as e:
         loads(base.replace('"steady"', '"stedy"'), "r.toml")
     assert 'r.toml:5: test[1].iterations: expected a whole number >= 1 or "steady", got "stedy"' in str(e.value)
+
+
+def test_a_case_budget_counts_from_its_own_first_iteration_not_from_the_runs_start(monkeypatch):
+    """The runner makes every case's stop when the run starts; a case run after others (case after
+    case, the default) had their minutes taken from its budget, and stopped by "time budget" after
+    its first look however little it had run."""
+    import zfsperf.runner as runner
+    now = [1000.0]
+    monkeypatch.setattr(runner.time, "monotonic", lambda: now[0])
+    p = Precision(None, rounds.GROW_FIRST, 12, 60.0, "t", until_steady=True)
+    now[0] += 600                                   # ten minutes of the cases before this one
+    assert p.decided(0) is None                     # asked before its first iteration: its clock starts
+    values = _series(0, 12, 6, np.random.default_rng(5))
+    for n, rec in enumerate(_records(values), start=1):
+        now[0] += 5
+        p.add(rec)
+        if n >= rounds.GROW_FIRST:
+            why = p.decided(n)
+            assert why is None or why.stopped_by != StopReason.BUDGET, (n, why)
+    now[0] += 60
+    assert p.decided(6).stopped_by == StopReason.BUDGET

@@ -134,7 +134,9 @@ class Precision:
         self.values: list[float] = []
         self.records: list[CaseRecord] = []
         self.failed = False
-        self.t0 = time.monotonic()
+        # the budget's clock: started when the case is first asked whether it wants an iteration
+        # (its first), not when the run made every case's stop (a case after others lost their time)
+        self.t0: float | None = None
 
     def add(self, record: CaseRecord) -> None:
         self.records.append(record)
@@ -153,6 +155,8 @@ class Precision:
 
     def decided(self, n: int) -> PrecisionVerdict | None:
         """None while more iterations are wanted after n; else why they stop."""
+        if self.t0 is None:
+            self.t0 = time.monotonic()
         if self.until_steady:
             return self._steady_decided(n)
         if self.target_pct is None:
@@ -175,7 +179,7 @@ class Precision:
     def _limit(self, n: int) -> StopReason | None:
         if n >= self.maximum:
             return StopReason.MAX_ITERATIONS
-        if time.monotonic() - self.t0 >= self.budget:
+        if self.t0 is not None and time.monotonic() - self.t0 >= self.budget:
             return StopReason.BUDGET
         return None
 
