@@ -155,3 +155,17 @@ def test_a_case_budget_counts_from_its_own_first_iteration_not_from_the_runs_sta
             assert why is None or why.stopped_by != StopReason.BUDGET, (n, why)
     now[0] += 60
     assert p.decided(6).stopped_by == StopReason.BUDGET
+
+
+def test_the_command_line_gives_a_count_or_another_rule_and_the_built_in_suite_waits_for_steady():
+    """The default suite iterates until steady; -I N, --precision, --detect, --interleave and a build
+    A/B make it a fixed count or another stopping rule (blocks stay paired), as the dry run says."""
+    from zfsperf.plan import Plan
+    from zfsperf.runfile import load
+    rf = load("quick")
+    (t,) = rf.tests
+    assert t.until_steady and t.max_iterations == rounds.GROW_CAP and t.budget == 100
+    assert Plan(runfile=rf).until_steady(t)
+    for other in ({"iterations": 5}, {"precision": 2.0}, {"detect": 3.0}, {"interleave": True},
+                  {"builds": {"a": object(), "b": object()}}):
+        assert not Plan(runfile=rf, **other).until_steady(t), other

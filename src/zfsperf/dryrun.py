@@ -91,7 +91,7 @@ def _point(c: Case) -> str:
     return " ".join(bits) or c.id
 
 
-def _each(t: TestSpec, c: Case, iterations: int | None, disks: list[str] | None) -> str:
+def _each(t: TestSpec, c: Case, iterations: int | None, disks: list[str] | None, until_steady: bool = False) -> str:
     wl = WORKLOADS[t.workload]
     n = iterations or t.iterations
     pool = ("the disks " + ", ".join(disks) if disks else
@@ -105,7 +105,7 @@ def _each(t: TestSpec, c: Case, iterations: int | None, disks: list[str] | None)
         work.append(f"{format_span(asked)} of load an iteration")
     warm = f"{t.warmup} warm-up + " if t.warmup else ""
     count = (f"{n} to {t.max_iterations} iterations, until the case's steady verdict is steady or not steady "
-             f"(at most {format_span(t.budget)} a case)" if t.until_steady and not iterations else f"{n} iteration(s)")
+             f"(at most {format_span(t.budget)} a case)" if until_steady else f"{n} iteration(s)")
     return f"{warm}{count}, a fresh pool each: {pool}" + (f"; {work[0]}" if work else "")
 
 
@@ -122,13 +122,14 @@ ASSUMED_RECEIVE_MIBS = 400.0
 ASSUMED_SETUP_S = 5.0
 
 
-def _time(t: TestSpec, cases: list[Case], iterations: int | None, past: dict[str, float] | None = None) -> str:
+def _time(t: TestSpec, cases: list[Case], iterations: int | None, past: dict[str, float] | None = None,
+          until_steady: bool = False) -> str:
     """The test's time: from its cases' seconds an iteration in earlier runs on this host (the
     history store), else the load it asks for, else the bytes it receives at an assumed rate."""
     wl = WORKLOADS[t.workload]
     asked = [wl.asked_seconds(c.fields) for c in cases]
     n = (iterations or t.iterations) + t.warmup
-    if t.until_steady and not iterations:              # the time of the cap: what the run may take
+    if until_steady:                                   # the time of the cap: what the run may take
         n = t.max_iterations + t.warmup
     sides = 2 if t.duet else 1
     limit = f"each iteration within its {format_span(t.timeout)} timeout"
@@ -176,11 +177,11 @@ def plan_lines(plan: Plan, cases: list[Case], target: Expected, *, outdir: str, 
         out.append(f"  test {name} ({t.workload}): {len(cs)} case(s); {design(t, plan, len(cs))}")
         for line in _sides(cs):
             out.append(f"    cases   {line}")
-        out.append(f"    each    {_each(t, cs[0], plan.iterations, disks)}")
+        out.append(f"    each    {_each(t, cs[0], plan.iterations, disks, plan.until_steady(t))}")
         if t.tunables and target.impl == "zfs-fuse":
             out.append(f"    skipped zfs-fuse has no tunables at run time ({', '.join(t.tunables)}): "
                        "its cases will be SKIP (kernel OpenZFS or --target guest runs them)")
-        out.append(f"    time    {_time(t, cs, plan.iterations, past)}")
+        out.append(f"    time    {_time(t, cs, plan.iterations, past, plan.until_steady(t))}")
         pairs = plan.iterations or t.iterations
         if t.duet and pairs < MIN_BLOCKS:
             out.append(f"    warning {too_few_pairs(pairs)}")

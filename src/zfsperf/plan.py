@@ -92,6 +92,14 @@ class Plan:
                              file=self.runfile.source)
         return cases
 
+    def until_steady(self, t: TestSpec) -> bool:
+        """The test iterates until its steady verdict is decided (iterations = "steady"), unless
+        the command line gives a count (-I) or another stopping rule (--precision, --detect), or
+        pairs every case in blocks (--interleave, builds): each case would stop on its own and leave
+        its blocks unpaired."""
+        return (t.until_steady and not self.iterations and self.precision is None and self.detect is None
+                and not self.interleave and not self.builds)
+
     def _as_build_turns(self, t: TestSpec) -> None:
         """A test whose two builds take turns in two guests: a duet in turns whose sides are the
         builds, so what it cannot hold is refused here, before anything is booted."""

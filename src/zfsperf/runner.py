@@ -468,7 +468,7 @@ class Runner:
             # --detect: the blocks go on until _detected() says so (or max_iterations)
             least = case.test.max_iterations if self.plan.detect is not None else self._iterations(case)
             adaptive = Precision(self._precision(case), least, case.test.max_iterations, case.test.budget,
-                                 HEADLINE.get(case.test.workload, ""), self._until_steady(case))
+                                 HEADLINE.get(case.test.workload, ""), self.plan.until_steady(case.test))
             if done:                         # --resume: what the interrupted run measured counts
                 for r in rd.results():
                     if r.case == case.id and r.iteration >= 1:
@@ -623,10 +623,6 @@ class Runner:
                 return st.seconds_per_iteration(case_ids, platform.node())
         except Exception:              # noqa: BLE001 -- an estimate never stops a run (the store was checked)
             return {}
-
-    def _until_steady(self, case: Case) -> bool:
-        """iterations = "steady", and no count given on the command line (-I), no --detect."""
-        return case.test.until_steady and not self.plan.iterations and self.plan.detect is None
 
     def _iterations(self, case: Case) -> int:
         n = self.plan.iterations or case.test.iterations
