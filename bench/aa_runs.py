@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Separate runs of identical settings, judged as `zfsperf compare BASE NEW` judges them.
 
-Runs the default suite (`quick`: receive threads=1, 2, 4, 5 iterations each) K times in a row on
+Runs the default suite (`quick`: receive threads=1, 2, 4, each until steady or not, 5-12
+iterations; 5 each before 2026-12-04) K times in a row on
 the embedded zfs-fuse, then compares every pair of runs with the real CLI (`compare A B --json
 --no-history`: one run a side, no history, so the iterations design and its drift floor decide),
 and counts the verdicts on each case's headline that call identical settings better or WORSE, and

@@ -70,8 +70,9 @@ SCALES = [0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 25, 30, 40, 50]
 def runfile(threads: int, iterations: int, sweep: str = "", duet: str = "") -> str:
     """The default suite's receive case; duet "true" (both sides at once) or '"turns"' (round by round)."""
     text = resolve_path("quick")[1]
-    text = text.replace("threads = [1, 2, 4]", f"threads = {threads}").replace("iterations = 5",
-                                                                              f"iterations = {iterations}")
+    text = text.replace("threads = [1, 2, 4]", f"threads = {threads}")
+    # a fixed count (the suite's own is "steady", until each case's verdict is decided)
+    text = re.sub(r"^iterations = .*$", f"iterations = {iterations}", text, count=1, flags=re.M)
     if sweep:
         text = re.sub(r"(\[defaults\.dataset\]\n[^\n]*\n)", lambda m: m.group(1) + sweep + "\n", text)
     # the measured design: receive rounds back to back for 4 s (the default suite's io_size changes
