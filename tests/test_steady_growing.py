@@ -63,11 +63,17 @@ def test_a_noisy_case_reaches_its_cap_cant_tell_and_says_how_many_more_would_dec
     recs[-1].precision = why
     v = rounds.case_verdict(recs, "t")
     assert v.word == "can't tell" and v.more and v.more > 0, v
-    assert f"about {v.more} more iteration(s) would decide it at this spread" in v.why, v
+    assert f"about {v.more} more iteration(s) would decide it at this spread and drift" in v.why, v
     assert "stopped by max_iterations after 8 iterations" in v.why, v
-    # the more asked for, were the spread the same, would decide it: their interval fits ±10 %
-    need = rounds.cv_that_rules_out(np.arange(8 + v.more - 1, dtype=float), 4, v.look_alpha)
-    assert need >= rounds.noise_aware_rule(values, grow=True, alpha=v.look_alpha).spread_pct
+    # the more asked for, were the spread and the line's drift the same, would decide it: the
+    # drift's interval, narrowed by them, fits inside ±10 %; one fewer would not
+    na = rounds.noise_aware_rule(values, grow=True, alpha=v.look_alpha)
+    drift = (na.trend_lo + na.trend_hi) / 2
+    room = 1 - abs(drift) / 10
+
+    def half(m: int) -> float:
+        return 10 * na.spread_pct / (room * rounds.cv_that_rules_out(np.arange(m - 1, dtype=float), 4, v.look_alpha))
+    assert abs(drift) + room * half(8 + v.more) <= 10 < abs(drift) + room * half(8 + v.more - 1), (drift, v.more)
 
 
 def test_a_failed_iteration_stops_the_case():

@@ -232,13 +232,17 @@ def look_alpha(cap: int) -> float:
     return LOOK_ALPHA if looks <= 16 else TREND_ALPHA / looks
 
 
-def more_to_decide(n: int, spread_pct: float, alpha: float) -> int | None:
-    """How many iterations beyond n would rule out the tolerance's drift at this spread, were there
-    no drift (one set apart, as the rule does); None beyond MORE_LIMIT or with no spread measured."""
-    if not spread_pct == spread_pct or spread_pct <= 0:
+def more_to_decide(n: int, spread_pct: float, alpha: float, drift_pct: float = 0.0) -> int | None:
+    """How many iterations beyond n would rule out the tolerance's drift at this spread, were the
+    line's drift (per ROUNDS_WINDOW iterations) to stay what it is: its interval, narrowed by them,
+    inside ±ROUNDS_SLOPE (one value set apart, as the rule does). None beyond MORE_LIMIT, with no
+    spread measured, or with a drift at or past the tolerance (more iterations would find it)."""
+    room = 1 - abs(drift_pct) / (100 * ROUNDS_SLOPE)       # the share of the tolerance the drift leaves
+    if not spread_pct == spread_pct or spread_pct <= 0 or not room > 0:
         return None
+
     def enough(m: int) -> bool:            # the spread m iterations rule the drift out at (it grows with m)
-        return spread_pct <= cv_that_rules_out(np.arange(m - 1, dtype=float), ROUNDS_WINDOW - 1, alpha)
+        return spread_pct <= room * cv_that_rules_out(np.arange(m - 1, dtype=float), ROUNDS_WINDOW - 1, alpha)
     lo, hi = n + 1, n + MORE_LIMIT
     if not enough(hi):
         return None
@@ -367,8 +371,11 @@ def _noise_aware_verdict(values: list[float], last: int, headline: str, window_i
     if grow:
         out.look_alpha = na.alpha
         if out.steady is None:
-            out.more = more_to_decide(last, na.spread_pct, na.alpha)
-            out.why += (f"; about {out.more} more iteration(s) would decide it at this spread" if out.more
+            drift = (na.trend_lo + na.trend_hi) / 2
+            out.more = more_to_decide(last, na.spread_pct, na.alpha, drift)
+            out.why += (f"; about {out.more} more iteration(s) would decide it at this spread and drift" if out.more
+                        else f"; its line drifts {drift:+.0f} %, at or past the tolerance: more iterations would "
+                             "more likely find the drift" if abs(drift) >= 100 * ROUNDS_SLOPE
                         else f"; more than {MORE_LIMIT} more iterations would be needed at this spread")
     med = float(np.median(values[-last:]))
     half = na.slope_pct / 100 * med / 2 if na.slope_pct == na.slope_pct else 0.0    # Theil-Sen, through the median
