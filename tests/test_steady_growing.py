@@ -129,8 +129,10 @@ def test_the_runfile_takes_steady_as_iterations_with_its_cap_and_refuses_what_ca
     base = ('[[test]]\nname = "r"\nworkload = "receive"\ncorpus = { kind = "random", size = "4M" }\n'
             'iterations = "steady"\n')
     t = loads(base, "r.toml").tests[0]
-    assert t.until_steady and t.iterations == rounds.GROW_FIRST and t.max_iterations == rounds.GROW_CAP
-    assert loads(base + "max_iterations = 8\n", "r.toml").tests[0].max_iterations == 8
+    assert t.until_steady and t.iterations == rounds.GROW_FIRST and t.steady_cap == rounds.GROW_CAP
+    assert t.steady_budget == 100 and t.max_iterations == 30 and t.budget == 1800     # precision's, --detect's
+    given = loads(base + 'max_iterations = 8\nbudget = "5m"\n', "r.toml").tests[0]
+    assert (given.steady_cap, given.steady_budget, given.max_iterations, given.budget) == (8, 300, 8, 300)
     for extra, said in (('precision = "2%"\n', "precision is another stopping rule"),
                         ('steady = { mode = "off" }\n', 'steady mode "off"'),
                         ('steady = { method = "snia" }\n', 'method "snia"')):
@@ -170,7 +172,9 @@ def test_the_command_line_gives_a_count_or_another_rule_and_the_built_in_suite_w
     from zfsperf.runfile import load
     rf = load("quick")
     (t,) = rf.tests
-    assert t.until_steady and t.max_iterations == rounds.GROW_CAP and t.budget == 100
+    assert t.until_steady and t.steady_cap == rounds.GROW_CAP and t.steady_budget == 100
+    # what runs the suite another way keeps its own limits: `run --detect 3%` its 30 blocks and 30 min
+    assert t.max_iterations == 30 and t.budget == 1800
     assert Plan(runfile=rf).until_steady(t)
     for other in ({"iterations": 5}, {"precision": 2.0}, {"detect": 3.0}, {"interleave": True},
                   {"builds": {"a": object(), "b": object()}}):

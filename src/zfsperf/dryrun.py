@@ -104,8 +104,8 @@ def _each(t: TestSpec, c: Case, iterations: int | None, disks: list[str] | None,
     elif asked is not None:
         work.append(f"{format_span(asked)} of load an iteration")
     warm = f"{t.warmup} warm-up + " if t.warmup else ""
-    count = (f"{n} to {t.max_iterations} iterations, until the case's steady verdict is steady or not steady "
-             f"(at most {format_span(t.budget)} a case)" if until_steady else f"{n} iteration(s)")
+    count = (f"{n} to {t.steady_cap} iterations, until the case's steady verdict is steady or not steady "
+             f"(at most {format_span(t.steady_budget)} a case)" if until_steady else f"{n} iteration(s)")
     return f"{warm}{count}, a fresh pool each: {pool}" + (f"; {work[0]}" if work else "")
 
 
@@ -130,7 +130,8 @@ def _time(t: TestSpec, cases: list[Case], iterations: int | None, past: dict[str
     asked = [wl.asked_seconds(c.fields) for c in cases]
     n = (iterations or t.iterations) + t.warmup
     if until_steady:                                   # the time of the cap: what the run may take
-        n = t.max_iterations + t.warmup
+        return "up to " + _time(t, cases, t.steady_cap, past).removeprefix("about ").removeprefix("at least ") \
+            + f", at most {format_span(t.steady_budget)} a case"
     sides = 2 if t.duet else 1
     limit = f"each iteration within its {format_span(t.timeout)} timeout"
     past = past or {}

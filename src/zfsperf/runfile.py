@@ -48,6 +48,7 @@ TUNABLE_RE = re.compile(r"^[a-z][a-z0-9_]{1,80}$")
 EXPECT_RE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?)\s*(\S.*)?$")
 DEFAULT_MAX_ITERATIONS = 30
 DEFAULT_BUDGET = 1800.0                    # seconds one case may spend reaching its precision
+STEADY_BUDGET = 100.0                      # ... its steady verdict (iterations = "steady"), unless given
 DEFAULT_ITERATIONS = 3
 DEFAULT_TIMEOUT = 20 * 60.0
 
@@ -89,10 +90,10 @@ TEST_KEYS: tuple[Key, ...] = (
     Key("expect", dict, "{}", 'limits a case must meet to PASS, e.g. { throughput = ">= 100 MiB/s" }'),
     Key("precision", (str, int, float), "-", "run on until the 95 % CI half-width is within this share", True,
         kind='a share like "2%"'),
-    Key("max_iterations", int, f"{DEFAULT_MAX_ITERATIONS} (at least iterations); {GROW_CAP} with \"steady\"",
-        "precision's (or iterations = \"steady\"'s) iteration limit", True, 1),
-    Key("budget", DURATION, "30m", "precision's (or iterations = \"steady\"'s) time limit per case", True,
-        kind=DURATION_TEXT),
+    Key("max_iterations", int, f"{DEFAULT_MAX_ITERATIONS} (at least iterations); {GROW_CAP} for \"steady\"",
+        "precision's, --detect's (or iterations = \"steady\"'s) iteration limit", True, 1),
+    Key("budget", DURATION, f"30m; {STEADY_BUDGET:.0f}s for \"steady\"",
+        "precision's, --detect's (or iterations = \"steady\"'s) time limit per case", True, kind=DURATION_TEXT),
     Key("duet", (bool, str), "false", "the two sides of a sweep in one iteration: at once, or taking turns",
         kind='true, false or "turns"'),
     Key("ab", bool, "false", "the sweep as an A/B in randomized blocks, compared as pairs"),
@@ -232,6 +233,8 @@ class TestSpec:
     # iterations = "steady": from GROW_FIRST iterations on until the case's steady verdict is steady
     # or not steady, max_iterations or the time budget (steady/rounds.py, the growing window)
     until_steady: bool = False
+    steady_cap: int = GROW_CAP             # ... its limits: max_iterations and budget when given, else
+    steady_budget: float = STEADY_BUDGET   # GROW_CAP and STEADY_BUDGET (a fixed count, -I, ignores them)
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     budget: float = DEFAULT_BUDGET
     # duet: the two values of one swept dataset property run at the same time on one pool (a dataset
@@ -577,9 +580,14 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     precision_raw = raw.get("precision", defaults.get("precision"))
     precision = None if precision_raw is None else \
         parse_precision(precision_raw, where("precision") if "precision" in raw else dwhere("precision"))
-    max_it = _whole(raw, defaults, "max_iterations", GROW_CAP if until_steady else max(DEFAULT_MAX_ITERATIONS, iterations),
-                    where, dwhere, least=iterations)
+    max_it = _whole(raw, defaults, "max_iterations", max(DEFAULT_MAX_ITERATIONS, iterations), where, dwhere,
+                    least=iterations)
     budget = _seconds(raw, defaults, "budget", DEFAULT_BUDGET, where, dwhere)
+    # iterations = "steady" has limits of its own unless given: the default suite's ≤ 5 min; what
+    # the command line runs instead (--precision, --detect) keeps the general ones
+    given = {k for k in ("max_iterations", "budget") if k in raw or k in defaults}
+    steady_cap = max_it if "max_iterations" in given else GROW_CAP
+    steady_budget = budget if "budget" in given else STEADY_BUDGET
     if until_steady:
         _until_steady_fits(raw, defaults, precision, steady, where, dwhere)
     duet, turns = _load_duet(raw, workload, dataset, tunables, fields, steady, where)
@@ -590,7 +598,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
                     pool=pool, dataset=dataset, tunables=tunables, fields=fields, expect=expect, steady=steady,
                     description=str(raw.get("description", "")), warmup=warmup, precision=precision,
                     max_iterations=max_it, budget=budget, duet=duet, turns=turns, ab=ab, load_scope=load_scope,
-                    until_steady=until_steady)
+                    until_steady=until_steady, steady_cap=steady_cap, steady_budget=steady_budget)
 
 
 def _until_steady_fits(raw: dict, defaults: dict, precision: float | None, steady: SteadySpec, where,

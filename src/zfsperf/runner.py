@@ -467,8 +467,9 @@ class Runner:
                 continue                     # the duet's other side: run with its first case
             # --detect: the blocks go on until _detected() says so (or max_iterations)
             least = case.test.max_iterations if self.plan.detect is not None else self._iterations(case)
-            adaptive = Precision(self._precision(case), least, case.test.max_iterations, case.test.budget,
-                                 HEADLINE.get(case.test.workload, ""), self.plan.until_steady(case.test))
+            t, until = case.test, self.plan.until_steady(case.test)
+            adaptive = Precision(self._precision(case), least, t.steady_cap if until else t.max_iterations,
+                                 t.steady_budget if until else t.budget, HEADLINE.get(t.workload, ""), until)
             if done:                         # --resume: what the interrupted run measured counts
                 for r in rd.results():
                     if r.case == case.id and r.iteration >= 1:
