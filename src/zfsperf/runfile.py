@@ -589,7 +589,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     steady_cap = max_it if "max_iterations" in given else GROW_CAP
     steady_budget = budget if "budget" in given else STEADY_BUDGET
     if until_steady:
-        _until_steady_fits(raw, defaults, precision, steady, where, dwhere)
+        _until_steady_fits(raw, precision, steady, where, dwhere)
     duet, turns = _load_duet(raw, workload, dataset, tunables, fields, steady, where)
     ab = _load_ab(raw, bool(duet), [k for table in (dataset, tunables, fields) for k, v in table.items()
                                     if isinstance(v, list) and len(v) >= 2 and (table is not fields or wl.fields[k][1])],
@@ -601,8 +601,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
                     until_steady=until_steady, steady_cap=steady_cap, steady_budget=steady_budget)
 
 
-def _until_steady_fits(raw: dict, defaults: dict, precision: float | None, steady: SteadySpec, where,
-                       dwhere) -> None:
+def _until_steady_fits(raw: dict, precision: float | None, steady: SteadySpec, where, dwhere) -> None:
     """iterations = "steady" needs the case's verdict as the default rule makes it, for each case
     alone: refused with a precision target, no sampler (steady mode "off"), SNIA's fixed window, or
     an A/B's sides (their pairs would end apart)."""

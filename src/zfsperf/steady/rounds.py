@@ -345,6 +345,7 @@ def _noise_aware_verdict(values: list[float], last: int, headline: str, window_i
     which = f"the {last} iterations" if grow else f"the last {last} iterations"
     per = f" per {ROUNDS_WINDOW} iterations" if grow else ""
     level = f"{100 * (1 - na.alpha):g} %"
+    span = f" of the last {ROUNDS_WINDOW}" if grow and last > ROUNDS_WINDOW else ""   # a growing window's range
     full = 100 * float(np.ptp(values[-last:])) / abs(float(np.mean(values[-last:])))
     apart = (f", iteration {window_its[na.apart]} set apart at {na.apart_pct:+.0f} %"   # named where it mattered
              if na.apart is not None and full > 100 * ROUNDS_RANGE else "")
@@ -353,10 +354,9 @@ def _noise_aware_verdict(values: list[float], last: int, headline: str, window_i
         out = CaseSteady(False, f"{which} drift {na.slope_pct:+.0f} %{per} (slope p {na.trend_p:.3f})", len(values),
                          **kw)
     elif not na.ok:
-        out = CaseSteady(False, f"the last {min(last, ROUNDS_WINDOW)} iterations vary {na.range_pct:.0f} % "
-                                f"(range{apart})", len(values), **kw)
+        out = CaseSteady(False, f"{which} vary {na.range_pct:.0f} % (range{apart})", len(values), **kw)
     elif na.ruled_out:
-        out = CaseSteady(True, f"{which} within {na.range_pct:.1f} % (range{apart}), a drift beyond "
+        out = CaseSteady(True, f"{which} within {na.range_pct:.1f} % (range{span}{apart}), a drift beyond "
                                f"±{100 * ROUNDS_SLOPE:.0f} %{per} ruled out (line {na.slope_pct:+.0f} %, {level} "
                                f"interval {na.trend_lo:+.0f} … {na.trend_hi:+.0f} %)", len(values), **kw)
     elif one_sided([na.trend_lo, na.trend_hi]):   # a drift found; whether it passes the tolerance, not known
