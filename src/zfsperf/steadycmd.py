@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(v.as_dict(), indent=1))
         return 0
     where = f"steady from sample {v.onset} (first steady at sample {v.first_steady_index})" if v.steady \
-        else "never steady" + (f": {v.note}" if v.note else "")
+        else v.outcome + (f": {v.note}" if v.note else "")
     if c.method == "snia":
         print(f"{args.series}: {v.samples} samples, snia, window {c.window}, R {c.range:g}, S {c.slope:g}, "
               f"quorum {c.quorum:.0%}: {where}")

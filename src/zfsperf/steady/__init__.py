@@ -18,9 +18,9 @@ from . import rounds, snia, timescale
 from .cache import CACHE_FULL, CACHE_SHARE, cache_ok
 from .series import decision_samples, matrix, read_series, resample
 from .snia import check_metric, vote, window_checks
-from .verdict import METHODS, STEADY_KINDS, Criteria, MetricCheck, Verdict
+from .verdict import METHODS, STEADY_KINDS, UNDECIDED_KINDS, Criteria, MetricCheck, Verdict
 
-__all__ = ["rounds", "timescale", "CACHE_FULL", "CACHE_SHARE", "METHODS", "MODES", "STEADY_KINDS", "Criteria", "MetricCheck",
+__all__ = ["rounds", "timescale", "CACHE_FULL", "CACHE_SHARE", "METHODS", "MODES", "STEADY_KINDS", "UNDECIDED_KINDS", "Criteria", "MetricCheck",
            "SteadySpec", "Verdict", "cache_ok", "check_metric", "decide", "matrix", "read_series", "resample",
            "summary", "vote", "window_checks", "decision_samples"]
 
@@ -125,7 +125,7 @@ def summary(v: Verdict, samples: list[dict[str, Any]], spec: SteadySpec) -> Stea
             out.note = f"only {len(samples)} samples, fewer than the window of {spec.criteria.window}"
         else:
             span = samples[-1]["t"] if samples else 0
-            out.note = f"not steady after {span:.0f} s"
+            out.note = f"{v.outcome} after {span:.0f} s"
     return out
 
 
@@ -136,7 +136,8 @@ def recorded_criteria(rec: SteadyRecord) -> Criteria:
                     slope=float(k.get("slope", d.slope)), quorum=float(k.get("quorum", d.quorum)),
                     method=str(k.get("method", rec.method or "snia")), tolerance=float(k.get("tolerance", d.tolerance)),
                     scale=bool(k.get("scale", False)),       # a verdict recorded before the window scaled: fixed
-                    wander=bool(k.get("wander", False)))     # ... or before a wandering level counted
+                    wander=bool(k.get("wander", False)),     # ... or before a wandering level counted
+                    strict=bool(k.get("strict", False)))     # ... or before its levels were strict (issue 86)
 
 
 def redecide(raw: list[dict[str, Any]], rec: SteadyRecord) -> tuple[Verdict, list[dict[str, Any]]]:

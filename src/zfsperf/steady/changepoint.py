@@ -27,6 +27,7 @@ counted; with none readable the answer is "not steady".
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from scipy import ndimage, stats
 from ..units import ChangeVerdict, better_or_worse, metric_direction
 from .cache import cache_ok
 from .series import matrix
-from .verdict import Criteria, MetricCheck, Verdict
+from .verdict import WINDOW_PER, Criteria, MetricCheck, Verdict
 
 BETA = 4.0               # penalty per change, × σ² ln n (tuned on bench/steady_eval.py: 2 and 3 split noise)
 MIN_SEGMENT = 3          # samples: no segment is shorter (a single spike is not a regime)
@@ -48,6 +49,9 @@ TAIL_P = 0.05           # a tail cut from a trending segment must show less than
 RETURNS = 8             # a wandering level: its W-sample moving mean crosses the stretch's mean this often
 QUARTERS = 4            # ... and each of its quarters' means is within WANDER x tolerance of the stretch's
 WANDER = 2.0
+LEVEL_WINDOWS = 2        # an earlier level the series moved between holds this many windows (less: a burst)
+OUTLAST = 1.5            # a last level after a back-and-forth outlasts the earlier ones this many times
+BAND = 0.5               # ... counting a crossing only past ± BAND x tolerance of that mean (Criteria.band)
 # the headline metric when the workload names none, or its own is not readable: first one read
 HEADLINE_FALLBACK = ("workload_mibs", "workload_iops", "pool_mibs", "pool_kops")
 
@@ -105,6 +109,13 @@ def trending(seg: np.ndarray, tol: float, p_max: float = TREND_P) -> bool:
     return p < p_max and abs(b) * (len(seg) - 1) > tol * abs(float(seg.mean()))
 
 
+def zigzag(a: np.ndarray, b: np.ndarray, tol: float) -> bool:
+    """Two neighbouring segments that each trend past tol, one up and one down: a level wandering
+    on a path, whose segments' means may agree though none of them is a level. (A fill's segments
+    rise, or fall, together: they may be one level.)"""
+    return trending(a, tol) and trending(b, tol) and _line(a)[0] * _line(b)[0] < 0
+
+
 def decelerating(prev: np.ndarray, seg: np.ndarray) -> bool:
     """The segment before is significantly steeper in the same direction (one-sided z > 2.33):
     the series is levelling off (a fill), not drifting at one rate."""
@@ -147,8 +158,10 @@ def steady_stretch(y: np.ndarray, starts: list[int], c: Criteria) -> tuple[int |
     def near(a: np.ndarray, b: np.ndarray) -> bool:
         return abs(float(a.mean()) - float(b.mean())) <= c.tolerance * abs(float(b.mean()))
     while k > 0:
-        if near(y[starts[k - 1]:starts[k]], y[starts[k]:]):
-            k -= 1
+        if near(y[starts[k - 1]:starts[k]], y[starts[k]:]) and not (
+                c.strict and zigzag(y[starts[k - 1]:starts[k]], y[starts[k]:starts[k + 1] if k + 1 < len(starts) else n],
+                                    c.tolerance)):
+            k -= 1          # one level (strict: unless the two are slopes that zigzag, a wander)
             continue
         # a short burst away from the level and back (one or more segments shorter than a window in
         # all -- too short to be a regime of their own -- at the level again before them): inside
@@ -186,9 +199,12 @@ def steady_stretch(y: np.ndarray, starts: list[int], c: Criteria) -> tuple[int |
     return s, level, exc
 
 
-def returns(y: np.ndarray, w: int) -> int:
-    """How often the w-sample moving mean of y crosses y's mean: the times its level came back."""
-    side = np.sign(np.convolve(y - y.mean(), np.ones(w) / w, mode="valid"))
+def returns(y: np.ndarray, w: int, band: float = 0.0) -> int:
+    """How often the w-sample moving mean of y crosses y's mean: the times its level came back. With
+    a band, a crossing counts only from below mean − band to above mean + band or back (hysteresis):
+    a moving mean that dithers about the mean as a slow path passes through it crosses once."""
+    dev = np.convolve(y - y.mean(), np.ones(w) / w, mode="valid")
+    side = np.where(dev > band, 1, np.where(dev < -band, -1, 0))
     side = side[side != 0]
     return int(np.count_nonzero(side[1:] != side[:-1]))
 
@@ -216,10 +232,53 @@ def returning_stretch(y: np.ndarray, starts: list[int], c: Criteria) -> tuple[in
         quarters = np.array([float(q.mean()) for q in np.array_split(tail, QUARTERS)])
         if float(np.max(np.abs(quarters - level))) > WANDER * c.tolerance * abs(level):
             continue
-        back = returns(tail, c.window)
+        back = returns(tail, c.window, BAND * c.tolerance * abs(level) if c.strict else 0.0)
         if back >= RETURNS and not trending(tail, c.tolerance):
             return s0, back
     return None
+
+
+def earlier_levels(y: np.ndarray, starts: list[int], s: int, c: Criteria) -> list[tuple[int, float]]:
+    """The levels the series held before its steady stretch (from s): (samples, mean) of each run
+    of segments within `tolerance` of each other, runs shorter than LEVEL_WINDOWS windows left out (a burst, a
+    stall, a fill's knot), in order."""
+    out: list[tuple[int, float]] = []
+    bounds = [b for b in starts if b < s] + [s]
+    for a, b in zip(bounds, bounds[1:]):
+        level = float(y[a:b].mean())
+        if out and abs(level - out[-1][1]) <= c.tolerance * abs(out[-1][1]):
+            m = out[-1][0]
+            out[-1] = (m + b - a, (out[-1][1] * m + level * (b - a)) / (m + b - a))
+        else:
+            out.append((b - a, level))
+    return [(m, lv) for m, lv in out if m >= LEVEL_WINDOWS * c.window]
+
+
+def outlasted(y: np.ndarray, starts: list[int], s: int, c: Criteria) -> tuple[int, int] | None:
+    """None when the stretch from s may be called steady; else (its samples, the longest earlier
+    level's). A series that went one way and came back (levels that rose then fell, or fell then
+    rose, each past `tolerance`) has shown that its level moves; a last level no longer than the
+    ones it left is what such a series looks like between two moves (a random walk, level shifts,
+    a slow swing at its crest), so it must outlast OUTLAST times the longest of them. A warm-up
+    or a fill that only ever went one way, and a series with no earlier level, are not asked."""
+    levels = earlier_levels(y, starts, s, c)
+    if not levels:
+        return None
+    seq = [lv for _m, lv in levels]
+    steps = [b - a for a, b in zip(seq, seq[1:]) if abs(b - a) > c.tolerance * abs(a)]
+    if not any(p * q < 0 for p, q in zip(steps, steps[1:])):
+        return None                                   # one way only: a warm-up, a fill, a step
+    longest = max(m for m, _lv in levels)
+    return None if len(y) - s >= OUTLAST * longest else (len(y) - s, longest)
+
+
+def held_words(held: tuple[int, int]) -> str:
+    """A "can't tell" in words: how long the last level held, against what, and how much longer
+    a series must be to decide."""
+    last, longest = held
+    more = max(1, math.ceil(OUTLAST * longest) - last)
+    return (f"its last level held {last} samples, after levels that moved back and forth and held up to "
+            f"{longest}; {more} more samples at it would decide")
 
 
 def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
@@ -233,6 +292,8 @@ def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
         return MetricCheck(name, readable=True, mean=mean, range=0.0, excursion=0.0, zero=True, kind="zero")
     if n < c.window:
         return MetricCheck(name, readable=True, mean=mean, range=float(np.ptp(y)), kind="too short")
+    if c.strict and n < WINDOW_PER * c.window:
+        c = replace(c, strict=False)            # the strict levels are for long series (and what they missed)
     sigma = noise_scale(y)
     med = ndimage.median_filter(y, size=5, mode="mirror")
     yc = np.where(np.abs(y - med) > CLIP_SIGMAS * sigma, med, y)     # a lone spike is not a regime
@@ -248,6 +309,10 @@ def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
         return MetricCheck(name, readable=True, mean=level, range=float(np.ptp(y[starts[-1]:])), excursion=exc,
                            kind="no steady state",
                            changepoints=cps)
+    short = outlasted(yc, starts, s, c) if c.strict and back is None else None
+    if short is not None:
+        return MetricCheck(name, readable=True, mean=level, range=float(np.ptp(y[s:])), excursion=exc,
+                           kind="can't tell", changepoints=cps, held=short)
     kind = "flat"
     if s > 0:
         before = float(np.median(yc[max(0, s - c.window):s]))
@@ -270,11 +335,13 @@ def decide(samples: list[dict[str, Any]], c: Criteria, *, active_bytes: int | No
                        note="no readable, non-zero metric")
     note = None if headline in (None, head) else f"headline {headline} not readable; {head} stands in"
     others = [m for k, m in checks.items() if k != head and m.evidence]
+    others = [m for m in others if m.kind != "can't tell"]      # neither for nor against: not counted
     passing = [m for m in others if m.steady]
     h = checks[head]
     if not h.steady:
         return Verdict(steady=False, first_steady_index=None, samples=n, criteria=c, metrics=checks, headline=head,
-                       note=f"headline {head}: {h.kind}" + (f" ({note})" if note else ""))
+                       note=f"headline {head}: {h.kind}" + (f": {held_words(h.held)}" if h.held else "")
+                       + (f" ({note})" if note else ""))
     if len(passing) < c.quorum * len(others) - 1e-9:
         return Verdict(steady=False, first_steady_index=None, samples=n, criteria=c, metrics=checks, headline=head,
                        note=f"{len(passing)} of {len(others)} other metrics steady (quorum {c.quorum:.0%})")

@@ -256,10 +256,12 @@ def within(steady: SteadyRecord) -> str | None:
     """What one iteration's own verdict says against steadiness, or None (steady, or no evidence)."""
     if not steady.judged:
         return None                                   # too short at its time scale: no evidence
-    if not steady.steady:
-        return steady.why or steady.note or "not steady"
     head, onset_t, span = steady.headline, steady.onset_time, steady.span_s
     kind = steady.classes.get(head) if head else None
+    if not steady.steady:
+        if kind == "can't tell":                      # its last level has not yet outlasted the others
+            return None
+        return steady.why or steady.note or "not steady"
     if kind in ("warm-up", "slowdown") and steady.mode == SteadyMode.RECORD \
             and onset_t is not None and span and onset_t > 0.1 * span:
         return f"{kind} until {onset_t:.1f} s of {span:.0f} s measured"

@@ -18,6 +18,7 @@ METHODS = ("changepoint", "snia")
 WINDOW_PER = 30
 WINDOW_MAX = 300
 STEADY_KINDS = ("flat", "warm-up", "slowdown")     # a changepoint class that has a steady final segment
+UNDECIDED_KINDS = ("too short", "can't tell")       # ... that neither has one nor rules one out
 
 
 @dataclass
@@ -30,6 +31,8 @@ class Criteria:
     tolerance: float = 0.05     # changepoint: a level change or trend below this share of the level is none
     scale: bool = True          # changepoint: the window grows with the series (for_series); False: as given
     wander: bool = True         # changepoint: a level that wanders and comes back is steady (returning_stretch)
+    strict: bool = True         # changepoint (issue 86): a level's segments each a level, a wander's returns
+                                # counted past a band, a last level after a back-and-forth outlasting the others
 
     def for_series(self, n: int) -> "Criteria":
         """The criteria a series of n samples is judged by: the changepoint window scaled to its
@@ -57,7 +60,7 @@ def num(x: float) -> float | None:
 @dataclass
 class MetricCheck:
     """One metric's answer. SNIA fills range/excursion and the two oks over its window; the
-    changepoint method fills kind (flat, warm-up, slowdown, no steady state, too short), the onset
+    changepoint method fills kind (flat, warm-up, slowdown, no steady state, can't tell, too short), the onset
     of the steady stretch, the change points it found and, for a level that wanders and comes
     back, how often its moving mean crossed the stretch's mean."""
     name: str
@@ -72,6 +75,7 @@ class MetricCheck:
     onset: int | None = None              # changepoint: the 1-based first sample of the steady segment
     changepoints: list[int] = field(default_factory=list)
     returns: int | None = None            # changepoint: a wandering level, how often it crossed its mean
+    held: tuple[int, int] | None = None   # changepoint, "can't tell": (samples its last level held, the longest earlier)
 
     @property
     def steady(self) -> bool:
@@ -93,6 +97,8 @@ class MetricCheck:
             out.update(kind=self.kind, onset=self.onset, changepoints=self.changepoints)
             if self.returns is not None:
                 out["returns"] = self.returns
+            if self.held is not None:
+                out["held"] = {"last": self.held[0], "longest_before": self.held[1]}
         if self.zero:
             out["zero"] = True
         return out
@@ -109,8 +115,19 @@ class Verdict:
     headline: str | None = None           # the metric with a veto (changepoint method)
     note: str | None = None               # why not steady, in words
 
+    @property
+    def outcome(self) -> str:
+        """steady, not steady, or can't tell: too few samples for a window, or (changepoint) a
+        headline whose last level has not yet outlasted the levels it moved between."""
+        if self.steady:
+            return "steady"
+        head = self.metrics.get(self.headline or "")
+        if self.samples < self.criteria.window or (head is not None and head.kind in UNDECIDED_KINDS):
+            return "can't tell"
+        return "not steady"
+
     def as_dict(self) -> dict[str, Any]:
-        return {"steady": self.steady, "method": self.criteria.method, "first_steady_index": self.first_steady_index,
+        return {"steady": self.steady, "outcome": self.outcome, "method": self.criteria.method, "first_steady_index": self.first_steady_index,
                 "onset": self.onset, "samples": self.samples, "headline": self.headline, "note": self.note,
                 "criteria": dict(self.criteria.__dict__),
                 "metrics": {k: m.as_dict() for k, m in self.metrics.items()},
