@@ -8,6 +8,8 @@ ends:
   warm-up         it changed and settled at a better level (higher, or lower for a latency)
   slowdown        it changed and settled at a worse level
   no steady state it still trends, or changed less than W samples before the end
+  can't tell      (a long series) a last level after levels that went one way and came back, held
+                  no longer than OUTLAST times the longest of them (see outlasted)
   too short       fewer than W readings; unreadable: none; zero: 0 in every sample (no evidence)
 Details that make it hold on real data (bench/steady_eval.py measures each):
 - the noise scale σ is robust (MAD of first differences); a lone spike (beyond the running median
@@ -51,7 +53,7 @@ QUARTERS = 4            # ... and each of its quarters' means is within WANDER x
 WANDER = 2.0
 LEVEL_WINDOWS = 2        # an earlier level the series moved between holds this many windows (less: a burst)
 OUTLAST = 1.5            # a last level after a back-and-forth outlasts the earlier ones this many times
-BAND = 0.5               # ... counting a crossing only past ± BAND x tolerance of that mean (Criteria.band)
+BAND = 0.5               # ... counting a crossing only past ± BAND x tolerance of that mean (Criteria.strict)
 # the headline metric when the workload names none, or its own is not readable: first one read
 HEADLINE_FALLBACK = ("workload_mibs", "workload_iops", "pool_mibs", "pool_kops")
 

@@ -31,8 +31,9 @@ class Criteria:
     tolerance: float = 0.05     # changepoint: a level change or trend below this share of the level is none
     scale: bool = True          # changepoint: the window grows with the series (for_series); False: as given
     wander: bool = True         # changepoint: a level that wanders and comes back is steady (returning_stretch)
-    strict: bool = True         # changepoint (issue 86): a level's segments each a level, a wander's returns
-                                # counted past a band, a last level after a back-and-forth outlasting the others
+    strict: bool = True         # changepoint (issue 86), on series of WINDOW_PER windows or more: slopes that
+                                # zigzag are not one level, a wander's returns counted past a band, a last level
+                                # after a back-and-forth must outlast the others (else can't tell)
 
     def for_series(self, n: int) -> "Criteria":
         """The criteria a series of n samples is judged by: the changepoint window scaled to its
