@@ -33,7 +33,7 @@ def read_tunables(target: Target, names: list[str]) -> dict[str, str | None]:
     return out
 
 
-LIBRARIES = ("numpy", "scipy", "ruptures", "matplotlib", "rich", "psycopg")
+LIBRARIES = ("numpy", "scipy", "matplotlib", "rich", "psycopg")
 
 
 def software() -> dict[str, Any]:
