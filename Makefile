@@ -31,10 +31,12 @@ test-slow: test-deps
 	.venv/bin/python -m pytest -p no:cacheprovider -m slow $(PYTEST_ARGS)
 
 # the tests that need no ZFS, daemon or guest (their fixtures say so: tests/conftest.py), one
-# pytest-xdist worker a core, each in a mount namespace of its own (tests/xdist-worker)
+# pytest-xdist worker a core and one more (some fast tests wait on a process, a grace or a retry:
+# 68 s with 2 workers on 2 cores, 58 s with 3), each in a mount namespace of its own
+# (tests/xdist-worker)
 test-fast: test-deps
 	.venv/bin/python -m pytest -p no:cacheprovider -q -m "fast and not slow" --dist worksteal \
-	    --tx "$$(nproc)*popen//python=tests/xdist-worker" $(PYTEST_ARGS)
+	    --tx "$$(($$(nproc) + 1))*popen//python=tests/xdist-worker" $(PYTEST_ARGS)
 
 bench: deps
 	.venv/bin/python bench/recv_overhead.py

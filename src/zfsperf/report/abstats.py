@@ -68,13 +68,25 @@ def _t():
     return sps.t
 
 
+@functools.lru_cache(maxsize=4096)
+def t_ppf(q: float, df: float) -> float:
+    """Student's t quantile, kept: a calibration or a --detect look asks for the same few thousand
+    times (scipy's ppf is ~0.2 ms a call, a third of the fast tests' calibration time)."""
+    return float(_t().ppf(q, df))
+
+
+@functools.lru_cache(maxsize=4096)
+def chi2_ppf(q: float, df: float) -> float:
+    from scipy import stats as sps
+    return float(sps.chi2.ppf(q, df))
+
+
 def median_unbiased(spread: float, df: float) -> float:
     """A sample sd (or a standard error made of one) scaled so that it is the true one's median-
     unbiased estimate, √(df / χ²₀.₅(df)): an sd is more often below its σ than above (at 5 degrees of
     freedom its median is 0.93 σ), so a detectable change computed from it as it is was seen with
     74 % power at its median instead of 80 % (bench/calibration.py)."""
-    from scipy import stats as sps
-    return spread * math.sqrt(df / sps.chi2.ppf(0.5, df))
+    return spread * math.sqrt(df / chi2_ppf(0.5, df))
 
 
 def _mde(se: float, df: float, alpha: float = ALPHA, critical: float | None = None) -> float | None:
@@ -84,15 +96,14 @@ def _mde(se: float, df: float, alpha: float = ALPHA, critical: float | None = No
     critical value where it is not Student's t at df (the history test's)."""
     if not (se > 0 and df >= 1 and alpha > 0):
         return None
-    t = _t()
-    k = (t.ppf(1 - alpha / 2, df) if critical is None else critical) + t.ppf(POWER, df)
+    k = (t_ppf(1 - alpha / 2, df) if critical is None else critical) + t_ppf(POWER, df)
     return float(np.expm1(k * median_unbiased(se, df)) * 100)
 
 
 def _t_ci(mean: float, se: float, df: float) -> tuple[float, float] | None:
     if not (se >= 0 and df >= 1):
         return None
-    h = _t().ppf(1 - ALPHA / 2, df) * se
+    h = t_ppf(1 - ALPHA / 2, df) * se
     return (float(math.exp(mean - h)), float(math.exp(mean + h)))
 
 
@@ -113,7 +124,7 @@ def sign_flip_p(d: np.ndarray) -> float:
     d = np.asarray(d, float)
     obs = abs(d.sum())
     sums = np.abs(sign_vectors(len(d)) @ d)
-    return float(np.mean(sums >= obs - 1e-12 * max(1.0, obs)))
+    return np.count_nonzero(sums >= obs - 1e-12 * max(1.0, obs)) / len(sums)     # np.mean's, without its overhead
 
 
 def sign_flip_ci(d: np.ndarray, alpha: float = ALPHA) -> tuple[float, float] | None:
@@ -156,11 +167,10 @@ def signflip_detectable(sd: float, n: int, alpha: float = ALPHA) -> float | None
     the t approximation at that alpha, scaled by the table's excess over it at 0.05."""
     if n < MIN_BLOCKS or not sd > 0:
         return None
-    t = _t()
-    k_t = t.ppf(1 - ALPHA / 2, n - 1) + t.ppf(POWER, n - 1)
+    k_t = t_ppf(1 - ALPHA / 2, n - 1) + t_ppf(POWER, n - 1)
     k = SIGN_FLIP_K.get(n, k_t)
     if alpha != ALPHA:
-        k *= (t.ppf(1 - alpha / 2, n - 1) + t.ppf(POWER, n - 1)) / k_t
+        k *= (t_ppf(1 - alpha / 2, n - 1) + t_ppf(POWER, n - 1)) / k_t
     return float(np.expm1(k * median_unbiased(sd, n - 1) / math.sqrt(n)) * 100)
 
 
@@ -193,9 +203,8 @@ def detectable_at_bound(sd: float, n: int, alpha: float = ALPHA, conf: float = D
     """signflip_detectable at the conf one-sided upper bound of sd, σ ≤ sd·√((n − 1) / χ²_{1−conf, n−1})."""
     if n < MIN_BLOCKS or not sd > 0:
         return None
-    from scipy import stats as sps
-    upper = sd * math.sqrt((n - 1) / sps.chi2.ppf(1 - conf, n - 1))
-    return signflip_detectable(upper / math.sqrt((n - 1) / sps.chi2.ppf(0.5, n - 1)), n, alpha)
+    upper = sd * math.sqrt((n - 1) / chi2_ppf(1 - conf, n - 1))
+    return signflip_detectable(upper / math.sqrt((n - 1) / chi2_ppf(0.5, n - 1)), n, alpha)
 
 
 def runs(base: list[float], new: list[float]) -> Estimate | None:
@@ -259,7 +268,7 @@ def history_critical(n: int, df: float, alpha: float = ALPHA) -> float:
     """The history test's two-sided critical value, in standard errors: the larger of Student's t at
     df and the heavy-tailed null's (1 − alpha) quantile at n earlier runs."""
     null = _heavy_null(n)
-    return max(float(_t().ppf(1 - alpha / 2, df)), float(null[min(len(null) - 1, math.ceil((1 - alpha) * len(null)) - 1)]))
+    return max(float(t_ppf(1 - alpha / 2, df)), float(null[min(len(null) - 1, math.ceil((1 - alpha) * len(null)) - 1)]))
 
 
 def history_p(z: float, n: int, df: float) -> float:
