@@ -44,6 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..results.stats import t_quantile
+
 ALPHA = 0.05
 POWER = 0.80
 EXACT_SIGN_FLIPS = 16          # up to 2^16 sign vectors enumerated; beyond, a seeded Monte Carlo
@@ -69,13 +71,6 @@ def _t():
 
 
 @functools.lru_cache(maxsize=4096)
-def t_ppf(q: float, df: float) -> float:
-    """Student's t quantile, kept: a calibration or a --detect look asks for the same few thousand
-    times (scipy's ppf is ~0.2 ms a call, a third of the fast tests' calibration time)."""
-    return float(_t().ppf(q, df))
-
-
-@functools.lru_cache(maxsize=4096)
 def chi2_ppf(q: float, df: float) -> float:
     from scipy import stats as sps
     return float(sps.chi2.ppf(q, df))
@@ -96,14 +91,14 @@ def _mde(se: float, df: float, alpha: float = ALPHA, critical: float | None = No
     critical value where it is not Student's t at df (the history test's)."""
     if not (se > 0 and df >= 1 and alpha > 0):
         return None
-    k = (t_ppf(1 - alpha / 2, df) if critical is None else critical) + t_ppf(POWER, df)
+    k = (t_quantile(1 - alpha / 2, df) if critical is None else critical) + t_quantile(POWER, df)
     return float(np.expm1(k * median_unbiased(se, df)) * 100)
 
 
 def _t_ci(mean: float, se: float, df: float) -> tuple[float, float] | None:
     if not (se >= 0 and df >= 1):
         return None
-    h = t_ppf(1 - ALPHA / 2, df) * se
+    h = t_quantile(1 - ALPHA / 2, df) * se
     return (float(math.exp(mean - h)), float(math.exp(mean + h)))
 
 
@@ -167,10 +162,10 @@ def signflip_detectable(sd: float, n: int, alpha: float = ALPHA) -> float | None
     the t approximation at that alpha, scaled by the table's excess over it at 0.05."""
     if n < MIN_BLOCKS or not sd > 0:
         return None
-    k_t = t_ppf(1 - ALPHA / 2, n - 1) + t_ppf(POWER, n - 1)
+    k_t = t_quantile(1 - ALPHA / 2, n - 1) + t_quantile(POWER, n - 1)
     k = SIGN_FLIP_K.get(n, k_t)
     if alpha != ALPHA:
-        k *= (t_ppf(1 - alpha / 2, n - 1) + t_ppf(POWER, n - 1)) / k_t
+        k *= (t_quantile(1 - alpha / 2, n - 1) + t_quantile(POWER, n - 1)) / k_t
     return float(np.expm1(k * median_unbiased(sd, n - 1) / math.sqrt(n)) * 100)
 
 
@@ -268,7 +263,7 @@ def history_critical(n: int, df: float, alpha: float = ALPHA) -> float:
     """The history test's two-sided critical value, in standard errors: the larger of Student's t at
     df and the heavy-tailed null's (1 − alpha) quantile at n earlier runs."""
     null = _heavy_null(n)
-    return max(float(t_ppf(1 - alpha / 2, df)), float(null[min(len(null) - 1, math.ceil((1 - alpha) * len(null)) - 1)]))
+    return max(float(t_quantile(1 - alpha / 2, df)), float(null[min(len(null) - 1, math.ceil((1 - alpha) * len(null)) - 1)]))
 
 
 def history_p(z: float, n: int, df: float) -> float:

@@ -48,13 +48,13 @@ rule exactly.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..results.record import CaseRecord, SteadyMode, SteadyRecord, StopReason
+from ..results.stats import t_quantile
 
 ROUNDS_WINDOW = 5            # SNIA PTS: the last 5 rounds
 ROUNDS_RANGE = 0.20          # max - min <= 20 % of the mean
@@ -217,13 +217,6 @@ def cv_that_rules_out(x: np.ndarray, span: int, alpha: float = TREND_ALPHA) -> f
     one of the 5 is set apart (1.3-1.8 %)."""
     sxx = float(((x - x.mean()) ** 2).sum())
     return 100 * ROUNDS_SLOPE * np.sqrt(sxx) / (t_quantile(1 - alpha / 2, len(x) - 2) * span)
-
-
-@functools.lru_cache(maxsize=512)
-def t_quantile(q: float, df: int) -> float:
-    """Student's t quantile, kept: a growing window asks the same few after every iteration."""
-    from scipy import stats
-    return float(stats.t.ppf(q, df))
 
 
 def look_alpha(cap: int) -> float:
