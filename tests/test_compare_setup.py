@@ -84,6 +84,17 @@ def test_same_setup_says_nothing_and_a_copy_of_one_run_is_named(tmp_path):
     copy = shutil.copytree(a, tmp_path / "copy")
     res = zfsperf("compare", str(a), str(copy), "--no-history")        # a copy is the same run: no comparison
     assert res.returncode == 2 and "compared with itself (or a copy of it" in res.stderr and res.stdout == ""
+    # a copy whose results.jsonl was written again (keys in another order, other spacing, 100.0 as 1e2):
+    # the same records, so the same run (issue 87: the identity was the file's bytes, and this copy was
+    # judged as a second run)
+    again = shutil.copytree(a, tmp_path / "again")
+    lines = (again / "results.jsonl").read_text().splitlines()
+    (again / "results.jsonl").write_text("".join(
+        json.dumps(dict(reversed(json.loads(x).items())), indent=None, separators=(" ,", " : ")) + "\n"
+        for x in lines if x.strip()))
+    assert (again / "results.jsonl").read_bytes() != (a / "results.jsonl").read_bytes()
+    res = zfsperf("compare", str(a), str(again), "--no-history")
+    assert res.returncode == 2 and "compared with itself (or a copy of it" in res.stderr and res.stdout == ""
 
 
 def test_vs_shows_what_its_change_is_computed_from(tmp_path):

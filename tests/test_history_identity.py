@@ -1,4 +1,4 @@
-"""A run has an identity (host, start time, results.jsonl's sha256): a copy of a results directory
+"""A run has an identity (host, start time, its records' sha256): a copy of a results directory
 is the run it copies. The history design's noise comes only from runs of identical settings made
 before BASE, never from the compared runs or their copies, and an sd of 0 is never used.
 

@@ -414,7 +414,7 @@ def _add_history(sub: argparse._SubParsersAction) -> None:
                        description="zfsperf history import DIR...  |  zfsperf history [--case C] [--figure F] "
                                    "[--fail-on-change PCT]  |  zfsperf history runs  |  zfsperf history accept RUN "
                                    "--reason TEXT  |  zfsperf history remove RUN.  A run is known by its identity "
-                                   "(host, start, results.jsonl's sha256): a copy of a stored run is already there.")
+                                   "(host, start, its records' sha256): a copy of a stored run is already there.")
     p.add_argument("action", nargs="?", choices=["import", "show", "runs", "accept", "remove"], default="show",
                    help="show (default): series and change points; import: add results directories; runs: list the "
                         "stored runs with id, path, host and time; accept: mark a change at RUN as expected; "

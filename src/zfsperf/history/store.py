@@ -18,7 +18,7 @@ runs.identity; opening an older store adds them):
        format        INTEGER,                             -- results format (run.json "format")
        imported      DOUBLE PRECISION,
        accelerator   TEXT,                                -- "tcg"/"kvm": a QEMU guest (schema 3)
-       identity      TEXT)                                -- host, start and results.jsonl's sha256: a
+       identity      TEXT)                                -- host, start and its records' sha256: a
                                                           -- copy of a run is the same run (schema 4)
   figures(run_id     INTEGER REFERENCES runs(id) ON DELETE CASCADE,
           test, workload, case_id, figure, unit TEXT,     -- case_id: the case as zfsperf names it

@@ -88,12 +88,20 @@ class RunData:
 
     @property
     def identity(self) -> str:
-        """What makes a run itself wherever its directory is: its host, its start time and the
-        sha256 of its results.jsonl (a copy, a download or a restored backup has the same one)."""
+        """What makes a run itself wherever its directory is: its host, its start time and the sha256
+        of its records (a copy, a download or a restored backup has the same one; so has a copy whose
+        results.jsonl was written again with its keys in another order or other spacing: each
+        record is read and hashed in one canonical form, a line that is no JSON as it is)."""
         h = hashlib.sha256()
         h.update(f"{self.run.host}\0{self.run.start!r}\0".encode())
         jsonl = self.path / "results.jsonl"
-        h.update(jsonl.read_bytes() if jsonl.is_file() else b"")
+        for line in (jsonl.read_bytes() if jsonl.is_file() else b"").splitlines():
+            try:
+                line = json.dumps(json.loads(line), sort_keys=True, separators=(",", ":")).encode()
+            except ValueError:
+                line = line.strip()
+            if line:
+                h.update(line + b"\n")
         return h.hexdigest()[:32]
 
     def describe(self) -> str:
