@@ -146,7 +146,9 @@ def test_a_tiny_significant_change_is_called_with_its_size_and_can_fail_the_gate
 
 def test_a_run_that_did_not_alternate_is_not_judged_however_its_machine_drifts(tmp_path):
     """An A/A whose machine slowed 1 % an iteration, its cases one after the other: it was called
-    WORSE −8.1 % and `--fail-on-regression 5` failed."""
+    WORSE −8.1 % and `--fail-on-regression 5` failed. Its gate cannot fail on any figure (sweep points
+    are never called): it says so and is exit 2, not a silent pass (issue 87: "0 with a p-value",
+    exit 0)."""
     rng = np.random.default_rng(4)
     a = [100 * math.exp(-0.01 * i + rng.normal(0, 0.01)) for i in range(8)]
     b = [100 * math.exp(-0.01 * (8 + i) + rng.normal(0, 0.01)) for i in range(8)]
@@ -154,7 +156,8 @@ def test_a_run_that_did_not_alternate_is_not_judged_however_its_machine_drifts(t
     ch = _tp(zfsperf("compare", str(d), "--json", "--no-history"))
     assert ch["verdict"] == "not alternated" and ch["design"] == "unpaired" and ch["p"] is None, ch
     gate = zfsperf("compare", str(d), "--no-history", "--fail-on-regression", "5")
-    assert gate.returncode == 0 and "WORSE" not in gate.stdout and "sweep point: not an A/B" in flat(gate.stdout)
+    assert gate.returncode == 2 and "WORSE" not in gate.stdout and "sweep point: not an A/B" in flat(gate.stdout)
+    assert "the gate cannot fail on any figure here: 1 comparison not alternated" in flat(gate.stderr), gate.stderr
 
 
 def test_an_unknown_figure_is_exit_2_before_any_table(tmp_path):

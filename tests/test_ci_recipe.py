@@ -112,14 +112,16 @@ def test_the_recipe_passes_an_a_a(tmp_path):
 
 
 def test_a_gate_that_cannot_fail_says_so(tmp_path):
-    """One iteration a side (the old perf-regression) or four across 27 cases: no p can pass Holm."""
+    """One iteration a side (the old perf-regression) or four across 27 cases: no p can pass Holm.
+    Such a gate passed (exit 0) with a case halved: it is exit 2 now, saying why (issue 87)."""
     rng = random.Random(13)
     for n in (1, 4):
         base = _run(tmp_path / f"base{n}", rng, iterations=n, start=1)
         new = _run(tmp_path / f"new{n}", rng, halved="fio_5", iterations=n, start=2)
         res = zfsperf("compare", str(base), str(new), "--fail-on-regression", "5", "--no-history")
-        assert res.returncode == 0
+        assert res.returncode == 2
         assert "warning: the gate cannot fail on 27 of 27 cases" in res.stderr, res.stderr
+        assert "the gate cannot fail on any figure here: 27 comparisons too few iterations for Holm's" in res.stderr
         assert "run ≥ 7 iterations a side" in res.stderr
 
 

@@ -130,4 +130,9 @@ def _gate(args: argparse.Namespace, cmp: Any) -> int:
         raise InputError(f"no case has the figure {shown(args.gate_figure)} to gate on", field="--gate-figure")
     for line in compare_gate.lines(cmp, gate, args.fail_on_regression):
         print(line, file=sys.stderr)
-    return 1 if gate.regressions or cmp.failures else 0
+    if gate.regressions or cmp.failures:
+        return 1
+    if gate.cannot_fail:                  # a pass that no change could have turned into a failure
+        print(compare_gate.cannot_fail_line(gate), file=sys.stderr)
+        return 2
+    return 0

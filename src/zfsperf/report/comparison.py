@@ -155,6 +155,13 @@ class Gate:
     blind: list[FigureChange] = field(default_factory=list)    # cases no change of any size could fail
     needed: int = 0                                             # iterations a side that would let them
 
+    @property
+    def cannot_fail(self) -> bool:
+        """No judged figure can be called, whatever its change: none has a p-value (sweep points,
+        too few iterations) or each that has is one the rank test's smallest p keeps above Holm."""
+        blind = {id(c) for c in self.blind}
+        return not any(c.p is not None and id(c) not in blind for c in self.judged)
+
     def describe(self) -> str:
         what = f"figure {self.figure}" if self.figure else "each case's headline figure"
         return (f"the gate judges {what} ({len(self.judged)} comparisons, {self.tested} with a p-value), "

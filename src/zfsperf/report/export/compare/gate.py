@@ -39,3 +39,15 @@ def lines(cmp: Comparison, gate: Gate, pct: float) -> list[str]:
         out.append(f"warning: {', '.join(drift)}: a change that cannot be judged between separate runs does not "
                    "fail the gate; compare several runs a side (--vs) or keep a history to judge it")
     return out
+
+
+def cannot_fail_line(gate: Gate) -> str:
+    """Why no figure can fail the gate, by verdict (exit 2: a gate that cannot fail is no gate)."""
+    counts: dict[str, int] = {}
+    blind = {id(c) for c in gate.blind}
+    for c in gate.judged:
+        why = "too few iterations for Holm's first threshold" if id(c) in blind else str(c.verdict)
+        counts[why] = counts.get(why, 0) + 1
+    said = ", ".join(f"{n} comparison{'s' if n > 1 else ''} {why}" for why, n in counts.items()) or "no comparison"
+    return (f"zfsperf: the gate cannot fail on any figure here: {said}. Gate an A/B: an interleaved run "
+            "(--interleave, ≥ 6 blocks), a duet, several runs a side (--vs) or a history")
