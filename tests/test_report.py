@@ -150,7 +150,8 @@ def test_outliers_in_plain_words_and_too_few_iterations(tmp_path):
     res = zfsperf("compare", str(a), str(b), "--json")
     (ch,) = json.loads(res.stdout)["changes"]
     assert ch["verdict"] == "too few iterations" and "need ≥ 4 per side" in ch["note"]
-    assert zfsperf("compare", str(a), str(b), "--fail-on-regression", "5").returncode == 0
+    gate = zfsperf("compare", str(a), str(b), "--fail-on-regression", "5")     # halved, and no p: it cannot fail
+    assert gate.returncode == 2 and "cannot fail on any figure here: 1 comparison too few iterations" in gate.stderr
     # a torn last line (a run killed while appending) is read as far as it is whole
     with open(d / "results.jsonl", "a") as f:
         f.write('{"test": "t", "case": "c", "params": {}, "itera')
