@@ -111,6 +111,16 @@ class Comparison:
     workloads: dict[str, str] = field(default_factory=dict)     # an in-run pair's label "A → B": its workload
     history_store: str | None = None                           # the store the history design read
 
+    @property
+    def one_side_then_the_other(self) -> bool:
+        """Several runs a side, every BASE run started before every NEW run: the between-run test
+        cannot tell a drift of the machine over that time from the change (bench/calibration.py:
+        9.3 % false alarms with 3 runs a side under a 1 % drift a run). Runs that alternate do not."""
+        starts = [[r.run.start for r in runs] for runs in (self.bases, self.news)]
+        if len(self.bases) + len(self.news) < 3 or not all(s is not None for side in starts for s in side):
+            return False
+        return max(starts[0]) < min(starts[1]) or max(starts[1]) < min(starts[0])
+
     def regressions(self, pct: float) -> list[FigureChange]:
         return [c for c in self.changes if c.verdict == ChangeVerdict.WORSE and abs(c.change_pct) >= pct]
 

@@ -72,6 +72,9 @@ def design_lines(cmp: Comparison) -> list[str]:
                     "heavier of Student's t and a null for heavy-tailed (t₃) run medians")
         else:
             text = DESIGNS[d]
+        if d is Design.RUNS and cmp.one_side_then_the_other:
+            text += (" — one side's runs were all made before the other's: a drift of the machine between them is read "
+                     "as the change (alternate the runs, A B A B, or measure both in one interleaved run)")
         out.append(f"design{which}: {text}; test: {_tests_text(tests)}; α = {ALPHA}")
     return out
 
