@@ -16,7 +16,8 @@ the designs whose unit is the run). Per design it reports:
 
 Designs: paired (interleaved blocks), turns (a duet taking turns; the same sign-flip statistics on
 its pairs), history (one run a side against 5, 8, 12 and 20 earlier runs), runs (3 vs 3 runs a side,
-`--vs`), separate (one run a side without history: the drift floor), unpaired (sweep points of a run
+`--vs`), separate (one run a side without history: the drift floor; "separate N %" at a run-to-run
+spread of N %), unpaired (sweep points of a run
 that did not alternate: never a verdict), and detect (`--detect`'s stopping rule: the real power at
 its target when it stops).
 
@@ -132,9 +133,11 @@ def runs_trial(k: int) -> Trial:
     return trial
 
 
-def separate_trial() -> Trial:
+def separate_trial(run_sd: float = SD) -> Trial:
+    """One run a side, no history: run_sd is how far a run's level lands from the next (log scale),
+    the run-to-run spread the drift floor must stand above."""
     def trial(rng: np.random.Generator, kind: str, shift: float) -> compare.FigureChange | None:
-        lv = noise(rng, kind, (2,)) + (np.array([0.0, DRIFT]) if kind == "drift" else 0.0)
+        lv = noise(rng, kind, (2,), run_sd) + (np.array([0.0, DRIFT]) if kind == "drift" else 0.0)
         a = side_run(list(100 * math.exp(lv[0]) * np.exp(noise(rng, "normal", (5,), 0.01))), 0.0)
         b = side_run(list(100 * math.exp(lv[1] + shift) * np.exp(noise(rng, "normal", (5,), 0.01))), 1.0)
         cmp = compare.compare_runs([a], [b])
@@ -157,6 +160,8 @@ DESIGNS: dict[str, Trial] = {
     "paired 6": paired_trial(6, False), "paired 12": paired_trial(12, False), "turns 8": paired_trial(8, True),
     "history 5": history_trial(5), "history 8": history_trial(8), "history 12": history_trial(12),
     "history 20": history_trial(20), "runs 3 vs 3": runs_trial(3), "separate": separate_trial(),
+    # the floor's own promise: A/As ≤ 5 % up to a 20 % run-to-run spread (zfs-fuse's runs differ by up to 33 %)
+    "separate 10 %": separate_trial(0.10), "separate 15 %": separate_trial(0.15), "separate 20 %": separate_trial(0.20),
     "unpaired 6": unpaired_trial(6),
 }
 

@@ -285,6 +285,14 @@ def _beyond_drift(ch: FigureChange, sides: list[CaseData], name: str, floor: flo
         # no change can be promised with 80 % power (the floor times the test's own detectable change
         # was seen with 61-74 %, bench/calibration.py), so the floor is what is said
         ch.detectable_pct, ch.floor_pct = None, wide if unsteady else floor
+        if ch.verdict.decided:
+            # nor an interval: the iterations' is of one run each, and printed after an A/A's call beyond
+            # the floor it read as the change's (`WORSE (−34.6 … −32.3 %)`)
+            ch.ci_pct = None
+            beyond = (f"beyond the drift floor ({floor_span(wide if unsteady else floor)}); how far two runs land "
+                      "apart is not known here, so no interval of the change is given (the iterations' is of one "
+                      "run each)")
+            ch.note = f"{ch.note}; {beyond}" if ch.note else beyond
     return ch
 
 
