@@ -454,12 +454,12 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                    help="terminal, md (a pull request comment or CI step summary) or json")
     p.add_argument("--drift-floor", type=float, default=None, metavar="PCT",
                    help="one run a side, no history: a change within a factor of 1 + PCT/100 either way "
-                        "cannot be judged between separate runs (default 50: -33.3 … +50 %%, above the A/A "
-                        "differences measured here)")
+                        "cannot be judged between separate runs (default 75: -42.9 … +75 %%, above the A/A "
+                        "differences measured here; A/A false alarms ≤ 5 %% up to a 20 %% run-to-run spread)")
     p.add_argument("--fail-on-regression", type=float, metavar="PCT",
                    help="a CI gate: exit 1 when a case's gated figure (its headline, or --gate-figure) is worse "
                         "by PCT %% or more and significant after Holm's correction across the cases, or a case "
-                        "stopped passing")
+                        "stopped passing; exit 2 when no figure could fail it")
     p.add_argument("--figures", help="comma-separated figures to show (default all; the gate is --gate-figure)")
     p.add_argument("--allow-setup-change", nargs="?", const="all", metavar="KEY,...",
                    help="let --fail-on-regression judge although the sides' set-ups differ in these (host, "

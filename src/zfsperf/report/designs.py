@@ -78,7 +78,7 @@ DRIFT_FLOOR_SOURCE = ("the default floor, uncalibrated: consecutive runs of iden
 
 
 def floor_span(floor_pct: float) -> str:
-    """A floor of a factor (1 + floor_pct/100) either way, as the changes it spans: "−33.3 … +50 %"."""
+    """A floor of a factor (1 + floor_pct/100) either way, as the changes it spans: "−42.9 … +75 %"."""
     return f"−{(1 - 1 / (1 + floor_pct / 100)) * 100:.1f} … +{floor_pct:.3g} %"
 
 
