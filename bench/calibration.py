@@ -188,6 +188,8 @@ class Row:
     coverage: float | None                # planted changes' intervals holding the truth
     p10: float | None = None              # detect: the 10th percentile of the real power at the stop
     mean_pairs: float | None = None       # detect: the pairs it stopped at, on average
+    verdict_mean: float | None = None     # the real power at each A/A's own printed X, averaged
+    verdict_p5: float | None = None       # ... its 5th percentile (≥ 50 %: 95 % of verdicts seen half the time)
 
     @property
     def fa_rate(self) -> float:
@@ -202,7 +204,8 @@ class Row:
                 "false_alarm_rate": self.fa_rate, "false_alarm_upper95": self.fa_upper,
                 "detectable_pct": self.detectable_pct, "power_at_detectable": self.power,
                 "same_at_margin": self.same_at_margin, "coverage": self.coverage, "p10": self.p10,
-                "mean_pairs": self.mean_pairs}
+                "mean_pairs": self.mean_pairs, "power_per_verdict_mean": self.verdict_mean,
+                "power_per_verdict_p5": self.verdict_p5}
 
 
 def covers(ch: compare.FigureChange, shift: float) -> bool | None:
@@ -212,7 +215,7 @@ def covers(ch: compare.FigureChange, shift: float) -> bool | None:
     return ch.ci_pct[0] - 1e-9 <= true <= ch.ci_pct[1] + 1e-9
 
 
-def measure(name: str, trial: Trial, kind: str, trials: int, seed: int) -> Row:
+def measure(name: str, trial: Trial, kind: str, trials: int, seed: int, per_verdict: bool = True) -> Row:
     rng = np.random.default_rng(seed)
     aa = [trial(rng, kind, 0.0) for _ in range(trials)]
     aa = [c for c in aa if c is not None]
@@ -233,7 +236,25 @@ def measure(name: str, trial: Trial, kind: str, trials: int, seed: int) -> Row:
     if aa and all(c.design is compare.Design.ITERATIONS for c in aa):
         cov = []        # separate runs: the interval is of the iterations, not of the runs (not claimed)
     held = [x for x in cov if x is not None]
-    return Row(name, kind, len(aa), calls, det, power, same, float(np.mean(held)) if held else None)
+    mean_p, p5 = per_verdict_power(trial, kind, dets, trials, rng) if dets and per_verdict else (None, None)
+    return Row(name, kind, len(aa), calls, det, power, same, float(np.mean(held)) if held else None,
+               verdict_mean=mean_p, verdict_p5=p5)
+
+
+def per_verdict_power(trial: Trial, kind: str, dets: list[float], trials: int,
+                      rng: np.random.Generator) -> tuple[float, float]:
+    """The real power at the X each A/A printed (a user reads one verdict, not the median): the
+    design's power curve measured at 9 changes across the printed X's 2nd-98th percentiles (trials/4
+    planted losses each, made monotone), read at every printed X; its mean and 5th percentile."""
+    grid = np.unique(np.percentile(dets, np.linspace(2, 98, 9)))
+    curve = []
+    for x in grid:
+        shift = math.log1p(x / 100)
+        got = [trial(rng, kind, -shift) for _ in range(max(50, trials // 4))]
+        curve.append(float(np.mean([c is not None and c.verdict.decided for c in got])))
+    curve = np.maximum.accumulate(curve)            # power only grows with the change
+    at = np.interp(dets, grid, curve)
+    return float(np.mean(at)), float(np.percentile(at, 5))
 
 
 def detect_rows(trials: int, seed: int) -> list[Row]:
@@ -248,7 +269,7 @@ def detect_rows(trials: int, seed: int) -> list[Row]:
         for _ in range(trials):
             d = rng.standard_normal(400) * sd
             for n in range(abstats.MIN_BLOCKS, 401):
-                det = abstats.detectable_at_bound(float(d[:n].std(ddof=1)), n)
+                det = abstats.signflip_detectable(float(d[:n].std(ddof=1)), n)
                 if det is not None and det <= target:
                     break
             k = abstats.SIGN_FLIP_K.get(n, stats.t.ppf(0.975, n - 1) + stats.t.ppf(0.8, n - 1))
@@ -274,20 +295,21 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     rows: list[Row] = []
     print("| design | noise | A/A false alarms (95 % upper) | could see (median) | power there | "
-          "\"same\" at ±5 % | coverage |")
-    print("|---|---|---|---|---|---|---|")
+          "power at each verdict's X: mean, 5th pct | \"same\" at ±5 % | coverage |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in [d.strip() for d in args.designs.split(",") if d.strip()]:
         if name == "detect":
             for r in detect_rows(args.trials, args.seed):
                 rows.append(r)
                 print(f"| {r.design} | normal | - | target | mean {pct(r.power)}, 10th pct "
-                      f"{pct(r.p10)} ({r.mean_pairs or 0:.1f} pairs) | - | - |", flush=True)
+                      f"{pct(r.p10)} ({r.mean_pairs or 0:.1f} pairs) | - | - | - |", flush=True)
             continue
         for kind in args.noises.split(","):
             r = measure(name, DESIGNS[name], kind, args.trials, args.seed)
             rows.append(r)
             print(f"| {r.design} | {kind} | {pct(r.fa_rate)} ({pct(r.fa_upper)}) | "
                   f"{'-' if r.detectable_pct is None else f'{r.detectable_pct:.1f} %'} | {pct(r.power)} | "
+                  f"{pct(r.verdict_mean)}, {pct(r.verdict_p5)} | "
                   f"{pct(r.same_at_margin)} | {pct(r.coverage)} |", flush=True)
     print(f"# {args.trials} trials a cell, seed {args.seed}, {time.time() - t0:.0f} s")
     if args.json:

@@ -38,14 +38,18 @@ def _not_above(k: int, n: int, rate: float) -> bool:
 @pytest.mark.parametrize("kind", ["normal", "drift"])
 def test_each_design_holds_its_bounds(design, kind):
     """A/A false alarms: the trials do not show a rate above 5 % (the full bench's 95 % upper bound
-    is ≤ 7 %); the power at the printed detectable change near 80 %; a true ±5 % called "same"
-    rarely; intervals hold the truth about 95 % of the time. The history design before issue 69
-    called 14 % of A/As at 5 runs: it fails here."""
+    is ≤ 7 %); a true ±5 % called "same" rarely; intervals hold the truth about 95 % of the time. The
+    history design before issue 69 called 14 % of A/As at 5 runs: it fails here.
+    The printed detectable change is taken at a 90 % upper bound of the spread (abstats.SPREAD_BOUND),
+    so that the verdict a user reads holds, not only the median one (the bench: 92-95 % real power
+    on average over the verdicts, 62-73 % at their 5th percentile; issue 87). At the median verdict's
+    X that is 96-99 %; the median-unbiased spread it replaced gave 77-80 % there (70-79 % on average,
+    22-46 % at the 5th percentile), which the bound of 88 % fails (100 trials: P ≈ 1 %)."""
     if design == "runs 3 vs 3" and kind == "drift":
         pytest.skip("runs a side in sequence carry a drift between the sides: measured, in the bench only")
-    row = calibration.measure(design, calibration.DESIGNS[design], kind, TRIALS, 20261202)
+    row = calibration.measure(design, calibration.DESIGNS[design], kind, TRIALS, 20261202, per_verdict=False)
     assert _not_above(row.false_alarms, row.trials, 0.05), row
-    assert row.detectable_pct is not None and 0.62 <= row.power <= 0.95, row
+    assert row.detectable_pct is not None and row.power >= 0.88, row
     assert row.same_at_margin is None or row.same_at_margin <= 0.05, row
     assert 0.91 <= row.coverage <= 0.99, row
 
@@ -88,10 +92,10 @@ def test_the_detectable_change_is_the_sign_flip_tests_own():
     assert abstats.SIGN_FLIP_K[6] == pytest.approx(k6, abs=0.03)
     sd = 0.03
     printed = abstats.signflip_detectable(sd, 6)
-    unbiased = abstats.median_unbiased(sd, 5) / math.sqrt(6)
+    unbiased = abstats.spread_at_bound(sd, 5) / math.sqrt(6)
     assert printed == pytest.approx(math.expm1(abstats.SIGN_FLIP_K[6] * unbiased) * 100)
     assert abstats.signflip_detectable(sd, 5) is None and abstats.signflip_detectable(0.0, 8) is None
-    assert abstats.detectable_at_bound(sd, 8) > abstats.signflip_detectable(sd, 8)
+    assert abstats.signflip_detectable(sd, 8) > math.expm1(abstats.SIGN_FLIP_K[8] * sd / math.sqrt(8)) * 100
 
 
 def _interleaved(tmp_path: Path, a: list[float], b: list[float], *, interleave: bool = True) -> Path:

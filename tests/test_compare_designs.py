@@ -231,7 +231,7 @@ def test_detect_runs_blocks_until_the_change_it_asks_for_is_visible(want, maximu
         # what compare says of the same run, at the 90 % upper bound of its pairs' spread that the stop
         # waits for (issue 69): above the change compare prints from the spread itself
         from zfsperf.report import abstats
-        assert pct == pytest.approx(abstats.detectable_at_bound(ch["pair_sd"], ch["pairs"], seq["alpha"]), abs=1e-3)
+        assert pct == pytest.approx(abstats.signflip_detectable(ch["pair_sd"], ch["pairs"], seq["alpha"]), abs=1e-3)
         assert pct > ch["detectable_pct"]
     assert f"Detect:\t\t{want.rstrip('%')} % wanted" in res.stdout
 

@@ -49,7 +49,7 @@ from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .workloads.corpus import Corpus, cache_dir
 from .steady.rounds import case_verdict, case_verdicts
 from .results.record import STATUSES, CaseRecord, PrecisionVerdict, RunRecord, Status, StopReason
-from .report.abstats import ALPHA, MIN_BLOCKS, detectable_at_bound
+from .report.abstats import ALPHA, MIN_BLOCKS, signflip_detectable
 
 HEADLINE = {name: wl.headline for name, wl in WORKLOADS.items()}     # the workloads say which figure
 
@@ -589,9 +589,9 @@ class Runner:
                 why, alpha = StopReason.DECIDED, interim
         final = sequential.level(blocks, MIN_BLOCKS, n_max, final=True) if blocks >= MIN_BLOCKS else ALPHA
         # the change each pair sees with 80 % power at a 90 % upper bound of its pairs' spread, so that
-        # a stop is not a lucky low sample sd (abstats.DETECT_SD_BOUND)
+        # a stop is not a lucky low sample sd (abstats.SPREAD_BOUND)
         achieved = {k: None if ch is None or ch.pair_sd is None or ch.pairs is None
-                    else detectable_at_bound(ch.pair_sd, ch.pairs, final or ALPHA)
+                    else signflip_detectable(ch.pair_sd, ch.pairs, final or ALPHA)
                     for k, ch in headlines(final or ALPHA).items()}
         worst = max((v for v in achieved.values() if v is not None), default=None)
         if why is None:                   # a stop that does not depend on the change: the last look

@@ -76,23 +76,31 @@ def chi2_ppf(q: float, df: float) -> float:
     return float(sps.chi2.ppf(q, df))
 
 
-def median_unbiased(spread: float, df: float) -> float:
-    """A sample sd (or a standard error made of one) scaled so that it is the true one's median-
-    unbiased estimate, √(df / χ²₀.₅(df)): an sd is more often below its σ than above (at 5 degrees of
-    freedom its median is 0.93 σ), so a detectable change computed from it as it is was seen with
-    74 % power at its median instead of 80 % (bench/calibration.py)."""
-    return spread * math.sqrt(df / chi2_ppf(0.5, df))
+# The spread a printed "could see ≥ X %" is computed from: the SPREAD_BOUND one-sided upper confidence
+# bound of the sample's, so that X holds for the verdict a user reads, not only for the median one. From
+# the median-unbiased spread, X was seen with 80 % power at its median but 70-79 % on average over the
+# verdicts that printed it and 22-46 % at their 5th percentile (bench/calibration.py, per-verdict
+# power, 2026-12-05); at a 90 % bound 92-95 % on average and 62-73 % at the 5th percentile (an 80 %
+# bound left history at 5 runs 45 % there). --detect stops on the same bound (a stop is not a lucky
+# low sample sd).
+SPREAD_BOUND = 0.90
+
+
+def spread_at_bound(spread: float, df: float, conf: float = SPREAD_BOUND) -> float:
+    """A sample sd (or a standard error made of one) at its conf one-sided upper confidence bound,
+    σ ≤ spread·√(df / χ²_{1−conf}(df)): at 5 degrees of freedom 1.76 times the sample's."""
+    return spread * math.sqrt(df / chi2_ppf(1 - conf, df))
 
 
 def _mde(se: float, df: float, alpha: float = ALPHA, critical: float | None = None) -> float | None:
     """The 80 %-power change of a t test (its own power: the t approximation is the t test's),
-    from the median-unbiased standard error; None when nothing spread (no power can be stated from
+    from the standard error at its upper bound (spread_at_bound); None when nothing spread (no power can be stated from
     a spread of 0) or the degrees of freedom are too few. critical: the test's own two-sided
     critical value where it is not Student's t at df (the history test's)."""
     if not (se > 0 and df >= 1 and alpha > 0):
         return None
     k = (t_quantile(1 - alpha / 2, df) if critical is None else critical) + t_quantile(POWER, df)
-    return float(np.expm1(k * median_unbiased(se, df)) * 100)
+    return float(np.expm1(k * spread_at_bound(se, df)) * 100)
 
 
 def _t_ci(mean: float, se: float, df: float) -> tuple[float, float] | None:
@@ -166,7 +174,7 @@ def signflip_detectable(sd: float, n: int, alpha: float = ALPHA) -> float | None
     k = SIGN_FLIP_K.get(n, k_t)
     if alpha != ALPHA:
         k *= (t_quantile(1 - alpha / 2, n - 1) + t_quantile(POWER, n - 1)) / k_t
-    return float(np.expm1(k * median_unbiased(sd, n - 1) / math.sqrt(n)) * 100)
+    return float(np.expm1(k * spread_at_bound(sd, n - 1) / math.sqrt(n)) * 100)
 
 
 def paired(a: list[float], b: list[float], alpha: float = ALPHA) -> Estimate | None:
@@ -184,22 +192,6 @@ def paired(a: list[float], b: list[float], alpha: float = ALPHA) -> Estimate | N
     ci = sign_flip_ci(d, alpha) if alpha > 0 and sd > 0 else None
     return Estimate(math.exp(mean), p, None if ci is None else (math.exp(ci[0]), math.exp(ci[1])),
                     signflip_detectable(sd, n, alpha), f"{n} pairs", sd=sd, pairs=n)
-
-
-# --detect stops when the detectable change at this one-sided upper confidence bound of the pairs'
-# sd reaches its target: stopping on the sample sd itself stopped 59 % of runs at 6 pairs with a
-# real power of 74 % on average (41 % at the 10th percentile); at a 90 % bound the real power at
-# stopping averaged 95 % (10th percentile 87 %) for a 5 % target with a pair sd of 3.4 %, and 91 %
-# (78 %) for 3 % (bench/calibration.py, design detect).
-DETECT_SD_BOUND = 0.90
-
-
-def detectable_at_bound(sd: float, n: int, alpha: float = ALPHA, conf: float = DETECT_SD_BOUND) -> float | None:
-    """signflip_detectable at the conf one-sided upper bound of sd, σ ≤ sd·√((n − 1) / χ²_{1−conf, n−1})."""
-    if n < MIN_BLOCKS or not sd > 0:
-        return None
-    upper = sd * math.sqrt((n - 1) / chi2_ppf(1 - conf, n - 1))
-    return signflip_detectable(upper / math.sqrt((n - 1) / chi2_ppf(0.5, n - 1)), n, alpha)
 
 
 def runs(base: list[float], new: list[float]) -> Estimate | None:
