@@ -99,10 +99,18 @@ Trial = Callable[[np.random.Generator, str, float], compare.FigureChange | None]
 
 
 def paired_trial(n: int, turns: bool) -> Trial:
+    """Blocks (or iterations of turns) of A and B. Under drift the level moves DRIFT a block, and
+    inside an interleaved block the second case runs half a block later: B sits DRIFT/2 above A's
+    level when A went first and below when B did (each block's order drawn, as the runner's seed
+    draws it), so drift reaches the pairs' ratios. Taking turns ABBA (or BAAB) a linear drift cancels
+    inside the iteration: there the drifting data are the normal data with a moving level."""
     def trial(rng: np.random.Generator, kind: str, shift: float) -> compare.FigureChange | None:
         level = 100 * np.exp((DRIFT * np.arange(n) if kind == "drift" else np.zeros(n)) + noise(rng, "normal", (n,)))
+        inside = np.zeros(n)
+        if kind == "drift" and not turns:        # (drawn only here: the other cells' draws stay as they were)
+            inside = np.where(rng.integers(0, 2, n) == 1, DRIFT / 2, -DRIFT / 2)
         a = level * np.exp(noise(rng, kind, (n,), SD / math.sqrt(2)))
-        b = level * np.exp(noise(rng, kind, (n,), SD / math.sqrt(2)) + shift)
+        b = level * np.exp(noise(rng, kind, (n,), SD / math.sqrt(2)) + shift + inside)
         run = one_run({"a": list(a), "b": list(b)}, interleave=not turns, turns=turns)
         cmp = compare.compare_within(run, ab_pairs(run))
         return next((c for c in cmp.changes if c.figure == "throughput"), None)
