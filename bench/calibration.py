@@ -131,11 +131,14 @@ def history_trial(n_hist: int) -> Trial:
     return trial
 
 
-def runs_trial(k: int) -> Trial:
+def runs_trial(k: int, alternate: bool = False) -> Trial:
+    """k runs a side, made all A then all B (what drift reads as a change: the design line says so)
+    or alternating A B A B (alternate: drift reaches both sides alike)."""
     def trial(rng: np.random.Generator, kind: str, shift: float) -> compare.FigureChange | None:
         levels = noise(rng, kind, (2 * k,)) + (DRIFT * np.arange(2 * k) if kind == "drift" else 0.0)
-        runs = [side_run(list(100 * math.exp(levels[i] + (shift if i >= k else 0.0))
-                              * np.exp(noise(rng, "normal", (5,), 0.005))), start=float(i)) for i in range(2 * k)]
+        when = [2 * i for i in range(k)] + [2 * i + 1 for i in range(k)] if alternate else list(range(2 * k))
+        runs = [side_run(list(100 * math.exp(levels[when[i]] + (shift if i >= k else 0.0))
+                              * np.exp(noise(rng, "normal", (5,), 0.005))), start=float(when[i])) for i in range(2 * k)]
         cmp = compare.compare_runs(runs[:k], runs[k:])
         return next((c for c in cmp.changes if c.figure == "throughput"), None)
     return trial
@@ -167,7 +170,8 @@ def unpaired_trial(n: int) -> Trial:
 DESIGNS: dict[str, Trial] = {
     "paired 6": paired_trial(6, False), "paired 12": paired_trial(12, False), "turns 8": paired_trial(8, True),
     "history 5": history_trial(5), "history 8": history_trial(8), "history 12": history_trial(12),
-    "history 20": history_trial(20), "runs 3 vs 3": runs_trial(3), "separate": separate_trial(),
+    "history 20": history_trial(20), "runs 3 vs 3": runs_trial(3), "runs 3 vs 3 alternating": runs_trial(3, alternate=True),
+    "separate": separate_trial(),
     # the floor's own promise: A/As ≤ 5 % up to a 20 % run-to-run spread (zfs-fuse's runs differ by up to 33 %)
     "separate 10 %": separate_trial(0.10), "separate 15 %": separate_trial(0.15), "separate 20 %": separate_trial(0.20),
     "unpaired 6": unpaired_trial(6),
