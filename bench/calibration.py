@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from zfsperf.report import abstats, compare  # noqa: E402
 from zfsperf.report.designs import SAME_DESIGNS  # noqa: E402
 from zfsperf.report.pairing import ab_pairs  # noqa: E402
+from zfsperf.history.store import Store  # noqa: E402
 from zfsperf.report.model import CaseData, RunData  # noqa: E402
 from zfsperf.results.record import CaseRecord, Figure, RunRecord, Status  # noqa: E402
 from zfsperf.units import ChangeVerdict  # noqa: E402
@@ -85,8 +86,10 @@ def one_run(sides: dict[str, list[float]], *, interleave: bool = False, turns: b
 
 
 def side_run(values: list[float], start: float) -> RunData:
-    """One side's run of the separate-runs designs: the case is the same in every run."""
-    rr = RunRecord(host="sim", start=start)
+    """One side's run of the separate-runs designs: the case is the same in every run (so are the
+    settings the history store matches runs by: host, ZFS, runfile text)."""
+    rr = RunRecord(host="sim", start=start, runfile={"source": "sim.toml", "text": "sim"},
+                   target={"implementation": "sim", "zfs_version": "0"})
     cd = CaseData("t", "t", "receive", {}, _records("t", "", values, list(range(1, len(values) + 1))))
     cd.records = [CaseRecord(test="t", case="t", sweep={}, iteration=r.iteration, workload="receive",
                              status=Status.PASS, figures=r.figures) for r in cd.records]
@@ -117,16 +120,31 @@ def paired_trial(n: int, turns: bool) -> Trial:
     return trial
 
 
-def history_trial(n_hist: int) -> Trial:
+def history_trial(n_hist: int, store: bool = True) -> Trial:
+    """One run a side against n_hist earlier runs of identical settings, the way `compare A B
+    --store` reads them: every run (5 iterations each) added to a SQLite history store, and the
+    earlier ones' medians queried back by the store (Store.same_settings_medians: identical
+    settings, made before BASE, the compared runs left out). Until 2026-12-05 the trial handed
+    compare the planted levels directly, past the store's import and query; store=False hands it
+    the runs' medians (the fast test's cells: the store's ~7 ms a trial would slow make test-fast
+    by a quarter)."""
     def trial(rng: np.random.Generator, kind: str, shift: float) -> compare.FigureChange | None:
         k = n_hist + 2
         levels = noise(rng, kind, (k,)) + (DRIFT * np.arange(k) if kind == "drift" else 0.0)
         meds = 100 * np.exp(levels)
         iters = 5
-        base = side_run(list(meds[-2] * np.exp(noise(rng, "normal", (iters,), 0.005))), start=1000.0)
-        new = side_run(list(meds[-1] * math.exp(shift) * np.exp(noise(rng, "normal", (iters,), 0.005))), start=1001.0)
-        hist = list(meds[:-2])
-        cmp = compare.compare_runs([base], [new], history=lambda _r, _c, _f: hist)
+        runs = [side_run(list(meds[i] * math.exp(shift if i == k - 1 else 0.0)
+                              * np.exp(noise(rng, "normal", (iters,), 0.005))), start=1000.0 + i) for i in range(k)]
+        base, new = runs[-2], runs[-1]
+        if not store:
+            hist = [float(np.median(next(iter(r.cases.values())).values("throughput"))) for r in runs[:-2]]
+            cmp = compare.compare_runs([base], [new], history=lambda _r, _c, _f: hist)
+        else:
+            with Store.open(":memory:") as db:         # the store's own SQL, in memory: no file a trial
+                for run in runs:
+                    db.add(run)
+                cmp = compare.compare_runs([base], [new], history=lambda run, case, figure:
+                                           db.same_settings_medians(run, case, figure, compared=[base, new]))
         return next((c for c in cmp.changes if c.figure == "throughput"), None)
     return trial
 

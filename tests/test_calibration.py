@@ -49,11 +49,17 @@ def test_each_design_holds_its_bounds(design, kind):
     were the normal data with a level both sides shared, which cancels in a pair's ratio."""
     if design == "runs 3 vs 3" and kind == "drift":     # one side's runs, then the other's: the drift is read
         design = "runs 3 vs 3 alternating"              # as the change (9.3 %; said in the design line): A B A B
-    row = calibration.measure(design, calibration.DESIGNS[design], kind, TRIALS, 20261202, per_verdict=False)
+    # the history designs' medians straight from the runs, past the store the bench queries (its SQL
+    # is tested on stored runs in test_history_identity.py): a quarter of make test-fast's time less
+    trial = (calibration.history_trial(int(design.split()[1]), store=False) if design.startswith("history")
+             else calibration.DESIGNS[design])
+    row = calibration.measure(design, trial, kind, TRIALS, 20261202, per_verdict=False)
     assert _not_above(row.false_alarms, row.trials, 0.05), row
     assert row.detectable_pct is not None and row.power >= 0.88, row
     assert row.same_at_margin is None or row.same_at_margin <= 0.05, row
-    assert 0.91 <= row.coverage <= 0.99, row
+    # the history design is conservative by construction (the heavier of t and a t₃ null: 97.5-99.5 % in
+    # the bench), so only its lower side is a bound
+    assert 0.91 <= row.coverage <= (1.0 if design.startswith("history") else 0.99), row
 
 
 @pytest.mark.parametrize("n_hist", [5, 20])
