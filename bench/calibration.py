@@ -17,7 +17,7 @@ the designs whose unit is the run). Per design it reports:
 Designs: paired (interleaved blocks), turns (a duet taking turns; the same sign-flip statistics on
 its pairs), history (one run a side against 5, 8, 12 and 20 earlier runs), runs (3 vs 3 runs a side,
 `--vs`), separate (one run a side without history: the drift floor; "separate N %" at a run-to-run
-spread of N %), unpaired (sweep points of a run
+spread of N %), fio slices (fio taking turns in slices, judged on slice pairs), unpaired (sweep points of a run
 that did not alternate: never a verdict), and detect (`--detect`'s stopping rule: the real power at
 its target when it stops).
 
@@ -120,6 +120,35 @@ def paired_trial(n: int, turns: bool) -> Trial:
     return trial
 
 
+def slice_trial(n: int, slices: int = 2) -> Trial:
+    """fio taking turns in slices (A1 B1 B2 A2, B first on even iterations), judged as compare judges
+    it: each record holds its IOPS slice by slice (detail["slices"]), the pairs are the slices that
+    ran beside each other (report/pairing.slice_pairs), 2n slice pairs of n iterations. A slice's
+    spread is SD / √2 on each side (a slice pair's ratio spreads SD, as a block's does); ABBA cancels
+    a linear drift inside the iteration, so drift moves the level from one iteration to the next."""
+    def trial(rng: np.random.Generator, kind: str, shift: float) -> compare.FigureChange | None:
+        level = 100 * np.exp((DRIFT * np.arange(n) if kind == "drift" else np.zeros(n)) + noise(rng, "normal", (n,)))
+        sides: dict[str, list[CaseRecord]] = {"a": [], "b": []}
+        for i in range(n):
+            for side, s in (("a", 0.0), ("b", shift)):
+                vals = level[i] * np.exp(noise(rng, kind, (slices,), SD / math.sqrt(2)) + s)
+                sides[side].append(CaseRecord(
+                    test="t", case=f"t arm={side}", sweep={"arm": side}, iteration=i + 1, workload="fio",
+                    status=Status.PASS, figures={"iops": Figure(float(np.mean(vals)), "IOPS")},
+                    detail={"slices": {"figures": [{"iops": float(v)} for v in vals]}}))
+        rr = RunRecord(host="sim", start=0.0)
+        rr.duets, rr.turns = ["t"], ["t"]
+        cases = {}
+        for side, recs in sides.items():
+            cd = CaseData("t", f"t arm={side}", "fio", {"arm": side}, recs)
+            cases[cd.key] = cd
+        rr.cases = [c.case for c in cases.values()]
+        run = RunData(path=Path("/sim/slices"), run=rr, cases=cases, records=[r for c in cases.values() for r in c.records])
+        cmp = compare.compare_within(run, ab_pairs(run))
+        return next((c for c in cmp.changes if c.figure == "iops"), None)
+    return trial
+
+
 def history_trial(n_hist: int, store: bool = True) -> Trial:
     """One run a side against n_hist earlier runs of identical settings, the way `compare A B
     --store` reads them: every run (5 iterations each) added to a SQLite history store, and the
@@ -192,7 +221,7 @@ DESIGNS: dict[str, Trial] = {
     "separate": separate_trial(),
     # the floor's own promise: A/As ≤ 5 % up to a 20 % run-to-run spread (zfs-fuse's runs differ by up to 33 %)
     "separate 10 %": separate_trial(0.10), "separate 15 %": separate_trial(0.15), "separate 20 %": separate_trial(0.20),
-    "unpaired 6": unpaired_trial(6),
+    "unpaired 6": unpaired_trial(6), "fio slices 6": slice_trial(6),
 }
 
 
