@@ -316,20 +316,30 @@ def per_verdict_power(trial: Trial, kind: str, dets: list[float], trials: int,
     return float(np.mean(at)), float(np.percentile(at, 5))
 
 
+DETECT_MAX = 30                 # --detect's default max_iterations (the cap the runner's looks are spent over)
+
+
 def detect_rows(trials: int, seed: int) -> list[Row]:
-    """--detect's stopping rule (runner._detected): blocks are added from MIN_BLOCKS until the change
-    seen with 80 % power at the 90 % upper bound of the pairs' sd reaches the target; the real power
-    at the target when it stops, of the test it then runs (K(n) of the sign-flip test)."""
+    """--detect's stopping rule, the runner's own (report/detectlook.look, which runner._detected
+    calls after every block): an interleaved A/A run of pair sd 3.4 % grows a block at a time from
+    MIN_BLOCKS, each look judging the run so far through compare, until it stops (decided, the change
+    seen with 80 % power at the 90 % upper bound of the pairs' sd reached, or DETECT_MAX blocks); the
+    real power at the target at the blocks it stopped at, of the test it then runs (K(n) of the
+    sign-flip test). Until 2026-12-05 the bench applied the bound by formula beside the runner."""
     from scipy import stats
+    from zfsperf.report.detectlook import look
     out = []
     for target, sd in ((5.0, 0.034), (3.0, 0.034)):
         rng = np.random.default_rng(seed)
         powers, ns = [], []
         for _ in range(trials):
-            d = rng.standard_normal(400) * sd
-            for n in range(abstats.MIN_BLOCKS, 401):
-                det = abstats.signflip_detectable(float(d[:n].std(ddof=1)), n)
-                if det is not None and det <= target:
+            level = noise(rng, "normal", (DETECT_MAX,))
+            a = 100 * np.exp(level + rng.standard_normal(DETECT_MAX) * sd / math.sqrt(2))
+            b = 100 * np.exp(level + rng.standard_normal(DETECT_MAX) * sd / math.sqrt(2))
+            for n in range(abstats.MIN_BLOCKS, DETECT_MAX + 1):
+                run = one_run({"a": list(a[:n]), "b": list(b[:n])}, interleave=True)
+                why, _ = look(run, target, n, DETECT_MAX, at_cap=n >= DETECT_MAX)
+                if why is not None:
                     break
             k = abstats.SIGN_FLIP_K.get(n, stats.t.ppf(0.975, n - 1) + stats.t.ppf(0.8, n - 1))
             powers.append(float(stats.norm.cdf(math.log1p(target / 100) / (sd / math.sqrt(n)) - (k - stats.norm.ppf(0.8)))))

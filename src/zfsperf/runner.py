@@ -18,7 +18,6 @@ from typing import Any
 
 from . import proc
 from .errors import InputError, ZfsperfError
-from .units import ChangeVerdict
 from .redact import redact
 from .disks import check_disks
 from .pool import PoolManager, finish_pools, fit_problem, hold_problem, room_problem
@@ -49,7 +48,7 @@ from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .workloads.corpus import Corpus, cache_dir
 from .steady.rounds import case_verdict, case_verdicts
 from .results.record import STATUSES, CaseRecord, PrecisionVerdict, RunRecord, Status, StopReason
-from .report.abstats import ALPHA, MIN_BLOCKS, signflip_detectable
+from .report.abstats import ALPHA, MIN_BLOCKS
 
 HEADLINE = {name: wl.headline for name, wl in WORKLOADS.items()}     # the workloads say which figure
 
@@ -561,56 +560,14 @@ class Runner:
 
     def _detected(self, rd: ResultsDir, states: list["_CaseState"], blocks: int, elapsed: float) -> bool:
         """--detect: after each block from the MIN_BLOCKS-th, a look at every A/B pair's headline
-        (paired test over the blocks so far). The run stops when every pair is decided (better,
-        worse, or the same within ±target: the change asked for, not a wider default margin) at
-        this look's spent level (report.sequential), or
-        when another reason ends it: every pair's detectable change reached, max_iterations, the
-        time budget. None of those depends on the change itself, so that look becomes the last and
-        spends the α left. True when the run should stop; what it reached goes to run.json."""
-        from .report import sequential
-        from .report.compare import compare_within
-        from .report.pairing import ab_pairs
+        (report/detectlook.py: decided, detectable change reached, max_iterations, the time budget).
+        True when the run should stop; what it reached goes to run.json."""
+        from .report.detectlook import look
         from .report.model import load_run
-        target = self.plan.detect
-        run = load_run(rd.path)
-        pairs = ab_pairs(run)
-        n_max = max(st.case.test.max_iterations for st in states)
-
-        def headlines(alpha: float) -> dict[str, Any]:
-            changes = {(c.case, c.figure): c for c in compare_within(run, pairs, margin_pct=target, alpha=alpha).changes}
-            return {f"{a.case} → {b.case} {HEADLINE.get(a.workload, '')}":
-                    changes.get((f"{a.case} → {b.case}", HEADLINE.get(a.workload, ""))) for a, b in pairs}
-        why: StopReason | None = None
-        alpha: float | None = None
-        if blocks >= MIN_BLOCKS and pairs:
-            interim = sequential.level(blocks, MIN_BLOCKS, n_max, final=False)
-            if interim > 0 and all(ch is not None and ch.verdict in (ChangeVerdict.BETTER, ChangeVerdict.WORSE, ChangeVerdict.SAME)
-                                   for ch in headlines(interim).values()):
-                why, alpha = StopReason.DECIDED, interim
-        final = sequential.level(blocks, MIN_BLOCKS, n_max, final=True) if blocks >= MIN_BLOCKS else ALPHA
-        # the change each pair sees with 80 % power at a 90 % upper bound of its pairs' spread, so that
-        # a stop is not a lucky low sample sd (abstats.SPREAD_BOUND)
-        achieved = {k: None if ch is None or ch.pair_sd is None or ch.pairs is None
-                    else signflip_detectable(ch.pair_sd, ch.pairs, final or ALPHA)
-                    for k, ch in headlines(final or ALPHA).items()}
-        worst = max((v for v in achieved.values() if v is not None), default=None)
-        if why is None:                   # a stop that does not depend on the change: the last look
-            if blocks >= MIN_BLOCKS and achieved and all(v is not None and v <= target for v in achieved.values()):
-                why = StopReason.DETECTABLE
-            elif all(st.it >= st.case.test.max_iterations for st in states):
-                why = StopReason.MAX_ITERATIONS
-            elif elapsed >= min(st.case.test.budget for st in states):
-                why = StopReason.BUDGET
-            elif not achieved and blocks >= MIN_BLOCKS:
-                why = StopReason.NO_PAIR
-            alpha = final if why is not None else None
-        self.detected = {"target_pct": target, "blocks": blocks, "stopped_by": why,
-                         "worst_pct": None if worst is None else round(worst, 3),
-                         "achieved_pct": {k: None if v is None else round(v, 3) for k, v in achieved.items()}}
-        if alpha is not None and blocks >= MIN_BLOCKS:
-            self.detected["sequential"] = {"method": sequential.METHOD, "looks": blocks - MIN_BLOCKS + 1,
-                                           "first_look": MIN_BLOCKS, "max_blocks": n_max,
-                                           "alpha": round(alpha, 6)}
+        why, self.detected = look(load_run(rd.path), self.plan.detect, blocks,
+                                  max(st.case.test.max_iterations for st in states),
+                                  at_cap=all(st.it >= st.case.test.max_iterations for st in states),
+                                  over_budget=elapsed >= min(st.case.test.budget for st in states))
         return why is not None
 
     def _past_seconds(self, case_ids: list[str]) -> dict[str, float]:
