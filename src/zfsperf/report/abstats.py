@@ -94,9 +94,9 @@ def spread_at_bound(spread: float, df: float, conf: float = SPREAD_BOUND) -> flo
 
 def _mde(se: float, df: float, alpha: float = ALPHA, critical: float | None = None) -> float | None:
     """The 80 %-power change of a t test (its own power: the t approximation is the t test's),
-    from the standard error at its upper bound (spread_at_bound); None when nothing spread (no power can be stated from
-    a spread of 0) or the degrees of freedom are too few. critical: the test's own two-sided
-    critical value where it is not Student's t at df (the history test's)."""
+    from the standard error at its upper bound (spread_at_bound); None when nothing spread (no
+    power can be stated from a spread of 0) or the degrees of freedom are too few. critical: the
+    test's own two-sided critical value where it is not Student's t at df (the history test's)."""
     if not (se > 0 and df >= 1 and alpha > 0):
         return None
     k = (t_quantile(1 - alpha / 2, df) if critical is None else critical) + t_quantile(POWER, df)

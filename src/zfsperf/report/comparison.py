@@ -113,9 +113,10 @@ class Comparison:
 
     @property
     def one_side_then_the_other(self) -> bool:
-        """Several runs a side, every BASE run started before every NEW run: the between-run test
-        cannot tell a drift of the machine over that time from the change (bench/calibration.py:
-        9.3 % false alarms with 3 runs a side under a 1 % drift a run). Runs that alternate do not."""
+        """Several runs a side, every run of one side started before every run of the other: the
+        between-run test cannot tell a drift of the machine over that time from the change
+        (bench/calibration.py: 9.0-9.3 % false alarms with 3 runs a side under a 1 % drift a run,
+        1.8 % when they alternate)."""
         starts = [[r.run.start for r in runs] for runs in (self.bases, self.news)]
         if len(self.bases) + len(self.news) < 3 or not all(s is not None for side in starts for s in side):
             return False
