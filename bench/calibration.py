@@ -319,7 +319,7 @@ def per_verdict_power(trial: Trial, kind: str, dets: list[float], trials: int,
 DETECT_MAX = 30                 # --detect's default max_iterations (the cap the runner's looks are spent over)
 
 
-def detect_rows(trials: int, seed: int) -> list[Row]:
+def detect_rows(trials: int, seed: int, targets: tuple[float, ...] = (5.0, 3.0)) -> list[Row]:
     """--detect's stopping rule, the runner's own (report/detectlook.look, which runner._detected
     calls after every block): an interleaved A/A run of pair sd 3.4 % grows a block at a time from
     MIN_BLOCKS, each look judging the run so far through compare, until it stops (decided, the change
@@ -329,7 +329,7 @@ def detect_rows(trials: int, seed: int) -> list[Row]:
     from scipy import stats
     from zfsperf.report.detectlook import look
     out = []
-    for target, sd in ((5.0, 0.034), (3.0, 0.034)):
+    for target, sd in ((t, 0.034) for t in targets):
         rng = np.random.default_rng(seed)
         powers, ns = [], []
         for _ in range(trials):
