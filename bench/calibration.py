@@ -45,6 +45,7 @@ from zfsperf.report import abstats, compare  # noqa: E402
 from zfsperf.report.designs import SAME_DESIGNS  # noqa: E402
 from zfsperf.report.pairing import ab_pairs  # noqa: E402
 from zfsperf.history.store import Store  # noqa: E402
+from zfsperf.runfile import DEFAULT_MAX_ITERATIONS  # noqa: E402
 from zfsperf.report.model import CaseData, RunData  # noqa: E402
 from zfsperf.results.record import CaseRecord, Figure, RunRecord, Status  # noqa: E402
 from zfsperf.units import ChangeVerdict  # noqa: E402
@@ -71,14 +72,21 @@ def _records(test: str, side: str, values: list[float], iterations: list[int]) -
 def one_run(sides: dict[str, list[float]], *, interleave: bool = False, turns: bool = False,
             host: str = "sim", start: float = 0.0) -> RunData:
     """A run of one test whose cases are the sides (arm=a, arm=b, …), each with these iterations."""
+    return run_of({side: _records("t", side, values, list(range(1, len(values) + 1)))
+                   for side, values in sides.items()}, "receive", interleave=interleave, turns=turns,
+                  host=host, start=start)
+
+
+def run_of(sides: dict[str, list[CaseRecord]], workload: str, *, interleave: bool = False, turns: bool = False,
+           host: str = "sim", start: float = 0.0) -> RunData:
+    """A run of one test whose cases are the sides (arm=a, arm=b, …), each with these records."""
     rr = RunRecord(host=host, start=start)
     rr.selection = {"interleave": interleave}
     if turns:
         rr.duets, rr.turns = ["t"], ["t"]
     cases: dict[str, CaseData] = {}
-    for side, values in sides.items():
-        cd = CaseData("t", f"t arm={side}", "receive", {"arm": side}, _records("t", side, values,
-                                                                               list(range(1, len(values) + 1))))
+    for side, recs in sides.items():
+        cd = CaseData("t", f"t arm={side}", workload, {"arm": side}, recs)
         cases[cd.key] = cd
     rr.cases = [c.case for c in cases.values()]
     return RunData(path=Path(f"/sim/{host}/{start}"), run=rr, cases=cases,
@@ -136,14 +144,7 @@ def slice_trial(n: int, slices: int = 2) -> Trial:
                     test="t", case=f"t arm={side}", sweep={"arm": side}, iteration=i + 1, workload="fio",
                     status=Status.PASS, figures={"iops": Figure(float(np.mean(vals)), "IOPS")},
                     detail={"slices": {"figures": [{"iops": float(v)} for v in vals]}}))
-        rr = RunRecord(host="sim", start=0.0)
-        rr.duets, rr.turns = ["t"], ["t"]
-        cases = {}
-        for side, recs in sides.items():
-            cd = CaseData("t", f"t arm={side}", "fio", {"arm": side}, recs)
-            cases[cd.key] = cd
-        rr.cases = [c.case for c in cases.values()]
-        run = RunData(path=Path("/sim/slices"), run=rr, cases=cases, records=[r for c in cases.values() for r in c.records])
+        run = run_of(sides, "fio", turns=True)
         cmp = compare.compare_within(run, ab_pairs(run))
         return next((c for c in cmp.changes if c.figure == "iops"), None)
     return trial
@@ -316,7 +317,7 @@ def per_verdict_power(trial: Trial, kind: str, dets: list[float], trials: int,
     return float(np.mean(at)), float(np.percentile(at, 5))
 
 
-DETECT_MAX = 30                 # --detect's default max_iterations (the cap the runner's looks are spent over)
+DETECT_MAX = DEFAULT_MAX_ITERATIONS     # --detect's cap by default (the runner's looks are spent over it)
 
 
 def detect_rows(trials: int, seed: int, targets: tuple[float, ...] = (5.0, 3.0)) -> list[Row]:

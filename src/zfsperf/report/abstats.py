@@ -122,12 +122,15 @@ def sign_vectors(n: int) -> np.ndarray:
     return signs
 
 
+def _share_as_far(sums: np.ndarray, obs: float) -> float:
+    """The share of sign vectors' |sums| at least the observed one (np.mean's, without its overhead)."""
+    return np.count_nonzero(sums >= obs - 1e-12 * max(1.0, obs)) / len(sums)
+
+
 def sign_flip_p(d: np.ndarray) -> float:
     """Exact two-sided sign-flip permutation p of mean(d) (seeded Monte Carlo beyond 2^16)."""
     d = np.asarray(d, float)
-    obs = abs(d.sum())
-    sums = np.abs(sign_vectors(len(d)) @ d)
-    return np.count_nonzero(sums >= obs - 1e-12 * max(1.0, obs)) / len(sums)     # np.mean's, without its overhead
+    return _share_as_far(np.abs(sign_vectors(len(d)) @ d), abs(d.sum()))
 
 
 def sign_flip_ci(d: np.ndarray, alpha: float = ALPHA) -> tuple[float, float] | None:
@@ -147,8 +150,7 @@ def sign_flip_ci(d: np.ndarray, alpha: float = ALPHA) -> tuple[float, float] | N
         """sign_flip_p(d - shift), without a product of every sign vector a step (the first row is
         all +1: the observed sum, in the same arithmetic as the others)."""
         sums = np.abs(signed - shift * counts)
-        obs = sums[0]
-        return np.count_nonzero(sums >= obs - 1e-12 * max(1.0, obs)) / len(sums)
+        return _share_as_far(sums, sums[0])
 
     def edge(outside: float) -> float:
         """Bisect between a rejected shift and the mean; returns the outermost accepted shift."""
