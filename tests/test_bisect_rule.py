@@ -1,6 +1,7 @@
 """Bisect's rules (buildab.py), without a guest or a build: which side a measured step falls on
 (Step.changed, on the figures a step records) and the halving search over the commits
-(first_changed: what the real bisect test, on a range of two commits, halves only once)."""
+(first_changed: what the real bisect test halves once on a range of two commits, in make test-slow;
+make test's range is one commit, decided by BAD's own step)."""
 
 import math
 
