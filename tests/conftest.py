@@ -28,6 +28,20 @@ import pytest
 from helpers import DEFAULT_BATCH, children
 
 
+def _interrupted(signum: int, _frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config):
+    """SIGTERM or SIGHUP (CI's time limit, a closed terminal, tests/lanes.py passing on either)
+    ends the session as Ctrl-C does: pytest stops and tears its fixtures down, so the session's
+    zfs-fuse daemon, its guest and its PostgreSQL are stopped. By default either signal killed
+    pytest where it stood and left them running (tests/test_lanes.py)."""
+    import signal
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, _interrupted)
+
+
 @pytest.fixture(autouse=True)
 def cli_in_process(request):
     """A fast test's read-only commands run in this process (helpers.zfsperf)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import threading
@@ -63,3 +64,54 @@ def test_the_lanes_follow_the_fixtures():
     assert got["tests/test_machine.py::test_check_measures_a_busy_cpu_and_names_it"] == {"quiet"}
     assert all(n.startswith("tests/test_machine.py") for n, m in got.items() if "quiet" in m), got
     assert got["tests/test_compare_designs.py::test_paired_blocks_see_what_drift_hides"] == {"fast"}
+
+
+WAITS_IN_A_SESSION = '''
+import os, time
+from pathlib import Path
+
+def test_waits(lab):
+    Path(os.environ["ZFSPERF_TEST_MARK"]).write_text(str(lab.state.daemon_pid))
+    time.sleep(600)
+'''
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_a_signalled_session_stops_its_zfs_fuse_daemon(session_env, tmp_path, sig):
+    """CI's time limit or a closed terminal sends SIGTERM or SIGHUP (tests/lanes.py passes either on
+    to its lanes): the session ends as after Ctrl-C, its fixtures torn down, its zfs-fuse daemon
+    stopped. Before, pytest died where it stood and left the daemon running (two found after two
+    lanes were stopped on 2026-12-05). (session_env: a test that starts a daemon is not fast.)"""
+    import signal
+    import subprocess
+    import time
+    from zfsperf import proc
+    (tmp_path / "test_waits.py").write_text(WAITS_IN_A_SESSION)
+    mark = tmp_path / "daemon.pid"
+    here = Path(__file__).resolve().parent
+    argv = lanes.own_run_dir([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "conftest", "-q",
+                              "-o", "addopts=", str(tmp_path / "test_waits.py")])
+    p = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env={**os.environ, "PYTHONPATH": str(here), "ZFSPERF_TEST_MARK": str(mark)})
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists():
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
+            time.sleep(0.2)
+        daemon = int(mark.read_text())
+        assert proc.pid_alive(daemon)
+        # the signal to pytest itself (the namespace's sh execs it: the same pid)
+        p.send_signal(getattr(signal, sig))
+        out = p.communicate(timeout=120)[0]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode != 0 and "KeyboardInterrupt" in out, out
+    deadline = time.monotonic() + 30
+    while proc.pid_alive(daemon) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = proc.pid_alive(daemon)
+    if left:                                  # not left to the tests after this one
+        os.kill(daemon, signal.SIGKILL)
+    assert not left, f"zfs-fuse {daemon} outlived its session's {sig}"
