@@ -2,15 +2,19 @@
 for the host tests, nor they for it.
 
 Phase 1, side by side:
-  host   pytest -m "not slow and (fast or not quiet) and not guest"
+  host   pytest -m "not slow and not fast and not quiet and not guest"
                                                              zfs-fuse, fio, the fake target, captures
   guest  pytest -m "guest and not slow"                      the OpenZFS guest under QEMU
+  fast   pytest -m "fast and not slow"                       no ZFS, daemon or guest (make test-fast's
+                                                             tests, one at a time: 108 s of the host
+                                                             lane until 2026-12-05, when the two
+                                                             lanes kept 1.39 of 2 cores busy)
 Phase 2, alone:
   quiet  pytest -m "quiet and not fast and not slow"         the tests that judge the idle machine
                                                              (nothing runs beside them); measured
                                                              figures are bench/'s, never a test's
 
-The guest lane runs in a private mount namespace with its own empty /run/zfsperf: zfsperf's
+The guest and fast lanes run each in a private mount namespace with its own empty /run/zfsperf: zfsperf's
 one-run-at-a-time lock, its guards and its labs live there, so the guest lane's runs (which
 measure the guest, whose TCG timings are never speeds and never judged) and the host lane's runs
 do not refuse each other or read each other's leftovers. Each lane is its own pytest session
@@ -45,11 +49,13 @@ DURATION = re.compile(r"^\d+\.\d+s (call|setup|teardown) ")   # a line of pytest
 SLOWEST = 10                                  # the slowest tests each lane's summary names
 
 LANES = {
-    "host": ["-m", "not slow and (fast or not quiet) and not guest"],
+    "host": ["-m", "not slow and not fast and not quiet and not guest"],
     "guest": ["-m", "guest and not slow"],
+    "fast": ["-m", "fast and not slow"],
     "quiet": ["-m", "quiet and not fast and not slow"],
 }
-PHASES = [["host", "guest"], ["quiet"]]
+PHASES = [["host", "guest", "fast"], ["quiet"]]
+OWN_RUN_DIR = {"guest", "fast"}        # lanes in a mount namespace of their own (own_run_dir)
 
 
 def own_run_dir(argv: list[str]) -> list[str]:
@@ -140,7 +146,7 @@ def main(args: list[str]) -> int:
             if only is not None and name not in only:
                 continue
             argv = [*PYTEST, *LANES[name]]
-            lane = Lane(name, own_run_dir(argv) if name == "guest" else argv)
+            lane = Lane(name, own_run_dir(argv) if name in OWN_RUN_DIR else argv)
             lane.start(out_lock)
             running.append(lane)
         try:
@@ -151,7 +157,7 @@ def main(args: list[str]) -> int:
                 lane.wait()
             return 130
         done += running
-    print(f"\nmake test: {time.monotonic() - t0:.0f} s in all (phase 1: host beside guest; phase 2: quiet alone)")
+    print(f"\nmake test: {time.monotonic() - t0:.0f} s in all (phase 1: host, guest and fast side by side; phase 2: quiet alone)")
     for lane in done:
         said = " (selected no test: a failure)" if lane.rc == NO_TESTS else ""
         print(f"  {lane.name:6} exit {lane.rc}{said}  {lane.t1 - lane.t0:5.0f} s  {lane.last}")

@@ -24,7 +24,7 @@ def test_a_lane_that_selects_no_test_fails(tmp_path, monkeypatch):
 
 
 def test_a_passing_selection_passes():
-    assert lanes.LANES["host"] and lanes.PHASES == [["host", "guest"], ["quiet"]]
+    assert lanes.LANES["host"] and lanes.PHASES == [["host", "guest", "fast"], ["quiet"]]
 
 
 MARKED_BY_HAND = re.compile(r"pytestmark\s*=|pytest\.mark\.(quiet|guest|fast)\b")
@@ -115,3 +115,25 @@ def test_a_signalled_session_stops_its_zfs_fuse_daemon(session_env, tmp_path, si
     if left:                                  # not left to the tests after this one
         os.kill(daemon, signal.SIGKILL)
     assert not left, f"zfs-fuse {daemon} outlived its session's {sig}"
+
+
+def test_every_test_of_make_test_runs_in_exactly_one_lane():
+    """The lanes' markers split the suite: each test that is not `slow` in one lane, none in two
+    (the fast tier left the host lane for a lane of its own beside it, 2026-12-05)."""
+    from _pytest.mark.expression import Expression
+    marks: dict[str, set[str]] = {}
+
+    class Collect:
+        def pytest_collection_finish(self, session):
+            for i in session.items:
+                marks[i.nodeid] = {m.name for m in i.iter_markers()}
+
+    pytest.main(["-p", "no:cacheprovider", "--collect-only", "-q", "-m", "", "--rootdir",
+                 str(Path(__file__).resolve().parent.parent), "tests"], plugins=[Collect()])
+    assert len(marks) > 600
+    lanes_of = {n: [lane for lane, args in lanes.LANES.items()
+                    if Expression.compile(args[1]).evaluate(lambda name, **kw: name in m)]
+                for n, m in marks.items()}
+    assert {n: ls for n, ls in lanes_of.items() if len(ls) != (0 if "slow" in marks[n] else 1)} == {}
+    assert {ln for ls in lanes_of.values() for ln in ls} == set(lanes.LANES)
+    assert {lane for phase in lanes.PHASES for lane in phase} == set(lanes.LANES)
