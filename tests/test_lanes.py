@@ -71,7 +71,8 @@ import os, time
 from pathlib import Path
 
 def test_waits(lab):
-    Path(os.environ["ZFSPERF_TEST_MARK"]).write_text(str(lab.state.daemon_pid))
+    st = lab.state
+    Path(os.environ["ZFSPERF_TEST_MARK"]).write_text(f"{st.daemon_pid} {st.holder_pid} {st.syslog_pid}")
     time.sleep(600)
 '''
 
@@ -80,8 +81,10 @@ def test_waits(lab):
 def test_a_signalled_session_stops_its_zfs_fuse_daemon(session_env, tmp_path, sig):
     """CI's time limit or a closed terminal sends SIGTERM or SIGHUP (tests/lanes.py passes either on
     to its lanes): the session ends as after Ctrl-C, its fixtures torn down, its zfs-fuse daemon
-    stopped. Before, pytest died where it stood and left the daemon running (two found after two
-    lanes were stopped on 2026-12-05). (session_env: a test that starts a daemon is not fast.)"""
+    stopped with the namespace holder and syslog beside it. Before, pytest died where it stood and
+    left all three running (four labs found on 2026-12-05: two host lanes stopped, and this test's
+    own fail-before run, which now kills what it finds). (session_env: a test that starts a daemon
+    is not fast.)"""
     import signal
     import subprocess
     import time
@@ -93,28 +96,30 @@ def test_a_signalled_session_stops_its_zfs_fuse_daemon(session_env, tmp_path, si
                               "-o", "addopts=", str(tmp_path / "test_waits.py")])
     p = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          env={**os.environ, "PYTHONPATH": str(here), "ZFSPERF_TEST_MARK": str(mark)})
+    pids: list[int] = []                      # the daemon, its namespace holder, its syslog
     try:
         deadline = time.monotonic() + 120
         while not mark.exists():
             assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
             time.sleep(0.2)
-        daemon = int(mark.read_text())
-        assert proc.pid_alive(daemon)
+        pids = [int(x) for x in mark.read_text().split()]
+        assert all(proc.pid_alive(x) for x in pids)
         # the signal to pytest itself (the namespace's sh execs it: the same pid)
         p.send_signal(getattr(signal, sig))
         out = p.communicate(timeout=120)[0]
+        assert p.returncode != 0 and "KeyboardInterrupt" in out, out
+        deadline = time.monotonic() + 30
+        while any(proc.pid_alive(x) for x in pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = [x for x in pids if proc.pid_alive(x)]
+        assert not left, f"the lab's processes {left} outlived its session's {sig}"
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode != 0 and "KeyboardInterrupt" in out, out
-    deadline = time.monotonic() + 30
-    while proc.pid_alive(daemon) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    left = proc.pid_alive(daemon)
-    if left:                                  # not left to the tests after this one
-        os.kill(daemon, signal.SIGKILL)
-    assert not left, f"zfs-fuse {daemon} outlived its session's {sig}"
+        for x in pids:                        # a failure here leaves nothing to the tests after it
+            if proc.pid_alive(x):
+                os.kill(x, signal.SIGKILL)
 
 
 def test_every_test_of_make_test_runs_in_exactly_one_lane():
