@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..results.stats import t_quantile
+from ..results.stats import chi2_ppf, norm_ppf, t_quantile, t_sf
 
 ALPHA = 0.05
 POWER = 0.80
@@ -61,19 +61,6 @@ class Estimate:
     n: str                                # what the test counted, e.g. "8 pairs", "3 vs 2 runs"
     sd: float | None = None               # paired: the sd of the log ratios the test ran on
     pairs: int | None = None              # paired: how many
-
-
-def _t():
-    """Student's t distribution. scipy.stats is imported when a verdict is first computed, not with
-    this module: every `zfsperf run` imports it and paid ~0.8 s (~23 s in a guest under emulation)."""
-    from scipy import stats as sps
-    return sps.t
-
-
-@functools.lru_cache(maxsize=4096)
-def chi2_ppf(q: float, df: float) -> float:
-    from scipy import stats as sps
-    return float(sps.chi2.ppf(q, df))
 
 
 # The spread a printed "could see ≥ X %" is computed from: the SPREAD_BOUND one-sided upper confidence
@@ -273,7 +260,7 @@ def history_p(z: float, n: int, df: float) -> float:
     """Two-sided p of |z| standard errors: the larger of Student's t's and the heavy-tailed null's."""
     null = _heavy_null(n)
     heavy = (len(null) - int(np.searchsorted(null, z, side="left")) + 1) / (len(null) + 1)
-    return max(float(2 * _t().sf(z, df)), heavy)
+    return max(2 * t_sf(z, df), heavy)
 
 
 def history_detectable(se: float, n: int, df: float, alpha: float = ALPHA) -> float | None:
@@ -310,7 +297,7 @@ def _t_estimate(diff: float, se: float, df: float, n: str, alpha: float = ALPHA)
     if se <= 0:
         p = 1.0 if diff == 0 else 0.0
     else:
-        p = float(2 * _t().sf(abs(diff) / se, df))
+        p = 2 * t_sf(abs(diff) / se, df)
     return Estimate(math.exp(diff), p, _t_ci(diff, se, df), _mde(se, df, alpha) if se > 0 else None, n)
 
 
@@ -378,9 +365,8 @@ def ratio_ci(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[float, 
             return None
         k = int(ok[-1]) + 1
     else:
-        from scipy import stats as sps       # here, not at import: see mann_whitney_p
         mu, sd = n1 * n2 / 2, math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
-        k = max(1, int(math.floor(mu - sps.norm.ppf(1 - tail) * sd)))
+        k = max(1, int(math.floor(mu - norm_ppf(1 - tail) * sd)))
     lo, hi = d[k - 1], d[n1 * n2 - k]
     return (float(np.expm1(lo) * 100), float(np.expm1(hi) * 100))
 

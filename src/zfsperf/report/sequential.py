@@ -21,6 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..results.stats import norm_cdf, norm_ppf, norm_sf
 from .abstats import ALPHA
 
 METHOD = "α spending over looks (Lan-DeMets, O'Brien-Fleming type)"
@@ -30,19 +31,17 @@ SEED = 20261126
 
 def spent(t: float, alpha: float = ALPHA) -> float:
     """α used up to information time t (0 < t ≤ 1)."""
-    from scipy.stats import norm
     if t >= 1:
         return alpha
     if t <= 0:
         return 0.0
-    return float(2 - 2 * norm.cdf(norm.ppf(1 - alpha / 2) / math.sqrt(t)))
+    return float(2 - 2 * norm_cdf(norm_ppf(1 - alpha / 2) / math.sqrt(t)))
 
 
 @lru_cache(maxsize=256)
 def levels(looks: tuple[int, ...], n_max: int, final: bool, alpha: float = ALPHA) -> tuple[float, ...]:
     """The two-sided nominal level of each look (blocks counted at each, increasing); the last
     look spends all of alpha when final. A level of 0 means that look cannot stop the run."""
-    from scipy.stats import norm
     if not looks or any(b <= a for a, b in zip(looks, looks[1:])) or looks[0] < 1:
         raise ValueError(f"looks must be increasing block counts, got {looks}")
     rng = np.random.default_rng(SEED)
@@ -64,7 +63,7 @@ def levels(looks: tuple[int, ...], n_max: int, final: bool, alpha: float = ALPHA
         hit = alive & (z >= c)
         crossed += int(hit.sum())
         alive &= ~hit
-        out.append(float(min(alpha, 2 * norm.sf(c))))
+        out.append(float(min(alpha, 2 * norm_sf(c))))
     return tuple(out)
 
 

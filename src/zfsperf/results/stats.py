@@ -26,13 +26,95 @@ class Summary:
         return self.__dict__.copy()
 
 
+# Distributions from scipy.special, not scipy.stats: every `zfsperf run` that decides steady state or
+# judges an A/B needs them, and scipy.stats costs 13-15 s to import inside the OpenZFS guest under
+# emulation (scipy.special 2 s, measured 2026-12-05), ~0.5 s on a host: 10-20 s of every in-guest
+# run. scipy.stats stays for what only compare of separate runs asks (Mann-Whitney, permutations).
+# tests/test_stats_special.py holds each equal to scipy.stats's.
+
 @lru_cache(maxsize=4096)
 def t_quantile(q: float, df: float) -> float:
     """Student's t quantile, kept once computed: reports summarise thousands of cases, a growing
-    window asks the same few after every iteration, a calibration the same few thousand times
-    (scipy's ppf is ~0.2 ms a call; scipy.stats is imported here, when first needed: ~0.5 s)."""
-    from scipy import stats as sps
-    return float(sps.t.ppf(q, df))
+    window asks the same few after every iteration, a calibration the same few thousand times."""
+    from scipy import special
+    return float(special.stdtrit(df, q))
+
+
+def t_sf(x: float, df: float) -> float:
+    """Student's t survival function, P(T > x)."""
+    from scipy import special
+    return float(special.stdtr(df, -x))
+
+
+@lru_cache(maxsize=4096)
+def chi2_ppf(q: float, df: float) -> float:
+    """The chi-squared quantile."""
+    from scipy import special
+    return float(special.chdtri(df, 1 - q))
+
+
+def norm_ppf(q: float) -> float:
+    from scipy import special
+    return float(special.ndtri(q))
+
+
+def norm_cdf(x: float) -> float:
+    from scipy import special
+    return float(special.ndtr(x))
+
+
+def norm_sf(x: float) -> float:
+    from scipy import special
+    return float(special.ndtr(-x))
+
+
+@dataclass
+class Line:
+    """A least-squares line, as scipy.stats.linregress gives it (the fields zfsperf reads)."""
+    slope: float
+    intercept: float
+    pvalue: float           # two-sided, of slope = 0 (Student's t, n − 2 degrees of freedom)
+    stderr: float           # of the slope
+
+
+def line_fit(x: np.ndarray, y: np.ndarray) -> Line:
+    """Ordinary least squares of y on x (n ≥ 3 points, x not all equal)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    n = len(x)
+    dx, dy = x - x.mean(), y - y.mean()
+    sxx, sxy, syy = float(dx @ dx), float(dx @ dy), float(dy @ dy)
+    slope = sxy / sxx
+    intercept = float(y.mean()) - slope * float(x.mean())
+    df = n - 2
+    if syy == 0:                                          # y constant: no correlation to test (as scipy)
+        return Line(slope, intercept, float("nan"), float("nan"))
+    r = min(max(sxy / math.sqrt(sxx * syy), -1.0), 1.0)   # the correlation, and from it t, as scipy does
+    if df <= 0:
+        return Line(slope, intercept, float("nan"), float("nan"))
+    stderr = math.sqrt((1 - r * r) * syy / sxx / df)
+    t = r * math.sqrt(df / ((1 - r + 1e-20) * (1 + r + 1e-20)))
+    p = 2 * t_sf(abs(t), df)
+    return Line(slope, intercept, p, stderr)
+
+
+def theil_slope(x: np.ndarray, y: np.ndarray) -> float:
+    """The Theil-Sen slope: the median of the slopes between every two points of distinct x."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    dx = x[:, None] - x[None, :]
+    dy = y[:, None] - y[None, :]
+    up = dx > 0
+    return float(np.median(dy[up] / dx[up]))
+
+
+def median_filter5(y: np.ndarray) -> np.ndarray:
+    """A running median of 5, the ends mirrored (d c b | a b c d | c b a): scipy.ndimage's
+    median_filter(y, 5, mode="mirror") without its import (7 s in the guest). Fewer than 3 values
+    are returned as they are."""
+    y = np.asarray(y, float)
+    if len(y) < 3:
+        return y.copy()
+    ext = np.pad(y, 2, mode="reflect")
+    return np.median(np.lib.stride_tricks.sliding_window_view(ext, 5), axis=1)
 
 
 def t975(df: int) -> float:

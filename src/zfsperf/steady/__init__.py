@@ -36,8 +36,7 @@ def decide(samples: list[dict[str, Any]], c: Criteria | None = None, *, active_b
     c = c.for_series(len(samples))
     if c.method == "snia":
         return snia.decide(samples, c, active_bytes=active_bytes)
-    # imported when first needed: scipy.stats and scipy.ndimage (~0.9 s here,
-    # ~20 s in a guest under emulation), which every command that never decides would pay
+    # imported when first needed (numpy's statistics, scipy.special's distributions: results.stats)
     from . import changepoint
     return changepoint.decide(samples, c, active_bytes=active_bytes, headline=headline)
 

@@ -33,8 +33,8 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from scipy import ndimage, stats
 
+from ..results.stats import line_fit, median_filter5
 from ..units import ChangeVerdict, better_or_worse, metric_direction
 from .cache import cache_ok
 from .series import matrix
@@ -119,7 +119,7 @@ def _line(seg: np.ndarray) -> tuple[float, float, float]:
     """(slope per sample, intercept, p of slope ≠ 0) of a least-squares line."""
     if len(seg) < 3 or np.ptp(seg) == 0:
         return 0.0, float(seg.mean()), 1.0
-    fit = stats.linregress(np.arange(len(seg), dtype=float), seg)
+    fit = line_fit(np.arange(len(seg), dtype=float), seg)
     p = float(fit.pvalue) if math.isfinite(fit.pvalue) else 1.0
     return float(fit.slope), float(fit.intercept), p
 
@@ -149,7 +149,7 @@ def decelerating(prev: np.ndarray, seg: np.ndarray) -> bool:
 def _slope_se(seg: np.ndarray) -> tuple[float, float]:
     if len(seg) < 3 or np.ptp(seg) == 0:
         return 0.0, math.inf
-    fit = stats.linregress(np.arange(len(seg), dtype=float), seg)
+    fit = line_fit(np.arange(len(seg), dtype=float), seg)
     return float(fit.slope), float(fit.stderr) if math.isfinite(fit.stderr) else math.inf
 
 
@@ -316,7 +316,7 @@ def classify(name: str, values: np.ndarray, c: Criteria) -> MetricCheck:
     if c.strict and n < WINDOW_PER * c.window:
         c = replace(c, strict=False)            # the strict levels are for long series (and what they missed)
     sigma = noise_scale(y)
-    med = ndimage.median_filter(y, size=5, mode="mirror")
+    med = median_filter5(y)
     yc = np.where(np.abs(y - med) > CLIP_SIGMAS * sigma, med, y)     # a lone spike is not a regime
     starts = segments(yc, sigma)
     cps = [int(idx[i]) for i in starts[1:]]

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from ..results.record import CaseRecord, SteadyMode, SteadyRecord, StopReason
-from ..results.stats import t_quantile
+from ..results.stats import line_fit, t_quantile, theil_slope
 
 ROUNDS_WINDOW = 5            # SNIA PTS: the last 5 rounds
 ROUNDS_RANGE = 0.20          # max - min <= 20 % of the mean
@@ -173,7 +173,6 @@ def noise_aware_rule(values: list[float], *, grow: bool = False, alpha: float = 
     """The rule on the last ROUNDS_WINDOW values; grow: on every value, the drift still stated across
     ROUNDS_WINDOW iterations (SNIA's tolerance as a rate: a longer window narrows its interval, it
     does not loosen the tolerance) and the range judged on the last ROUNDS_WINDOW."""
-    from scipy import stats                  # here, not at import: scipy.stats costs ~0.5 s to import
     y = np.asarray(values if grow else values[-ROUNDS_WINDOW:], float)
     med = float(np.median(y))
     if med == 0 or len(y) < MIN_ROUNDS:
@@ -184,8 +183,8 @@ def noise_aware_rule(values: list[float], *, grow: bool = False, alpha: float = 
     last = [v for i, v in enumerate(y) if i >= len(y) - ROUNDS_WINDOW and i != far]
     rng = 100 * float(np.ptp(last)) / abs(float(np.mean(last)))
     x = np.arange(len(y), dtype=float)
-    slope = 100 * float(stats.theilslopes(y, x)[0]) * span / abs(med)
-    fit = stats.linregress(x, y)
+    slope = 100 * theil_slope(x, y) * span / abs(med)
+    fit = line_fit(x, y)
     p = float(fit.pvalue) if np.isfinite(fit.pvalue) else 1.0
     out = NoiseAware(True, rng, slope, p, far, 100 * (float(y[far]) - med) / abs(med) if far is not None else None,
                      alpha=alpha)
@@ -196,7 +195,7 @@ def noise_aware_rule(values: list[float], *, grow: bool = False, alpha: float = 
     # from the values the spread is judged on (the one set apart left out: a burst that came back is
     # not a level)
     kx = np.delete(x, far) if far is not None else x
-    kfit = stats.linregress(kx, keep) if len(keep) >= 3 else fit
+    kfit = line_fit(kx, keep) if len(keep) >= 3 else fit
     across = 100 * span / abs(med)
     err = float(kfit.stderr) if np.isfinite(kfit.stderr) else 0.0
     half = t_quantile(1 - alpha / 2, len(keep) - 2) * err
