@@ -3,7 +3,11 @@ for the host tests, nor they for it.
 
 Phase 1, side by side:
   host   pytest -m "not slow and not fast and not quiet and not guest"
-                                                             zfs-fuse, fio, the fake target, captures
+                                                             zfs-fuse, fio, the fake target, captures,
+  host2  the same tests, split by file (HOST2_FILES)         each a half: the host tests wait on
+                                                             timed workloads more than they work
+                                                             (one lane kept 0.35 of a core busy and
+                                                             was the long pole, 29.6 min, 2026-12-05)
   guest  pytest -m "guest and not slow"                      the OpenZFS guest under QEMU
   fast   pytest -m "fast and not slow"                       no ZFS, daemon or guest (make test-fast's
                                                              tests, one at a time: 108 s of the host
@@ -14,10 +18,11 @@ Phase 2, alone:
                                                              (nothing runs beside them); measured
                                                              figures are bench/'s, never a test's
 
-The guest and fast lanes run each in a private mount namespace with its own empty /run/zfsperf: zfsperf's
-one-run-at-a-time lock, its guards and its labs live there, so the guest lane's runs (which
-measure the guest, whose TCG timings are never speeds and never judged) and the host lane's runs
-do not refuse each other or read each other's leftovers. Each lane is its own pytest session
+The guest, fast and host2 lanes run each in a private mount namespace with its own empty
+/run/zfsperf and its own /var/tmp/zfsperf (the default vdev directory): zfsperf's one-run-at-a-time
+lock, its guards, its labs and its runs' vdev files live there, so the lanes' runs (the guest's
+measure the guest, whose TCG timings are never speeds and never judged) do not refuse each other
+or read each other's live vdev files as leftovers. Each lane is its own pytest session
 with its own zfs-fuse daemon when it needs one. Output: every line of a lane as it comes, with
 the lane's name in front; the whole of each lane's output is also kept in build/test-logs/. The
 last lines say each lane's exit status and time, then every failed test's line (pytest's short
@@ -48,21 +53,50 @@ NO_TESTS = 5                                  # pytest's exit status when a sele
 DURATION = re.compile(r"^\d+\.\d+s (call|setup|teardown) ")   # a line of pytest's --durations
 SLOWEST = 10                                  # the slowest tests each lane's summary names
 
+HOST = "not slow and not fast and not quiet and not guest"
+# host2's files: about half the host tests' time (their durations in make test of 2026-12-05:
+# 794 of 1,756 s, the rest in host)
+HOST2_FILES = ("tests/test_compare_designs.py", "tests/test_verdicts_stored.py", "tests/test_ab_line.py",
+               "tests/test_user_path.py", "tests/test_fio.py", "tests/test_steady_real.py")
 LANES = {
-    "host": ["-m", "not slow and not fast and not quiet and not guest"],
+    "host": ["-m", HOST, *[f"--ignore={f}" for f in HOST2_FILES]],
+    "host2": ["-m", HOST, *HOST2_FILES],
     "guest": ["-m", "guest and not slow"],
     "fast": ["-m", "fast and not slow"],
     "quiet": ["-m", "quiet and not fast and not slow"],
 }
-PHASES = [["host", "guest", "fast"], ["quiet"]]
-OWN_RUN_DIR = {"guest", "fast"}        # lanes in a mount namespace of their own (own_run_dir)
+PHASES = [["host", "host2", "guest", "fast"], ["quiet"]]
+OWN_RUN_DIR = {"guest", "fast", "host2"}        # lanes in a mount namespace of their own (own_run_dir)
+VDEVS = Path("/var/tmp/zfsperf")                # zfsperf's default vdev directory (runner.StorageOptions)
 
 
-def own_run_dir(argv: list[str]) -> list[str]:
-    """argv run in a private mount namespace with an empty tmpfs on /run/zfsperf."""
+def selects(name: str, nodeid: str, marks: set[str]) -> bool:
+    """Whether lane name runs the test nodeid with these markers (its -m expression, its files)."""
+    from _pytest.mark.expression import Expression
+    args = LANES[name]
+    if not Expression.compile(args[1]).evaluate(lambda m, **kw: m in marks):
+        return False
+    path = nodeid.split("::")[0]
+    files = [a for a in args[2:] if not a.startswith("-")]
+    ignored = [a.split("=", 1)[1] for a in args[2:] if a.startswith("--ignore=")]
+    return (not files or path in files) and path not in ignored
+
+
+def lane_vdevs(name: str) -> Path:
+    """The directory a lane in a namespace of its own sees as /var/tmp/zfsperf."""
+    return Path(f"{VDEVS}-lane-{name}")
+
+
+def own_run_dir(argv: list[str], vdevs: Path) -> list[str]:
+    """argv run in a private mount namespace with an empty tmpfs on /run/zfsperf and vdevs (made
+    empty first) on /var/tmp/zfsperf."""
     Path("/run/zfsperf").mkdir(parents=True, exist_ok=True)
+    VDEVS.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["rm", "-rf", str(vdevs)], check=False)
+    vdevs.mkdir(parents=True)
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-            'mount -t tmpfs -o mode=755 zfsperf-guest-lane /run/zfsperf && exec "$@"', "sh", *argv]
+            f'mount -t tmpfs -o mode=755 zfsperf-lane /run/zfsperf && mount --bind "$0" {VDEVS} && exec "$@"',
+            str(vdevs), *argv]
 
 
 class Lane:
@@ -146,7 +180,7 @@ def main(args: list[str]) -> int:
             if only is not None and name not in only:
                 continue
             argv = [*PYTEST, *LANES[name]]
-            lane = Lane(name, own_run_dir(argv) if name in OWN_RUN_DIR else argv)
+            lane = Lane(name, own_run_dir(argv, lane_vdevs(name)) if name in OWN_RUN_DIR else argv)
             lane.start(out_lock)
             running.append(lane)
         try:
@@ -157,7 +191,10 @@ def main(args: list[str]) -> int:
                 lane.wait()
             return 130
         done += running
-    print(f"\nmake test: {time.monotonic() - t0:.0f} s in all (phase 1: host, guest and fast side by side; phase 2: quiet alone)")
+        for lane in running:                     # what a lane's runs left in its own vdev directory
+            if lane.name in OWN_RUN_DIR:
+                subprocess.run(["rm", "-rf", str(lane_vdevs(lane.name))], check=False)
+    print(f"\nmake test: {time.monotonic() - t0:.0f} s in all (phase 1: host, host2, guest and fast side by side; phase 2: quiet alone)")
     for lane in done:
         said = " (selected no test: a failure)" if lane.rc == NO_TESTS else ""
         print(f"  {lane.name:6} exit {lane.rc}{said}  {lane.t1 - lane.t0:5.0f} s  {lane.last}")

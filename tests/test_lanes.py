@@ -24,7 +24,7 @@ def test_a_lane_that_selects_no_test_fails(tmp_path, monkeypatch):
 
 
 def test_a_passing_selection_passes():
-    assert lanes.LANES["host"] and lanes.PHASES == [["host", "guest", "fast"], ["quiet"]]
+    assert lanes.LANES["host"] and lanes.PHASES == [["host", "host2", "guest", "fast"], ["quiet"]]
 
 
 MARKED_BY_HAND = re.compile(r"pytestmark\s*=|pytest\.mark\.(quiet|guest|fast)\b")
@@ -93,7 +93,7 @@ def test_a_signalled_session_stops_its_zfs_fuse_daemon(session_env, tmp_path, si
     mark = tmp_path / "daemon.pid"
     here = Path(__file__).resolve().parent
     argv = lanes.own_run_dir([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "conftest", "-q",
-                              "-o", "addopts=", str(tmp_path / "test_waits.py")])
+                              "-o", "addopts=", str(tmp_path / "test_waits.py")], tmp_path / "vdevs")
     p = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          env={**os.environ, "PYTHONPATH": str(here), "ZFSPERF_TEST_MARK": str(mark)})
     pids: list[int] = []                      # the daemon, its namespace holder, its syslog
@@ -123,9 +123,9 @@ def test_a_signalled_session_stops_its_zfs_fuse_daemon(session_env, tmp_path, si
 
 
 def test_every_test_of_make_test_runs_in_exactly_one_lane():
-    """The lanes' markers split the suite: each test that is not `slow` in one lane, none in two
-    (the fast tier left the host lane for a lane of its own beside it, 2026-12-05)."""
-    from _pytest.mark.expression import Expression
+    """The lanes' markers and files split the suite: each test that is not `slow` in one lane, none
+    in two (the fast tier left the host lane for a lane of its own beside it, and the host tests were
+    split by file into two lanes, 2026-12-05)."""
     marks: dict[str, set[str]] = {}
 
     class Collect:
@@ -136,9 +136,22 @@ def test_every_test_of_make_test_runs_in_exactly_one_lane():
     pytest.main(["-p", "no:cacheprovider", "--collect-only", "-q", "-m", "", "--rootdir",
                  str(Path(__file__).resolve().parent.parent), "tests"], plugins=[Collect()])
     assert len(marks) > 600
-    lanes_of = {n: [lane for lane, args in lanes.LANES.items()
-                    if Expression.compile(args[1]).evaluate(lambda name, **kw: name in m)]
-                for n, m in marks.items()}
+    lanes_of = {n: [lane for lane in lanes.LANES if lanes.selects(lane, n, m)] for n, m in marks.items()}
     assert {n: ls for n, ls in lanes_of.items() if len(ls) != (0 if "slow" in marks[n] else 1)} == {}
     assert {ln for ls in lanes_of.values() for ln in ls} == set(lanes.LANES)
     assert {lane for phase in lanes.PHASES for lane in phase} == set(lanes.LANES)
+
+
+def test_a_lane_of_its_own_has_its_own_run_and_vdev_directories(tmp_path):
+    """host2 runs zfs-fuse pools beside the host lane: in its namespace /run/zfsperf is empty and
+    /var/tmp/zfsperf (the default vdev directory) is a directory of its own, so neither lane's runs
+    take the other's live vdev files for leftovers (or remove them with -x)."""
+    import subprocess
+    vdevs = tmp_path / "vdevs"
+    argv = lanes.own_run_dir(["sh", "-c", "ls -A /run/zfsperf; echo --; ls -A /var/tmp/zfsperf; "
+                              "mkdir /var/tmp/zfsperf/run-1"], vdevs)
+    res = subprocess.run(argv, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["--"], res.stdout          # both empty, whatever the machine's hold
+    assert [p.name for p in vdevs.iterdir()] == ["run-1"]   # written where the lane's directory is
+    assert not Path("/var/tmp/zfsperf/run-1").exists()
