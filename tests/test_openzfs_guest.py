@@ -101,6 +101,30 @@ def test_receive_sweep_and_fio_on_openzfs(guest, tmp_path):
     assert txgs and txgs == sorted(txgs)
 
 
+def test_the_builtin_sync_write_ab_records_each_sides_own_zil_counters(guest, tmp_path):
+    """Issue 73, 3: the built-in sync-write A/B (4 KiB random writes, sync=standard against
+    sync=always, taking turns on one pool) on kernel OpenZFS: each side's ZIL counters are its own
+    dataset's (objset kstats): sync=always committed to the log, standard never did (buffered writes,
+    no fsync); report and compare say both. One iteration of 3 s a side: the mechanics, not a speed."""
+    res = zfsperf("run", "--target", "guest", "-r", "sync-write", "-D", "size=8M", "-D", "runtime=3",
+                  "-D", "vdev_size=256M", "-I", "1", "-o", str(tmp_path / "o"), "--no-history", timeout=1800)
+    assert res.returncode == 0, why(res)
+    d = last_dir(res.stdout)
+    recs = {r["sweep"]["sync"]: r for r in records(d)}
+    assert {k: r["status"] for k, r in recs.items()} == {"standard": "PASS", "always": "PASS"}
+    always, standard = recs["always"]["zil"], recs["standard"]["zil"]
+    assert "unavailable" not in always, always
+    assert always["zil_commit_count"] > 0 and always["zil_itx_count"] > 0, always
+    assert standard["zil_commit_count"] == 0 and standard["zil_itx_count"] == 0, standard
+    assert always["zil_itx_metaslab_slog_count"] == 0                 # no log device: blocks in the pool
+    assert recs["always"]["turns"] == "ABBA"
+    rep = " ".join(zfsperf("report", str(d)).stdout.split())
+    assert re.search(r"ZIL \(mean of 1 iteration\): [0-9,]+ log records .* in [0-9,]+ commits", rep), rep
+    cmp = zfsperf("compare", str(d), "--json")
+    notes = json.loads(cmp.stdout)["notes"]
+    assert any("the ZIL per iteration: 0 log records" in n and " in 0 commits" in n for n in notes), notes
+
+
 DIRTY = "zfs_dirty_data_max"
 DIRTY_TURNS = """
 [defaults]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import proc, steady
 from .control import Control, Interrupted
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
-from .metrics import crosscheck, taskq, txgtable
+from .metrics import crosscheck, taskq, txgtable, zil
 from .metrics.profile import Profiler, add_folded, fold, named_share, write_folded
 from .metrics.sampler import Sampler
 from .tunables import Journal, applied_entry
@@ -99,6 +99,8 @@ class Lifecycle:
         self.sampler: Sampler | None = None
         self.txg0: int | None = None        # the pool's newest txg when the counted workload started
         self.t_measure = 0.0                 # the sampler's clock then
+        self.zil0: dict[str, dict[str, float]] | None = None     # the pool's ZIL counters then
+        self.zil1: dict[str, dict[str, float]] | None = None     # and once the workload ended
         self.profiler: Profiler | None = None     # --profile: perf record over the counted workload
 
     def enter(self, fs_properties: dict[str, str] | None = None, *, case: str = "",
@@ -157,6 +159,8 @@ class Lifecycle:
                 self.txg0 = self.target.txg(self.pool.name)
             except (ZfsperfError, OSError) as e:      # context: never the case's failure
                 self.log.write(f"# the txgs kstat could not be read at the start: {e}")
+        if self.pool is not None:
+            self.zil0, self.zil1 = self._zil_counters(), None
         if self.sampler is not None:
             self.t_measure = self.sampler.elapsed()
 
@@ -169,6 +173,23 @@ class Lifecycle:
             if tq is not None:
                 out["taskqs"] = tq | ({"shared": True} if shared else {})
         return out
+
+    def zil_growth(self, root: str) -> dict[str, Any] | None:
+        """The ZIL counters' growth since measuring() of the datasets at and under root (a side's
+        own, on a pool that two sides share), or None where the target publishes none."""
+        if self.zil0 is None:
+            return None
+        if self.zil1 is None:
+            self.zil1 = self._zil_counters()
+        return zil.delta(self.zil0, self.zil1, root)
+
+    def _zil_counters(self) -> dict[str, dict[str, float]] | None:
+        assert self.pool is not None
+        try:
+            return self.target.zil_counters(self.pool.name)
+        except (ZfsperfError, OSError) as e:        # context: never the case's failure
+            self.log.write(f"# the ZIL counters could not be read: {e}")
+            return None
 
     def profiles(self, sides: dict[str, list[tuple[float, float]] | None], *,
                  shared: bool = False) -> dict[str, dict[str, Any]]:
@@ -411,6 +432,9 @@ class CaseRunner:
             seen = {id(x): x.context(shared=sides.one_pool) for x in own}
             for c in cases:
                 ctxs[c.id].extra.update(seen[id(lives[c.id])])
+                z = lives[c.id].zil_growth(ctxs[c.id].pool.root)      # each side's datasets' own
+                if z is not None:
+                    ctxs[c.id].extra["zil"] = z
             profs = life.profiles({c.slug: sides.spans(ctxs[c.id]) for c in cases}, shared=sides.at_once)
             for c in cases:
                 if c.slug in profs:

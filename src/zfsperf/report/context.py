@@ -3,7 +3,7 @@ taskqs, their profiles function by function, and a side that was not in a steady
 
 from __future__ import annotations
 
-from ..metrics import taskq, txgtable
+from ..metrics import taskq, txgtable, zil
 from ..steady.rounds import case_verdict
 from ..workloads import headline
 from . import profilediff
@@ -36,6 +36,16 @@ def taskq_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[
              for n in taskq.WATCHED if n in qa["queues"] and n in qb["queues"]]
     if parts:
         cmp.context.append(f"{label}: taskqs, tasks pending (mean): " + "; ".join(parts))
+
+
+def zil_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[CaseData]) -> None:
+    """The two sides' ZIL counters per iteration (kernel OpenZFS 2.2+), as context: whether B
+    committed to the log as often as A and where its log blocks went. Sides that shared one pool
+    (a duet) are left out: their datasets' counts are not told apart here."""
+    za, zb = zil.merged(details(olds, "zil")), zil.merged(details(news, "zil"))
+    if not za or not zb or za.get("shared") or zb.get("shared"):
+        return
+    cmp.context.append(f"{label}: the ZIL per iteration: {zil.words(za)} → {zil.words(zb)}")
 
 
 def profile_diffs(run: RunData) -> list[ProfileDiff]:

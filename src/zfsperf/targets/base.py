@@ -201,6 +201,11 @@ class Target(ABC):
     def txgs(self, pool: str) -> list[Txg] | None:
         return None
 
+    def zil_counters(self, pool: str) -> dict[str, dict[str, float]] | None:
+        """The ZIL's counters of each of the pool's datasets ({dataset name: {field: value}},
+        metrics/zil.py), or None where the target publishes none."""
+        return None
+
     def txg(self, pool: str) -> int | None:
         """The pool's current (last synced) txg number, or None where it cannot be read."""
         rows = self.txgs(pool)

@@ -14,7 +14,7 @@ from ..errors import InputError
 from .. import proc
 from ..tunables import FileTunables
 from .base import Target
-from .kstat import Txg, parse_named, parse_taskq_summary, parse_txgs
+from .kstat import Txg, parse_named, parse_named_strings, parse_taskq_summary, parse_txgs
 
 KSTAT = "proc/spl/kstat/zfs"
 TASKQ_SUMMARY = "proc/spl/kstat/taskq/summary"
@@ -86,6 +86,25 @@ class OpenZfsLinuxTarget(Target):
 
     def has_txgs(self) -> bool:
         return True
+
+    def zil_counters(self, pool: str) -> dict[str, dict[str, float]] | None:
+        """Each dataset's zil_* fields by its name, from its objset kstat (OpenZFS 2.2+; None
+        before)."""
+        try:
+            names = sorted(e for e in self.files.listdir(str(self._p(f"{KSTAT}/{pool}"))) if e.startswith("objset-"))
+        except OSError:
+            return None
+        out: dict[str, dict[str, float]] = {}
+        for name in names:
+            text = self.pool_kstat_text(pool, name)
+            try:
+                fields = parse_named(text, f"{pool}/{name}") if text is not None else {}
+            except ValueError:
+                continue                    # read half-way through a dataset's removal
+            zil = {k: v for k, v in fields.items() if k.startswith("zil_")}
+            if zil:
+                out[parse_named_strings(text or "").get("dataset_name", name)] = zil
+        return out if names and out else None
 
     def taskqs(self) -> dict[str, dict[str, int]] | None:
         path = self._p(TASKQ_SUMMARY)

@@ -40,10 +40,11 @@ FIO_FIELDS: dict[str, tuple[Any, bool]] = {
     "numjobs": (int, True), "iodepth": (int, True), "ioengine": (str, True), "direct": (bool, True),
     "size": ((str, int), True), "runtime": ((str, int, float), True), "time_based": (bool, False),
     "ramp_time": ((str, int, float), True), "randseed": (int, False), "compress_percentage": (int, True),
-    "compress_chunk": ((str, int), True), "sync": (bool, True), "fsync": (int, True),
+    "compress_chunk": ((str, int), True), "sync": ((bool, str), True), "fsync": (int, True),
     "nrfiles": (int, True), "clients": (list, False), "random_distribution": (str, True),
     "slice": ((str, int, float), False), "settle": ((str, int, float), False),
 }
+SYNC_MODES = ("sync", "dsync")       # fio's sync=: every write with O_SYNC, or with O_DSYNC
 SLICE = 1.0          # seconds of one side's turn in duet = "turns" (fio's runtime takes whole seconds)
 
 
@@ -74,6 +75,10 @@ def validate_job(test: dict[str, Any], where: Callable[[str], dict], prefix: str
         for v in each(k):
             if not lo <= v <= hi:
                 raise InputError(f"{k} must be between {lo} and {hi}, got {v}", **where(prefix + k))
+    for v in each("sync"):
+        if isinstance(v, str) and v not in SYNC_MODES:
+            raise InputError(f"expected true, false or one of {', '.join(repr(m) for m in SYNC_MODES)}, got {shown(v)}",
+                             **where(prefix + "sync"))
     for v in each("ioengine"):
         if v not in ENGINES:
             raise InputError(f"expected one of {', '.join(ENGINES)}, got {shown(v)}", **where(prefix + "ioengine"))
@@ -129,8 +134,8 @@ def job_lines(p: dict[str, Any], runtime: float | None) -> list[str]:
         out.append(f"buffer_compress_percentage={p['compress_percentage']}")
         out.append(f"buffer_compress_chunk={parse_size(p.get('compress_chunk', '4k'))}")
         out.append("refill_buffers=1")
-    if p.get("sync"):
-        out.append("sync=1")
+    if p.get("sync"):                     # true or "sync": O_SYNC; "dsync": O_DSYNC
+        out.append(f"sync={'dsync' if p['sync'] == 'dsync' else 'sync'}")
     if p.get("fsync"):
         out.append(f"fsync={p['fsync']}")
     return out
