@@ -106,7 +106,7 @@ def test_the_builtin_sync_write_ab_records_each_sides_own_zil_counters(guest, tm
     sync=always, taking turns on one pool) on kernel OpenZFS: each side's ZIL counters are its own
     dataset's (objset kstats): sync=always committed to the log, standard never did (buffered writes,
     no fsync); report and compare say both. One iteration of 3 s a side: the mechanics, not a speed."""
-    res = zfsperf("run", "--target", "guest", "-r", "sync-write", "-D", "size=8M", "-D", "runtime=3",
+    res = zfsperf("run", "--target", "guest", "-r", "sync-write", "-t", "sync", "-D", "size=8M", "-D", "runtime=3",
                   "-D", "vdev_size=256M", "-I", "1", "-o", str(tmp_path / "o"), "--no-history", timeout=1800)
     assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)

@@ -129,3 +129,68 @@ def test_the_builtin_sync_write_ab_is_refused_on_zfs_fuse_before_anything_runs(t
     assert res.returncode == 2 and "<builtin:sync-write>:" in res.stderr and "no dataset property sync" in res.stderr, \
         res.stderr
     assert list(tmp_path.iterdir()) == []
+    # its log-device A/B has no sync property: it runs on zfs-fuse, in interleaved blocks
+    res = zfsperf("run", "-r", "sync-write", "-t", "slog", "--dry-run", cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    assert "interleaved blocks" in res.stdout and "A log_vdevs=0" in res.stdout and "B log_vdevs=1" in res.stdout
+
+
+def _dir(tmp_path: Path, name: str) -> Path:
+    (tmp_path / name).mkdir()
+    return tmp_path / name
+
+
+SLOG = """
+[defaults]
+iterations = 1
+[defaults.pool]
+vdevs = 1
+vdev_size = "256M"
+log_vdevs = [0, 1]
+[[test]]
+name = "fsyncw"
+workload = "fio"
+rw = "randwrite"
+bs = "4k"
+size = "8M"
+runtime = 2
+fsync = 1
+"""
+
+
+def test_a_pool_key_sweep_gives_each_case_a_pool_of_its_own(tmp_path):
+    """log_vdevs = [0, 1]: two cases, a pool without and with a separate log device (the A/B of a
+    log device for sync writes); a duet cannot hold it (one pool), a bad value names its line."""
+    from helpers import write_runfile, zfsperf
+    from zfsperf.runfile import expand, load
+    t = load(str(write_runfile(tmp_path, SLOG))).tests[0]
+    cases = expand(t)
+    assert [c.id for c in cases] == ["fsyncw log_vdevs=0", "fsyncw log_vdevs=1"]
+    assert [c.pool.log_vdevs for c in cases] == [0, 1] and [c.pool.describe() for c in cases][1].endswith("+ log of 1")
+    assert t.pool_sweeps == {"log_vdevs": [0, 1]}
+    duet = write_runfile(_dir(tmp_path, "d"), SLOG.replace("fsync = 1", 'fsync = 1\nduet = true\ndataset = { atime = ["on", "off"] }'))
+    res = zfsperf("run", "-r", str(duet), "--dry-run")
+    assert res.returncode == 2 and "log_vdevs is a pool key" in res.stderr, res.stderr
+    bad = write_runfile(_dir(tmp_path, "b"), SLOG.replace("log_vdevs = [0, 1]", 'log_vdevs = [0, "one"]'))
+    res = zfsperf("run", "-r", str(bad), "--dry-run")
+    assert res.returncode == 2 and f"{bad}:7" in res.stderr and "log_vdevs" in res.stderr, res.stderr
+    res = zfsperf("run", "-r", str(write_runfile(_dir(tmp_path, "n"), SLOG.replace("\nvdevs = 1\n", "\nvdevs = [1, 2]\n"))),
+                  "--dry-run")
+    assert res.returncode == 2 and ":5: defaults.pool.vdevs: expected an integer, got [1, 2]" in res.stderr, \
+        res.stderr                                                            # only log and cache devices sweep
+
+
+def test_fsynced_writes_with_and_without_a_log_device_on_zfs_fuse(lab, tmp_path):
+    """The sweep run for real: each case's pool made with its own log devices (zpool create's
+    argv in its log), fio's fsync'd writes PASS on both."""
+    from helpers import last_dir, records, write_runfile, zfsperf
+    res = zfsperf("run", "-r", str(write_runfile(tmp_path, SLOG)), "-o", str(tmp_path / "o"), "--no-history")
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    recs = {r["sweep"]["log_vdevs"]: r for r in records(d)}
+    assert {k: r["status"] for k, r in recs.items()} == {0: "PASS", 1: "PASS"}
+    assert recs[1]["pool"]["layout"].endswith("+ log of 1") and "log" not in recs[0]["pool"]["layout"]
+    assert recs[1]["figures"]["write_iops"]["value"] > 0 and recs[1]["figures"]["sync_ops"]["value"] > 0
+    creates = {k: [ln for ln in (d / "logs").glob(f"*log_vdevs={k}*.log").__next__().read_text().splitlines()
+                   if "zpool create" in ln] for k in (0, 1)}
+    assert creates[1] and " log " in creates[1][0] and not any(" log " in ln for ln in creates[0]), creates

@@ -21,7 +21,7 @@ from .metrics.profile import Profiler, add_folded, fold, named_share, write_fold
 from .metrics.sampler import Sampler
 from .tunables import Journal, applied_entry
 from .tunables.scope import Scope
-from .pool import Pool, PoolManager
+from .pool import Pool, PoolManager, PoolSpec
 from .results.record import CaseOutcome, CaseRecord, Status, SteadyMode, SteadyRecord, as_figures
 from .results.directory import ResultsDir, profile_path, series_path
 from .runfile import Case, TestSpec
@@ -88,8 +88,10 @@ class Lifecycle:
     it as Interrupted after the teardown."""
 
     def __init__(self, runner: "CaseRunner", test: TestSpec, it: int, log: proc.CommandLog,
-                 tunables: dict[str, Any], build: Any = None, procs: proc.ProcessSet | None = None) -> None:
+                 tunables: dict[str, Any], build: Any = None, procs: proc.ProcessSet | None = None,
+                 spec: PoolSpec | None = None) -> None:
         self.runner, self.test, self.it, self.log = runner, test, it, log
+        self.spec = spec if spec is not None else test.pool      # the case's pool (its swept pool keys)
         self.target = runner.target
         self.tunables, self.build = tunables, build
         self.session = self.target.tunable_session(runner.journal, log) if tunables else None
@@ -123,7 +125,7 @@ class Lifecycle:
         if at_load:
             assert switch is not None
             applied = (applied or {}) | {k: applied_entry(switch.original[k], v, Scope.LOAD) for k, v in at_load.items()}
-        self.pool = self.runner.pools.create(self.test.pool, fs_properties=fs_properties)
+        self.pool = self.runner.pools.create(self.spec, fs_properties=fs_properties)
         return self.pool, applied
 
     def _load_scope(self, between_rounds: bool) -> dict[str, str]:

@@ -95,7 +95,7 @@ def _each(t: TestSpec, c: Case, iterations: int | None, disks: list[str] | None,
     wl = WORKLOADS[t.workload]
     n = iterations or t.iterations
     pool = ("the disks " + ", ".join(disks) if disks else
-            t.pool.describe() + (" (prefilled)" if t.pool.prefill else " (sparse files)"))
+            c.pool.describe() + (" (prefilled)" if c.pool.prefill else " (sparse files)"))
     work = []
     kept = wl.kept_bytes(c.fields)
     asked = wl.asked_seconds(c.fields)
@@ -186,7 +186,7 @@ def plan_lines(plan: Plan, cases: list[Case], target: Expected, *, outdir: str, 
         pairs = plan.iterations or t.iterations
         if t.duet and pairs < MIN_BLOCKS:
             out.append(f"    warning {too_few_pairs(pairs)}")
-        biggest = max(biggest, t.pool.file_bytes())
+        biggest = max([biggest] + [c.pool.file_bytes() for c in cs])
     makes = [f"a results directory under {outdir}"]
     if not disks:
         makes.append(f"vdev files of up to {format_size(biggest)} at a time under {vdev_dir} (removed after)")

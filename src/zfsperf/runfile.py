@@ -19,6 +19,7 @@ Every error names the file, the line, the field and what was expected (InputErro
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -102,8 +103,9 @@ POOL_KEYS_TABLE: tuple[Key, ...] = (
     Key("layout", str, "stripe", "stripe, mirror, raidz1, raidz2 or raidz3"),
     Key("vdevs", int, "2", "data vdevs (sparse files, or DISKS)", minimum=1),
     Key("vdev_size", (str, int), "2G", "each vdev file's size", kind=SIZE_TEXT),
-    Key("log_vdevs", int, "0", "separate intent-log vdevs", minimum=0),
-    Key("cache_vdevs", int, "0", "L2ARC cache devices (loop devices over files)", minimum=0),
+    Key("log_vdevs", int, "0", "separate intent-log vdevs; a list sweeps", minimum=0, kind="an integer or a list"),
+    Key("cache_vdevs", int, "0", "L2ARC cache devices (loop devices over files); a list sweeps", minimum=0,
+        kind="an integer or a list"),
     Key("cache_size", (str, int), "256M", "each cache device's size", kind=SIZE_TEXT),
     Key("ashift", int, "-", "zpool create -o ashift"),
     Key("prefill", bool, "false", "write the vdev files full first (steadier numbers on zfs-fuse)"),
@@ -113,6 +115,7 @@ TEST_KEY = {k.name: k for k in TEST_KEYS}
 COMMON_TEST_KEYS = set(TEST_KEY)
 DEFAULT_KEYS = {k.name for k in TEST_KEYS if k.in_defaults}
 POOL_KEY = {k.name: k for k in POOL_KEYS_TABLE}
+POOL_SWEEPS = ("log_vdevs", "cache_vdevs")     # pool keys a list sweeps: each case a pool of its own
 
 
 def keys_text() -> str:
@@ -233,6 +236,7 @@ class TestSpec:
     # iterations = "steady": from GROW_FIRST iterations on until the case's steady verdict is steady
     # or not steady, max_iterations or the time budget (steady/rounds.py, the growing window)
     until_steady: bool = False
+    pool_sweeps: dict[str, list[int]] = field(default_factory=dict)     # pool keys swept (log_vdevs = [0, 1])
     steady_cap: int = GROW_CAP             # ... its limits: max_iterations and budget when given, else
     steady_budget: float = STEADY_BUDGET   # GROW_CAP and STEADY_BUDGET (a fixed count, -I, ignores them)
     max_iterations: int = DEFAULT_MAX_ITERATIONS
@@ -261,7 +265,7 @@ class TestSpec:
         tunables = {k: [normalise_value(k, x) for x in (v if isinstance(v, list) else [v])]
                     for k, v in self.tunables.items()}
         what = {"workload": self.workload, "fields": self.fields, "pool": asdict(self.pool),
-                "dataset": self.dataset, "tunables": tunables}
+                "dataset": self.dataset, "tunables": tunables} | ({"pool_sweeps": self.pool_sweeps} if self.pool_sweeps else {})
         return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -273,6 +277,13 @@ class Case:
     dataset: dict[str, str]
     tunables: dict[str, str]               # normalised for the kernel
     build: str | None = None               # the OpenZFS build it runs on (a build A/B), else None
+    pool_sweep: dict[str, Any] = field(default_factory=dict)   # its swept pool keys' values (log_vdevs)
+
+    @property
+    def pool(self) -> PoolSpec:
+        """The case's pool: the test's, with its swept pool keys at this case's values (read anew
+        each time: the command line's overrides of the test's pool count)."""
+        return dataclasses.replace(self.test.pool, **self.pool_sweep) if self.pool_sweep else self.test.pool
 
     @property
     def id(self) -> str:
@@ -348,6 +359,8 @@ def expand(t: TestSpec) -> list[Case]:
     for k, v in t.tunables.items():
         if isinstance(v, list):
             axes.append(("tunable", k, v))
+    for k, v in t.pool_sweeps.items():
+        axes.append(("pool", k, v))
     if t.builds:
         axes.append(("build", "build", list(t.builds)))
     cases = []
@@ -357,15 +370,19 @@ def expand(t: TestSpec) -> list[Case]:
         tunables = {k: v for k, v in t.tunables.items() if not isinstance(v, list)}
         sweep = {}
         build = None
+        pool: dict[str, Any] = {}
         for (kind, key, _), value in zip(axes, combo):
             sweep[key] = value
             if kind == "build":
                 build = value
+            elif kind == "pool":
+                pool[key] = value
             else:
                 {"field": params, "dataset": dataset, "tunable": tunables}[kind][key] = value
         cases.append(Case(test=t, sweep=sweep, fields=params,
                           dataset={k: _propval(v) for k, v in dataset.items()},
-                          tunables={k: normalise_value(k, v) for k, v in tunables.items()}, build=build))
+                          tunables={k: normalise_value(k, v) for k, v in tunables.items()}, build=build,
+                          pool_sweep=pool))
     return cases
 
 
@@ -569,6 +586,7 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         return {**d, **t}, lambda k: where(f"{table}.{k}") if k in t else dwhere(f"{table}.{k}")
 
     pool = _load_pool(*merged("pool"))
+    swept_pool = pool_sweeps(merged("pool")[0])
     dataset = _load_props(*merged("dataset"))
     tunables, load_scope = _load_tunables(*merged("tunables"))
 
@@ -591,14 +609,18 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
     if until_steady:
         _until_steady_fits(raw, precision, steady, where, dwhere)
     duet, turns = _load_duet(raw, workload, dataset, tunables, fields, steady, where)
+    if duet and swept_pool:
+        raise InputError(f"{next(iter(swept_pool))} is a pool key: the two sides of a duet share one pool (sweep "
+                         "it with --interleave, each case a pool of its own)", **where("duet"))
     ab = _load_ab(raw, bool(duet), [k for table in (dataset, tunables, fields) for k, v in table.items()
-                                    if isinstance(v, list) and len(v) >= 2 and (table is not fields or wl.fields[k][1])],
-                  where)
+                                    if isinstance(v, list) and len(v) >= 2 and (table is not fields or wl.fields[k][1])]
+                  + [k for k, v in swept_pool.items() if len(v) >= 2], where)
     return TestSpec(name=name, workload=workload, tags=list(tags), iterations=iterations, timeout=timeout,
                     pool=pool, dataset=dataset, tunables=tunables, fields=fields, expect=expect, steady=steady,
                     description=str(raw.get("description", "")), warmup=warmup, precision=precision,
                     max_iterations=max_it, budget=budget, duet=duet, turns=turns, ab=ab, load_scope=load_scope,
-                    until_steady=until_steady, steady_cap=steady_cap, steady_budget=steady_budget)
+                    until_steady=until_steady, steady_cap=steady_cap, steady_budget=steady_budget,
+                    pool_sweeps=swept_pool)
 
 
 def _until_steady_fits(raw: dict, precision: float | None, steady: SteadySpec, where, dwhere) -> None:
@@ -748,17 +770,27 @@ def parse_precision(value: Any, where: dict) -> float:
     return pct
 
 
+def pool_sweeps(d: dict) -> dict[str, list[int]]:
+    """The pool keys a test sweeps (POOL_SWEEPS given a list), after _load_pool checked them."""
+    return {k: list(d[k]) for k in POOL_SWEEPS if isinstance(d.get(k), list)}
+
+
 def _load_pool(d: dict, w) -> PoolSpec:
     for k, v in d.items():
         key = POOL_KEY.get(k)
         if key is None:
             raise InputError(f"unknown pool field {shown(k)}{did_you_mean(k, POOL_KEY)} (expected one of "
                              f"{', '.join(POOL_KEY)})", **w(k))
-        if not _is(v, key.type):
-            raise InputError(f"expected {_type_name(key.type)}, got {shown(v)}", **w(k))
-        low = key.minimum
-        if low is not None and v < low:
-            raise InputError(f"expected a whole number >= {low}, got {shown(v)}", **w(k))
+        values = v if isinstance(v, list) and k in POOL_SWEEPS else [v]
+        if not values:
+            raise InputError("an empty list sweeps nothing", **w(k))
+        for x in values:
+            if not _is(x, key.type):
+                raise InputError(f"expected {_type_name(key.type)}" + (" or a list of them" if k in POOL_SWEEPS else "")
+                                 + f", got {shown(x)}", **w(k))
+            low = key.minimum
+            if low is not None and x < low:
+                raise InputError(f"expected a whole number >= {low}, got {shown(x)}", **w(k))
     spec = PoolSpec()
     if "layout" in d:
         if d["layout"] not in LAYOUTS:
@@ -766,7 +798,8 @@ def _load_pool(d: dict, w) -> PoolSpec:
         spec.layout = d["layout"]
     for k in ("vdevs", "log_vdevs", "cache_vdevs", "ashift"):
         if k in d:
-            setattr(spec, k, d[k])
+            setattr(spec, k, max(d[k]) if isinstance(d[k], list) else d[k])     # a sweep: checked at its largest
+
     for k in ("vdev_size", "cache_size"):
         if k in d:
             try:

@@ -257,9 +257,9 @@ class Runner:
             c.test.pool.validate()
             wl, comp = WORKLOADS[c.test.workload], str(c.dataset["compression"]) if "compression" in c.dataset else None
             kept, sides = wl.kept_bytes(c.fields), 2 if c.test.duet else 1     # a duet's sides share a pool
-            why = ((None if opts.storage.disks else room_problem(c.test.pool, opts.storage.vdev_dir))
-                   or fit_problem(c.test.pool, wl.active_bytes(c.fields, None), comp)
-                   or (None if opts.storage.disks else hold_problem(c.test.pool, kept and kept * sides, comp)))
+            why = ((None if opts.storage.disks else room_problem(c.pool, opts.storage.vdev_dir))
+                   or fit_problem(c.pool, wl.active_bytes(c.fields, None), comp)
+                   or (None if opts.storage.disks else hold_problem(c.pool, kept and kept * sides, comp)))
             if why:
                 at = (self.plan.runfile.where(c.test, "pool.vdev_size") if opts.storage.vdev_size is None
                       else {"field": "-s"})

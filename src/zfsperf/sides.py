@@ -35,7 +35,7 @@ class Alone(Sides):
     def lives(self, runner: CaseRunner, it: int, log: proc.CommandLog) -> dict[str, Lifecycle]:
         (c,) = self.cases
         runner.target.log = log
-        return {c.id: Lifecycle(runner, c.test, it, log, c.tunables, c.build)}
+        return {c.id: Lifecycle(runner, c.test, it, log, c.tunables, c.build, spec=c.pool)}
 
     def place(self, runner: CaseRunner, lives: dict[str, Lifecycle], records: dict[str, CaseRecord], wl: Any,
               it: int, log: proc.CommandLog, prepared: Any) -> dict[str, CaseContext]:
@@ -44,7 +44,7 @@ class Alone(Sides):
         pool, applied = lives[c.id].enter(c.dataset, case=c.id)
         if applied is not None:
             rec.tunables = applied
-        rec.pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": c.dataset}
+        rec.pool = {"name": pool.name, "layout": c.pool.describe(), "dataset": c.dataset}
         ui = runner.ui
         return {c.id: CaseContext(target=runner.target, pool=pool, fields=c.fields, log=log,
                                   deadline=time.monotonic() + t.timeout, prepared=prepared,
@@ -81,7 +81,7 @@ class _Duet(Sides):
             if (pool.name, name) not in made:
                 made[pool.name, name] = pool.dataset(name, c.dataset)
             sides[c.id] = pool.side(made[pool.name, name], f"{pool.mountpoint}/{name}")
-            records[c.id].pool = {"name": pool.name, "layout": t.pool.describe(), "dataset": c.dataset}
+            records[c.id].pool = {"name": pool.name, "layout": c.pool.describe(), "dataset": c.dataset}
             if one_set:
                 records[c.id].pool["sides"] = "one set of datasets"
             if applied is not None:           # each side's own value (turns over a tunable)
