@@ -799,7 +799,6 @@ def _load_pool(d: dict, w) -> PoolSpec:
     for k in ("vdevs", "log_vdevs", "cache_vdevs", "ashift"):
         if k in d:
             setattr(spec, k, max(d[k]) if isinstance(d[k], list) else d[k])     # a sweep: checked at its largest
-
     for k in ("vdev_size", "cache_size"):
         if k in d:
             try:

@@ -4,7 +4,8 @@ how their data went to the log: copied into the record, left to be copied when t
 or written in place and pointed at (indirect); and where the log blocks were allocated (the pool's
 normal class or a separate log device, `slog`). Kernel OpenZFS keeps them per dataset since 2.2,
 in /proc/spl/kstat/zfs/POOL/objset-0xID beside the dataset's name (targets/openzfs_linux.py); a
-target that publishes none (zfs-fuse, OpenZFS before 2.2) records none, and says so.
+target that publishes none (zfs-fuse, OpenZFS before 2.2) records none. Each side of a duet
+counts its own datasets' (delta's root), though both share one pool.
 
 Context, never a verdict: a sync-write A/B (sync=always against standard, a log device or none)
 shows here whether B committed as often as A, and where its log blocks went."""
@@ -42,22 +43,19 @@ def delta(before: dict[str, dict[str, float]] | None, after: dict[str, dict[str,
 
 
 def merged(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """A case's iterations as one: each counter's mean per iteration (shared: the sides of a duet
-    ran on one pool, and the counts are both sides')."""
+    """A case's iterations as one: each counter's mean per iteration."""
     have = [s for s in summaries if s and "unavailable" not in s and "zil_commit_count" in s]
     if not have:
         return None
-    return ({"iterations": len(have), **{f: sum(s.get(f, 0) for s in have) / len(have) for f in FIELDS}}
-            | ({"shared": True} if any(s.get("shared") for s in have) else {}))
+    return {"iterations": len(have), **{f: sum(s.get(f, 0) for s in have) / len(have) for f in FIELDS}}
 
 
 def line(z: dict[str, Any] | None) -> str | None:
     """One line for a report."""
     if not z:
         return None
-    whose = ", both sides (one pool)" if z.get("shared") else ""
     n = z["iterations"]
-    return f"ZIL (mean of {n} iteration{'s' if n != 1 else ''}{whose}): {words(z)}"
+    return f"ZIL (mean of {n} iteration{'s' if n != 1 else ''}): {words(z)}"
 
 
 def words(z: dict[str, Any]) -> str:

@@ -40,10 +40,10 @@ def taskq_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[
 
 def zil_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[CaseData]) -> None:
     """The two sides' ZIL counters per iteration (kernel OpenZFS 2.2+), as context: whether B
-    committed to the log as often as A and where its log blocks went. Sides that shared one pool
-    (a duet) are left out: their datasets' counts are not told apart here."""
+    committed to the log as often as A and where its log blocks went (each side's own datasets',
+    in turns too)."""
     za, zb = zil.merged(details(olds, "zil")), zil.merged(details(news, "zil"))
-    if not za or not zb or za.get("shared") or zb.get("shared"):
+    if not za or not zb:
         return
     cmp.context.append(f"{label}: the ZIL per iteration: {zil.words(za)} → {zil.words(zb)}")
 
