@@ -60,6 +60,7 @@ def test_a_cases_growth_summed_over_its_datasets_a_new_one_from_zero():
     assert zil.delta(objs, after, "tank/f")["datasets"] == 0            # a name's prefix is not a parent
     assert zil.delta(objs, after, "tank/small")["zil_commit_count"] == 0
     assert zil.delta(None, after) == {"unavailable": zil.delta(None, None)["unavailable"]}
+    assert "when the workload ended" in zil.delta(objs, None)["unavailable"]
     m = zil.merged([d, zil.delta(objs, objs)])
     assert m["iterations"] == 2 and m["zil_commit_count"] == 9 and m["zil_itx_count"] == 612
     assert zil.line(m) == ("ZIL (mean of 2 iterations): 612 log records (612 indirect, 0 copied, 0 need-copy) "

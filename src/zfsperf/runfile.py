@@ -585,8 +585,8 @@ def _load_test(raw: Any, defaults: dict, where, dwhere) -> TestSpec:
         # each key's errors point at the line that set it: the test's own, else [defaults]
         return {**d, **t}, lambda k: where(f"{table}.{k}") if k in t else dwhere(f"{table}.{k}")
 
-    pool = _load_pool(*merged("pool"))
-    swept_pool = pool_sweeps(merged("pool")[0])
+    pool_d, pool_w = merged("pool")
+    pool, swept_pool = _load_pool(pool_d, pool_w), pool_sweeps(pool_d)
     dataset = _load_props(*merged("dataset"))
     tunables, load_scope = _load_tunables(*merged("tunables"))
 

@@ -29,8 +29,10 @@ def delta(before: dict[str, dict[str, float]] | None, after: dict[str, dict[str,
     summed over the datasets at and under root (all without): a dataset created in between counts
     from zero, one destroyed in between is left out (its last counts were not read).
     {"unavailable": why} when either reading is missing."""
-    if before is None or after is None:
+    if before is None:
         return {"unavailable": "the target publishes no ZIL counters (per-dataset objset kstats, OpenZFS 2.2+)"}
+    if after is None:
+        return {"unavailable": "the ZIL counters could not be read when the workload ended"}
     out = {f: 0 for f in FIELDS}
     after = {k: v for k, v in after.items() if root is None or k == root or k.startswith(root + "/")}
     for objset, now in after.items():

@@ -86,11 +86,9 @@ def line_fit(x: np.ndarray, y: np.ndarray) -> Line:
     slope = sxy / sxx
     intercept = float(y.mean()) - slope * float(x.mean())
     df = n - 2
-    if syy == 0:                                          # y constant: no correlation to test (as scipy)
+    if syy == 0 or df <= 0:                  # y constant (no correlation to test) or 2 points: as scipy
         return Line(slope, intercept, float("nan"), float("nan"))
     r = min(max(sxy / math.sqrt(sxx * syy), -1.0), 1.0)   # the correlation, and from it t, as scipy does
-    if df <= 0:
-        return Line(slope, intercept, float("nan"), float("nan"))
     stderr = math.sqrt((1 - r * r) * syy / sxx / df)
     t = r * math.sqrt(df / ((1 - r + 1e-20) * (1 + r + 1e-20)))
     p = 2 * t_sf(abs(t), df)
