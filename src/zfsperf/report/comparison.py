@@ -106,6 +106,8 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)     # e.g. a side that was not in a steady state
     setup: list[SetupChange] = field(default_factory=list)  # what differs between the sides' set-ups
     context: list[str] = field(default_factory=list)      # A against B, shown and never judged (the txgs)
+    # exact counts that differ beyond their tolerance, each with its case (metrics/counts.py)
+    findings: list[dict[str, Any]] = field(default_factory=list)
     profiles: list[ProfileDiff] = field(default_factory=list)   # where the CPU went, A against B (--profile)
     classes: list[ClassChange] = field(default_factory=list)    # per-class latency histograms, A against B
     workloads: dict[str, str] = field(default_factory=dict)     # an in-run pair's label "A → B": its workload

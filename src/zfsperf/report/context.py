@@ -1,9 +1,10 @@
 """What a comparison shows beside its verdicts and never judges: the two sides' txgs and I/O
-taskqs, their profiles function by function, and a side that was not in a steady state."""
+taskqs, their profiles function by function, and a side that was not in a steady state; and the
+exact counts' findings, judged by their own rule (metrics/counts.py), never by the speed test."""
 
 from __future__ import annotations
 
-from ..metrics import taskq, txgtable, zil
+from ..metrics import counts, taskq, txgtable, zil
 from ..steady.rounds import case_verdict
 from ..workloads import headline
 from . import profilediff
@@ -46,6 +47,13 @@ def zil_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[Ca
     if not za or not zb:
         return
     cmp.context.append(f"{label}: the ZIL per iteration: {zil.words(za)} → {zil.words(zb)}")
+
+
+def count_findings(cmp: Comparison, label: str, olds: list[CaseData], news: list[CaseData]) -> None:
+    """The two sides' exact counts (metrics/counts.py) compared exactly: each that differs beyond
+    its tolerance becomes a finding of its own, whatever the speed verdict says."""
+    for f in counts.findings(counts.merged(details(olds, "counts")), counts.merged(details(news, "counts"))):
+        cmp.findings.append({"case": label, **f})
 
 
 def profile_diffs(run: RunData) -> list[ProfileDiff]:

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..metrics import crosscheck, profile, taskq, txgtable, zil
+from ..metrics import counts, crosscheck, profile, taskq, txgtable, zil
 
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, SUMMARY_FIGURES, figure_direction, headline
@@ -58,6 +58,7 @@ class CaseReport:
     txgs: dict[str, Any] | None = None   # the per-txg table over the iterations (metrics/txgtable.py)
     taskqs: dict[str, Any] | None = None  # the I/O taskqs' queues over the iterations (metrics/taskq.py)
     zil: dict[str, Any] | None = None     # the ZIL's counters, mean per iteration (metrics/zil.py)
+    counts: dict[str, Any] | None = None  # exact counts over the iterations (metrics/counts.py)
     profile: dict[str, Any] | None = None  # --profile: samples, the case's folded file, top shares (metrics/profile.py)
 
 
@@ -240,7 +241,7 @@ def cross_check_summary(case: CaseData) -> list[dict[str, Any]]:
 
 
 def details(cases: list[CaseData], key: str) -> list[dict[str, Any]]:
-    """What the cases' passed iterations recorded under `key` beside their figures (txgs, taskqs, zil)."""
+    """What the cases' passed iterations recorded under `key` beside their figures (txgs, taskqs, zil, counts)."""
     return [r.detail[key] for c in cases for r in c.passed if r.detail.get(key)]
 
 
@@ -274,7 +275,7 @@ def build(run: RunData) -> RunReport:
                                 cross_checks=cross_check_summary(c),
                                 errors=sorted({r.error for r in c.records if r.error}),
                                 txgs=txgtable.merged(details([c], "txgs")), taskqs=taskq.merged(details([c], "taskqs")),
-                                zil=zil.merged(details([c], "zil")),
+                                zil=zil.merged(details([c], "zil")), counts=counts.merged(details([c], "counts")),
                                 profile=profile.case_summary(run.path, details([c], "profile"))))
     r = run.run
     warnings += [str(c) for c in r.target.get("caveats") or []]    # how the figures were obtained, said

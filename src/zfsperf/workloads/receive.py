@@ -22,7 +22,7 @@ from ..safepaths import check_place
 from ..sshlink import again_while_refused, ssh_failed_to_start
 from ..targets.base import Target
 from ..units import MIB, parse_duration, parse_size
-from ..metrics import crosscheck
+from ..metrics import counts, crosscheck
 from ..metrics.crosscheck import CrossCheck
 from . import corpus as corpus_mod
 from .sendstream import StreamError, check_header
@@ -53,6 +53,7 @@ class Round:
     write_bytes: int = 0                 # logical bytes of the WRITE records received (all streams)
     pool_bytes: float | None = None      # logical bytes the pool took for them: Δused × compressratio
     compressratio: float = 1.0           # of the received datasets (zfs prints it to 2 decimals)
+    allocated: float | None = None       # Δused of the received datasets (exact, zfs get -Hp)
 
 
 class ReceiveWorkload:
@@ -233,11 +234,11 @@ class ReceiveWorkload:
         if stream.problem:
             raise WorkloadFailed(f"zfs receive reported success on a stream zfsperf found broken: {stream.problem}")
         self._verify(ctx, parent, threads, stream.snapshot)
-        pool_bytes, ratio = None, 1.0
+        pool_bytes, ratio, allocated = None, 1.0, None
         if used0 is not None:
             used1, cr = self._space(ctx, parent)
             if used1 is not None and cr is not None:
-                pool_bytes, ratio = (used1 - used0) * cr, cr
+                pool_bytes, ratio, allocated = (used1 - used0) * cr, cr, used1 - used0
         txg1 = target.txg(pool.name) if txgs else None
         if not keep:                           # keep the pool from filling over many rounds
             target.run(["zfs", "destroy", "-r", parent], timeout=max(1.0, ctx.remaining()))
@@ -246,7 +247,8 @@ class ReceiveWorkload:
                      streams=[(n, e - st) for (n, _a, _p), st, e in zip(procs, starts, end_times)],
                      stream_bytes=stream.length,
                      txgs=(txg1 - txg0) if txg0 is not None and txg1 is not None else None,
-                     write_bytes=stream.write_bytes * threads, pool_bytes=pool_bytes, compressratio=ratio)
+                     write_bytes=stream.write_bytes * threads, pool_bytes=pool_bytes, compressratio=ratio,
+                     allocated=allocated)
 
     def run(self, ctx: CaseContext) -> Figures:
         """A case (or a precondition round): one round, or with `duration` rounds back to back
@@ -321,6 +323,10 @@ class ReceiveWorkload:
             ctx.extra["streams"] = [{"round": i, "dataset": n, "seconds": round(sec, 4)}
                                     for i, r in enumerate(rounds) for n, sec in r.streams]
             ctx.extra["rounds"] = len(rounds)
+            exact = counts.of_receive([r.allocated for r in rounds], [r.write_bytes for r in rounds],
+                                      [r.writes for r in rounds])
+            if exact is not None:
+                ctx.extra["counts"] = exact
         figs: Figures = {
             "throughput": figure(sum(r.nbytes for r in rounds) / MIB / elapsed, "MiB/s"),
             "per_stream": figure(sum(per_stream) / len(per_stream), "MiB/s"),

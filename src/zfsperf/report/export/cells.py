@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...units import EMULATED, format_figure
-from ...metrics import profile, taskq, txgtable, zil
+from ...metrics import counts, profile, taskq, txgtable, zil
 from ..model import zfs_text
 
 if TYPE_CHECKING:
@@ -88,7 +88,8 @@ def case_lines(case: "CaseReport") -> list[str]:
     """The lines under a case's tables, in every format: steady state, cross-checks, the txgs, the
     I/O taskqs' queues, the ZIL's counters, the profile."""
     return [x for x in (steady_line(case.steady), cross_check_line(case), txgtable.line(case.txgs),
-                        taskq.line(case.taskqs), zil.line(case.zil), profile.line(case.profile)) if x]
+                        taskq.line(case.taskqs), zil.line(case.zil), counts.line(case.counts),
+                        profile.line(case.profile)) if x]
 
 
 def class_rows(case: "CaseReport") -> list[list[str]]:

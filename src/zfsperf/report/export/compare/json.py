@@ -15,7 +15,7 @@ def as_json(cmp: Comparison, figures: list[str] | None) -> dict[str, Any]:
             "designs": {d: DESIGNS[d] for d in sorted({c.design for c in cmp.changes})},
             "changes": [c.as_dict() for c in cmp.changes], "geomeans": cmp.geomeans,
             "failures": [f.as_dict() for f in cmp.failures], "unmatched": cmp.unmatched,
-            "warnings": cmp.warnings, "emulated": emulated(cmp),
+            "findings": cmp.findings, "warnings": cmp.warnings, "emulated": emulated(cmp),
             "setup_changes": [c.as_dict() for c in cmp.setup],
             "profiles": [d.as_dict() for d in cmp.profiles],
             "classes": [c.as_dict() for c in cmp.classes],

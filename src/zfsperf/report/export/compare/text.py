@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ....metrics import counts
 from ....workloads import headline
 from ....workloads.base import SLICE_UNITS
 from ....units import ChangeVerdict
@@ -172,7 +173,8 @@ def notes(cmp: Comparison, figures: list[str] | None = None) -> list[str]:
     tcg = (["Note: figures taken under QEMU TCG (software emulation): only relative, CPU-bound differences "
             "mean anything; none of them is a speed"] if emulated(cmp) else [])
     chance = by_chance(cmp, figures)
-    return tcg + ([f"Note: {chance}"] if chance else []) + ([f"Note: {n}" for n in sorted({ch.note for ch in cmp.changes if ch.note})]
+    found = [f"Finding: {f['case']}: {counts.sentence(f)}" for f in cmp.findings]
+    return found + tcg + ([f"Note: {chance}"] if chance else []) + ([f"Note: {n}" for n in sorted({ch.note for ch in cmp.changes if ch.note})]
             + [f"Context (not judged): {c}" for c in cmp.context]
             + [f"Profile (not judged): {d.summary_line()}" for d in cmp.profiles]
             + [f"Latency histogram (not judged): {c.line()}" for c in cmp.classes]

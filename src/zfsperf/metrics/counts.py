@@ -1,0 +1,99 @@
+"""Exact counts: what a case's workload made ZFS do, read from ZFS's own accounting rather than
+timed, so that a change in behaviour shows in one iteration where a speed comparison needs many
+(issue 73: cross-dataset block cloning that silently became a full copy was not slower at first).
+
+Each count is a ratio to the work done, so that a side that ran more rounds (a `duration`) counts
+the same as one that ran fewer: the pool space the received data took per byte of it (Δused of the
+received datasets, `zfs get -Hp`, over the stream's WRITE payload: copies=2 doubles it, compression
+shrinks it), the stream's payload per round and its WRITE records per round.
+
+A and B are compared exactly: a count whose medians differ by more than the tolerance is a finding
+of its own, whatever the speed verdict says. The tolerance is derived from the workload's
+determinism: the spread of each side's own iterations (the same case repeated: an A/A) times
+SPREAD_FACTOR, and never under FLOOR_PCT (measured: a 1 MiB receive's space per byte differed by
+0.0 % over 6 iterations on zfs-fuse, docs/benchmarks.md "Exact counts")."""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import Any
+
+# name -> (what it is, in words for "B <what> …", unit)
+COUNTS: dict[str, tuple[str, str]] = {
+    "space_per_byte": ("pool space per byte of data received", "B/B"),
+    "payload_per_round": ("data (WRITE payload) per round", "B"),
+    "records_per_round": ("WRITE records per round", "records"),
+}
+FLOOR_PCT = 1.0          # the least tolerance: metadata's share moves with the pool's layout
+SPREAD_FACTOR = 3.0      # a side's own iterations' relative range, times this
+
+
+def of_receive(allocated: list[float | None], payload: list[int], records: list[int]) -> dict[str, float] | None:
+    """A receive's counts over its rounds: each round's Δused of the received datasets, WRITE
+    payload bytes and WRITE records. None when a round's space could not be read."""
+    if not payload or any(a is None for a in allocated) or not sum(payload):
+        return None
+    n = len(payload)
+    return {"space_per_byte": round(sum(a for a in allocated if a is not None) / sum(payload), 6),
+            "payload_per_round": sum(payload) / n, "records_per_round": sum(records) / n}
+
+
+def merged(per_iteration: list[dict[str, float] | None]) -> dict[str, dict[str, float]] | None:
+    """A case's counts over its iterations: per count its median, least and largest, and how many
+    iterations had it. None when no iteration had counts."""
+    have = [c for c in per_iteration if c]
+    if not have:
+        return None
+    out: dict[str, dict[str, float]] = {}
+    for name in COUNTS:
+        vals = [c[name] for c in have if name in c]
+        if vals:
+            out[name] = {"median": median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
+    return out or None
+
+
+def spread_pct(m: dict[str, float]) -> float:
+    """One side's relative range over its iterations, in %."""
+    return 100 * (m["max"] - m["min"]) / abs(m["median"]) if m["median"] else 0.0
+
+
+def findings(a: dict[str, dict[str, float]] | None, b: dict[str, dict[str, float]] | None) -> list[dict[str, Any]]:
+    """The counts A and B have both whose medians differ by more than their tolerance, each with
+    its ratio B/A, both medians and the tolerance it was held to (in %)."""
+    out: list[dict[str, Any]] = []
+    for name, (what, unit) in COUNTS.items():
+        if not a or not b or name not in a or name not in b or not a[name]["median"]:
+            continue
+        ma, mb = a[name], b[name]
+        ratio = mb["median"] / ma["median"]
+        tol = max(FLOOR_PCT, SPREAD_FACTOR * max(spread_pct(ma), spread_pct(mb)))
+        if abs(ratio - 1) * 100 > tol:
+            out.append({"count": name, "what": what, "unit": unit, "old": ma["median"], "new": mb["median"],
+                        "ratio": round(ratio, 4), "tolerance_pct": round(tol, 2),
+                        "iterations": [int(ma["n"]), int(mb["n"])]})
+    return out
+
+
+def number(v: float, unit: str) -> str:
+    """A count with its unit, as a reader wants it (bytes scaled)."""
+    if unit == "B":
+        for scale, name in ((2 ** 30, "GiB"), (2 ** 20, "MiB"), (2 ** 10, "KiB")):
+            if abs(v) >= scale:
+                return f"{v / scale:.2f} {name}"
+        return f"{v:.0f} B"
+    return f"{v:.4g} {unit}"
+
+
+def sentence(f: dict[str, Any]) -> str:
+    """A finding in words: "B took 2.00× the pool space per byte of data received of A (…)"."""
+    return (f"B's {f['what']} is {f['ratio']:.2f}× A's ({number(f['old'], f['unit'])} → "
+            f"{number(f['new'], f['unit'])}; exact counts, beyond ±{f['tolerance_pct']:g} %, "
+            f"{f['iterations'][0]} and {f['iterations'][1]} iterations)")
+
+
+def line(m: dict[str, dict[str, float]] | None) -> str | None:
+    """The report's line for a case's counts."""
+    if not m:
+        return None
+    parts = [f"{COUNTS[n][0]} {number(v['median'], COUNTS[n][1])}" for n, v in m.items()]
+    return "exact counts (median per iteration): " + "; ".join(parts)
