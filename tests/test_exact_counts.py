@@ -6,7 +6,9 @@ compression on against off) is seen in one iteration on real zfs-fuse."""
 import json
 import re
 
+from helpers import fixture
 from zfsperf.metrics import counts
+from zfsperf.targets.kstat import parse_txgs
 
 ITER_A = {"space_per_byte": 1.0015, "payload_per_round": 4194304.0, "records_per_round": 32.0}
 
@@ -18,6 +20,7 @@ def _m(*vals: float) -> dict:
 def test_a_receives_counts_are_ratios_to_its_work_so_more_rounds_count_the_same():
     one = counts.of_receive([4200448.0], [4194304], [32])
     three = counts.of_receive([4200448.0] * 3, [4194304] * 3, [32] * 3)
+    assert one.pop("logical_bytes") == 4194304 and three.pop("logical_bytes") == 3 * 4194304
     assert one == three == {"space_per_byte": round(4200448 / 4194304, 6), "payload_per_round": 4194304.0,
                             "records_per_round": 32.0}
     assert counts.of_receive([None], [4194304], [32]) is None          # a round's space unread: none
@@ -39,6 +42,18 @@ def test_a_count_beyond_its_tolerance_is_a_finding_and_an_a_a_is_not():
     (g,) = counts.findings(_m(1.0, 1.02, 1.01), _m(1.01 * 1.07))
     assert g["tolerance_pct"] == 5.94 and g["iterations"] == [3, 1]
     assert counts.findings(None, a) == [] and counts.findings(a, None) == []
+
+
+def test_what_the_pool_wrote_to_its_vdevs_from_the_captured_txgs_kstat():
+    """OpenZFS 2.3.2's txgs kstat captured under a write load: the committed txgs after the one the
+    workload started at, their nwritten summed (the syncing and open ones not yet), per byte written."""
+    txgs = parse_txgs(fixture("openzfs-2.3.2", "kstat_tank_txgs_during_load.txt"))
+    done = [t for t in txgs if t.state == "C" and t.txg > 7]
+    assert done and all(t.txg > 7 for t in done) and any(t.state != "C" for t in txgs)
+    got = counts.of_txgs(txgs, 7, 2 ** 20)
+    assert got == {"vdev_written_per_byte": round(sum(t.nwritten for t in done) / 2 ** 20, 6)}
+    assert counts.of_txgs(txgs, 2, 2 ** 20) is None        # txgs 3 and 4 gone from the kstat: short
+    assert counts.of_txgs(txgs, 7, 0) is None
 
 
 def test_the_report_line_says_each_count_with_its_unit():

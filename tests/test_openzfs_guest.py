@@ -125,6 +125,45 @@ def test_the_builtin_sync_write_ab_records_each_sides_own_zil_counters(guest, tm
     assert any("the ZIL per iteration: 0 log records" in n and " in 0 commits" in n for n in notes), notes
 
 
+COPIES = """
+[defaults]
+iterations = 1
+timeout = "20m"
+[defaults.pool]
+vdevs = 1
+vdev_size = "256M"
+[[test]]
+name = "w"
+workload = "fio"
+rw = "write"
+bs = "1M"
+size = "16M"
+runtime = "3s"
+steady = { mode = "off" }
+dataset = { copies = ["1", "2"] }
+"""
+
+
+def test_copies_2_is_seen_in_what_the_pool_wrote_to_its_vdevs_in_one_iteration(guest, tmp_path):
+    """Issue 73, 2 on kernel OpenZFS: a fio write alone on its pool, the bytes its pool wrote to the
+    vdevs (the txgs kstat after a zpool sync) per byte fio wrote: copies=2 about twice copies=1,
+    a finding of compare's in one iteration a side; each case's counts in the report."""
+    res = zfsperf("run", "--target", "guest", "-r", str(write_runfile(tmp_path, COPIES)), "-o", str(tmp_path / "o"),
+                  "--no-history", timeout=1800)
+    assert res.returncode == 0, why(res)
+    d = last_dir(res.stdout)
+    got = {r["sweep"]["copies"]: r["counts"] for r in records(d)}
+    assert set(got) == {"1", "2"} and all(c["logical_bytes"] >= 2 ** 24 for c in got.values()), got
+    assert 0.9 < got["1"]["vdev_written_per_byte"] < 1.3, got             # data and its metadata
+    js = json.loads(zfsperf("compare", str(d), "--json").stdout)
+    (f,) = js["findings"]
+    assert 1.8 < f["ratio"] < 2.2, f
+    assert any(n.startswith("Finding: ") and "bytes written to the vdevs per byte the workload wrote" in n
+               for n in js["notes"]), js["notes"]
+    rep = " ".join(zfsperf("report", str(d)).stdout.split())
+    assert "exact counts (median per iteration): bytes written to the vdevs per byte" in rep, rep
+
+
 DIRTY = "zfs_dirty_data_max"
 DIRTY_TURNS = """
 [defaults]

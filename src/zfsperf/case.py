@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import proc, steady
 from .control import Control, Interrupted
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
-from .metrics import crosscheck, taskq, txgtable, zil
+from .metrics import counts, crosscheck, taskq, txgtable, zil
 from .metrics.profile import Profiler, add_folded, fold, named_share, write_folded
 from .metrics.sampler import Sampler
 from .tunables import Journal, applied_entry
@@ -176,6 +176,23 @@ class Lifecycle:
                 out["taskqs"] = tq | ({"shared": True} if shared else {})
         return out
 
+    def vdev_counts(self, counts_: dict[str, float] | None) -> None:
+        """Add to a case's exact counts (a pool of its own) the bytes its pool wrote to the vdevs per
+        byte its workload wrote (metrics/counts.py), read from the txgs kstat
+        after a `zpool sync` (kernel OpenZFS; nothing elsewhere, or when the workload wrote nothing)."""
+        if (not counts_ or not counts_.get("logical_bytes") or self.pool is None or self.txg0 is None
+                or not self.target.capabilities().txgs):
+            return
+        try:
+            self.target.run(["zpool", "sync", self.pool.name], log=self.log, timeout=300)
+            rows = self.target.txgs(self.pool.name)
+        except (ZfsperfError, OSError) as e:           # context: never the case's failure
+            self.log.write(f"# the txgs kstat could not be read for the exact counts: {e}")
+            return
+        more = counts.of_txgs(rows or [], self.txg0, counts_["logical_bytes"])
+        if more is not None:
+            counts_.update(more)
+
     def zil_growth(self, root: str) -> dict[str, Any] | None:
         """The ZIL counters' growth since measuring() of the datasets at and under root (a side's
         own, on a pool that two sides share), or None where the target publishes none."""
@@ -220,14 +237,14 @@ class Lifecycle:
                 out[slug]["rounds"] = len(spans)
         return out
 
-    def _keep(self, slug: str, counts: Any, how: dict[str, Any]) -> dict[str, Any]:
+    def _keep(self, slug: str, folded: Any, how: dict[str, Any]) -> dict[str, Any]:
         """One side's folded stacks written (the iteration's file, added into the case's)."""
         rd = self.runner.rd
         path = profile_path(rd.path, slug, self.it)
-        write_folded(path, counts)
-        add_folded(profile_path(rd.path, slug), counts)
-        return how | {"folded": str(path.relative_to(rd.path)), "samples": sum(counts.values()),
-                      "named": round(named_share(counts), 3)}
+        write_folded(path, folded)
+        add_folded(profile_path(rd.path, slug), folded)
+        return how | {"folded": str(path.relative_to(rd.path)), "samples": sum(folded.values()),
+                      "named": round(named_share(folded), 3)}
 
     def txg_table(self) -> dict[str, Any]:
         """The per-txg table of the txgs committed since measuring() (metrics/txgtable.py)."""
@@ -434,6 +451,8 @@ class CaseRunner:
             seen = {id(x): x.context(shared=sides.one_pool) for x in own}
             for c in cases:
                 ctxs[c.id].extra.update(seen[id(lives[c.id])])
+                if not sides.one_pool:                 # a side alone on its pool: what it wrote to the vdevs
+                    lives[c.id].vdev_counts(ctxs[c.id].extra.get("counts"))
                 z = lives[c.id].zil_growth(ctxs[c.id].pool.root)      # each side's datasets' own
                 if z is not None:
                     ctxs[c.id].extra["zil"] = z

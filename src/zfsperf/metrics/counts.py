@@ -5,7 +5,10 @@ timed, so that a change in behaviour shows in one iteration where a speed compar
 Each count is a ratio to the work done, so that a side that ran more rounds (a `duration`) counts
 the same as one that ran fewer: the pool space the received data took per byte of it (Δused of the
 received datasets, `zfs get -Hp`, over the stream's WRITE payload: copies=2 doubles it, compression
-shrinks it), the stream's payload per round and its WRITE records per round.
+shrinks it), the stream's payload per round and its WRITE records per round; and on kernel OpenZFS,
+for a case alone on its pool (a receive or a fio job), the bytes the pool wrote to its vdevs per byte
+the workload wrote (the txgs kstat, after a `zpool sync`). `logical_bytes`
+in a record's counts is that denominator, kept and never compared.
 
 A and B are compared exactly: a count whose medians differ by more than the tolerance is a finding
 of its own, whatever the speed verdict says. The tolerance is derived from the workload's
@@ -18,11 +21,14 @@ from __future__ import annotations
 from statistics import median
 from typing import Any
 
-# name -> (what it is, in words for "B <what> …", unit)
+from ..targets.kstat import Txg
+
+# name -> (what it is, in words for "B's <what> is …", unit)
 COUNTS: dict[str, tuple[str, str]] = {
     "space_per_byte": ("pool space per byte of data received", "B/B"),
     "payload_per_round": ("data (WRITE payload) per round", "B"),
     "records_per_round": ("WRITE records per round", "records"),
+    "vdev_written_per_byte": ("bytes written to the vdevs per byte the workload wrote", "B/B"),
 }
 FLOOR_PCT = 1.0          # the least tolerance: metadata's share moves with the pool's layout
 SPREAD_FACTOR = 3.0      # a side's own iterations' relative range, times this
@@ -35,7 +41,20 @@ def of_receive(allocated: list[float | None], payload: list[int], records: list[
         return None
     n = len(payload)
     return {"space_per_byte": round(sum(a for a in allocated if a is not None) / sum(payload), 6),
-            "payload_per_round": sum(payload) / n, "records_per_round": sum(records) / n}
+            "payload_per_round": sum(payload) / n, "records_per_round": sum(records) / n,
+            "logical_bytes": float(sum(payload))}
+
+
+def of_txgs(txgs: list[Txg], after: int, logical: float) -> dict[str, float] | None:
+    """What the pool wrote to its vdevs per byte a workload wrote (`logical`): each txg committed
+    after txg `after` (the newest when the workload started), its nwritten (data, metadata, every
+    copy and parity), read after a `zpool sync` so that nothing the workload dirtied is left out.
+    (How many txgs is not counted: the txg timeout makes it a matter of time, not of work.) None when the kstat no longer holds the txg after `after`
+    (more txgs than zfs_txg_history: the sum would be short) or nothing was written."""
+    if not logical or not txgs or min(t.txg for t in txgs) > after + 1:
+        return None
+    done = [t for t in txgs if t.state == "C" and t.txg > after]
+    return {"vdev_written_per_byte": round(sum(t.nwritten for t in done) / logical, 6)}
 
 
 def merged(per_iteration: list[dict[str, float] | None]) -> dict[str, dict[str, float]] | None:

@@ -383,6 +383,9 @@ class FioWorkload:
         ctx.extra["histograms"] = histograms(res.classes)
         ctx.extra["class_table"] = class_table(res.classes)
         ctx.extra["latency_kind"] = {c: st.lat_kind for c, st in res.classes.items() if st.lat_kind}
+        written = res.classes["write"].bytes if "write" in res.classes else 0
+        if written:                      # what exact counts are per (metrics/counts.py)
+            ctx.extra["counts"] = {"logical_bytes": float(written)}
         figs = stats_figures(res.classes)
         figs.update(pool_figures(ctx.extra.get("pool_latency") or {}))
         ctx.extra["histograms"].update(pool_histograms(ctx.extra.get("pool_latency") or {}))
