@@ -147,7 +147,8 @@ dataset = { copies = ["1", "2"] }
 def test_copies_2_is_seen_in_what_the_pool_wrote_to_its_vdevs_in_one_iteration(guest, tmp_path):
     """Issue 73, 2 on kernel OpenZFS: a fio write alone on its pool, the bytes its pool wrote to the
     vdevs (the txgs kstat after a zpool sync) per byte fio wrote: copies=2 about twice copies=1,
-    a finding of compare's in one iteration a side; each case's counts in the report."""
+    a finding of compare's in one iteration a side; each case's counts in the report. And (issue
+    73, 1) each case's CPU per GiB with the kernel's ZFS threads named."""
     res = zfsperf("run", "--target", "guest", "-r", str(write_runfile(tmp_path, COPIES)), "-o", str(tmp_path / "o"),
                   "--no-history", timeout=1800)
     assert res.returncode == 0, why(res)
@@ -155,6 +156,10 @@ def test_copies_2_is_seen_in_what_the_pool_wrote_to_its_vdevs_in_one_iteration(g
     got = {r["sweep"]["copies"]: r["counts"] for r in records(d)}
     assert set(got) == {"1", "2"} and all(c["logical_bytes"] >= 2 ** 24 for c in got.values()), got
     assert 0.9 < got["1"]["vdev_written_per_byte"] < 1.3, got             # data and its metadata
+    # issue 73, 1: its CPU per GiB, and the kernel's ZFS threads by name (/proc/PID/stat in the guest)
+    for r in records(d):
+        assert r["figures"]["cpu_s_per_gib"]["value"] > 0 and r["figures"]["zfs_cpu_s_per_gib"]["value"] > 0, r
+        assert {"txg_sync", "z_wr_iss"} & set(r["cpu"]["zfs_threads"]), r["cpu"]
     js = json.loads(zfsperf("compare", str(d), "--json").stdout)
     (f,) = js["findings"]
     assert 1.8 < f["ratio"] < 2.2, f

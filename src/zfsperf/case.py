@@ -8,6 +8,7 @@ status is decided once, by results.record.CaseOutcome.decide_status()."""
 
 from __future__ import annotations
 
+import resource
 import threading
 import time
 import traceback
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import proc, steady
 from .control import Control, Interrupted
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
-from .metrics import counts, crosscheck, taskq, txgtable, zil
+from .metrics import counts, cpucost, crosscheck, taskq, txgtable, zil
 from .metrics.profile import Profiler, add_folded, fold, named_share, write_folded
 from .metrics.sampler import Sampler
 from .tunables import Journal, applied_entry
@@ -29,7 +30,7 @@ from .targets.base import Daemon, Target, TurnPair
 from .ui import Console
 from .units import parse_duration
 from .workloads import WORKLOADS
-from .workloads.base import CaseContext, CaseTimeout, WorkloadFailed
+from .workloads.base import CaseContext, CaseTimeout, WorkloadFailed, figure
 
 if TYPE_CHECKING:
     from .tunables.modswitch import ModuleSwitch
@@ -104,6 +105,7 @@ class Lifecycle:
         self.zil0: dict[str, dict[str, float]] | None = None     # the pool's ZIL counters then
         self.zil1: dict[str, dict[str, float]] | None = None     # and once the workload ended
         self.profiler: Profiler | None = None     # --profile: perf record over the counted workload
+        self.cpu0: cpucost.Reading | None = None  # the CPU readings when the counted workload started
 
     def enter(self, fs_properties: dict[str, str] | None = None, *, case: str = "",
               between_rounds: bool = False) -> tuple[Pool, dict[str, Any] | None]:
@@ -163,8 +165,39 @@ class Lifecycle:
                 self.log.write(f"# the txgs kstat could not be read at the start: {e}")
         if self.pool is not None:
             self.zil0, self.zil1 = self._zil_counters(), None
+        self.cpu0 = self._cpu_reading()
         if self.sampler is not None:
             self.t_measure = self.sampler.elapsed()
+
+    def _cpu_reading(self) -> cpucost.Reading | None:
+        """The machine's busy CPU, zfsperf's own on it and ZFS's threads' (metrics/cpucost.py);
+        None where the machine's cannot be read."""
+        try:
+            busy = self.target.busy_cpu_seconds()
+            zfs = self.target.zfs_cpu() or {}
+        except (ZfsperfError, OSError) as e:           # context: never the case's failure
+            self.log.write(f"# the CPU times could not be read: {e}")
+            return None
+        if busy is None:
+            return None
+        own = 0.0
+        if not self.target.remote:                     # zfsperf runs on the target's machine
+            use = resource.getrusage(resource.RUSAGE_SELF)
+            own = use.ru_utime + use.ru_stime
+            iostat = self.sampler.iostat if self.sampler is not None else None
+            own += (iostat.cpu_seconds() or 0.0) if iostat is not None else 0.0
+        return cpucost.Reading(busy, own, zfs)
+
+    def cpu_cost(self, work: dict[str, float] | None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """A case alone on the machine's time: its CPU figures per GiB and per thousand operations
+        of `work` (the workload's bytes and ops) and how they were taken, or None."""
+        if self.cpu0 is None or not work:
+            return None
+        end = self._cpu_reading()
+        if end is None:
+            return None
+        figs, how = cpucost.cost(self.cpu0, end, float(work.get("bytes") or 0), float(work.get("ops") or 0))
+        return {k: figure(v, unit) for k, (v, unit) in figs.items()}, how
 
     def context(self, shared: bool = False) -> dict[str, Any]:
         """What the target tells of the counted workload besides its figures, for the record: the
@@ -448,6 +481,12 @@ class CaseRunner:
                 x.measuring(lead.slug)
             results = sides.measure(wl, ctxs, it)
             self.control.check()                  # a workload whose processes a signal stopped is no result
+            work = {c.id: ctxs[c.id].extra.pop("work", None) for c in cases}     # the CPU figures' denominators
+            if len(cases) == 1 and isinstance(results.get(lead.id), dict):     # alone: the machine's time is its
+                spent = life.cpu_cost(work[lead.id])
+                if spent is not None:
+                    results[lead.id].update(spent[0])
+                    ctxs[lead.id].extra["cpu"] = spent[1]
             seen = {id(x): x.context(shared=sides.one_pool) for x in own}
             for c in cases:
                 ctxs[c.id].extra.update(seen[id(lives[c.id])])

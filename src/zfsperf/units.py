@@ -120,7 +120,7 @@ def emulation_label(accelerator: str | None) -> str:
 # workload may override the direction of one of its figures (Workload.directions; read through
 # workloads.figure_direction); figures without a known direction are shown, never judged.
 HIGHER_BETTER_UNITS = {"MiB/s", "IOPS", "blocks/s", "ops"}
-LOWER_BETTER_UNITS = {"us", "ms", "s", "x"}
+LOWER_BETTER_UNITS = {"us", "ms", "s", "x", "s/GiB", "ms/kop"}     # the last two: CPU per work (metrics/cpucost.py)
 # context, not a goodness: how often the pool synced (TXGs/s), how much was moved (B)
 CONTEXT_UNITS = {"TXGs/s", "B"}
 # the sampler's metrics (a series' samples), each in its unit: the charts label their panels with it

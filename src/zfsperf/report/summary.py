@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..metrics import counts, crosscheck, profile, taskq, txgtable, zil
+from ..metrics import counts, cpucost, crosscheck, profile, taskq, txgtable, zil
 
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, SUMMARY_FIGURES, figure_direction, headline
@@ -59,6 +59,7 @@ class CaseReport:
     taskqs: dict[str, Any] | None = None  # the I/O taskqs' queues over the iterations (metrics/taskq.py)
     zil: dict[str, Any] | None = None     # the ZIL's counters, mean per iteration (metrics/zil.py)
     counts: dict[str, Any] | None = None  # exact counts over the iterations (metrics/counts.py)
+    cpu: dict[str, Any] | None = None     # where the CPU figures' seconds came from (metrics/cpucost.py)
     profile: dict[str, Any] | None = None  # --profile: samples, the case's folded file, top shares (metrics/profile.py)
 
 
@@ -276,6 +277,7 @@ def build(run: RunData) -> RunReport:
                                 errors=sorted({r.error for r in c.records if r.error}),
                                 txgs=txgtable.merged(details([c], "txgs")), taskqs=taskq.merged(details([c], "taskqs")),
                                 zil=zil.merged(details([c], "zil")), counts=counts.merged(details([c], "counts")),
+                                cpu=cpucost.merged(details([c], "cpu")),
                                 profile=profile.case_summary(run.path, details([c], "profile"))))
     r = run.run
     warnings += [str(c) for c in r.target.get("caveats") or []]    # how the figures were obtained, said

@@ -18,7 +18,7 @@ from .. import guard, proc
 from ..errors import Unavailable
 from ..fileops import LOCAL, FileOps
 from ..tunables import Journal, TunableBackend, TunableSession
-from .kstat import Txg
+from .kstat import Txg, busy_seconds
 
 
 class TurnPair(Protocol):
@@ -199,6 +199,18 @@ class Target(ABC):
         return None
 
     def txgs(self, pool: str) -> list[Txg] | None:
+        return None
+
+    def busy_cpu_seconds(self) -> float | None:
+        """Every CPU's busy time on the target's machine so far (its /proc/stat), or None where
+        it cannot be read (FreeBSD has no /proc/stat)."""
+        try:
+            return busy_seconds(self.files.read_text("/proc/stat"))
+        except (OSError, ValueError):
+            return None
+
+    def zfs_cpu(self) -> dict[str, float] | None:
+        """CPU seconds of ZFS's own threads so far, by name, or None where the target shows none."""
         return None
 
     def zil_counters(self, pool: str) -> dict[str, dict[str, float]] | None:

@@ -178,3 +178,43 @@ def parse_taskq_summary(text: str, source: str = "taskq/summary") -> dict[str, d
             raise InputError(f"not a taskq summary row: {line!r}", file=source, line=n)
         out[m.group(1)] = dict(zip(TASKQ_FIELDS, (int(x) for x in m.groups()[1:])))
     return out
+
+
+# ---------------------------------------------------------------- CPU time (/proc, Linux)
+USER_HZ = 100                 # /proc/stat's and /proc/PID/stat's tick on Linux, whatever the kernel's HZ
+
+# kernel threads of the zfs and spl modules, by the start of their name (comm, at most 15 chars)
+ZFS_THREADS = ("txg_", "z_", "zthr_", "receive_writer", "dp_sync_taskq", "dp_zil_clean", "spa_", "arc_", "dbu_",
+               "dbuf_", "l2arc_", "mmp", "zil_", "zvol", "metaslab_", "vdev_", "zfs_", "dsl_", "spl_", "sysevent")
+
+
+def busy_seconds(proc_stat: str) -> float:
+    """Every CPU's busy time in seconds from /proc/stat's first line (cpu user nice system idle
+    iowait irq softirq steal …): user + nice + system + irq + softirq."""
+    first = proc_stat.splitlines()[0].split()
+    if not first or first[0] != "cpu":
+        raise ValueError("/proc/stat: its first line is not the all-CPU line")
+    f = [int(x) for x in first[1:9]] + [0] * 8
+    user, nice, system, _idle, _iowait, irq, softirq = f[:7]
+    return (user + nice + system + irq + softirq) / USER_HZ
+
+
+def thread_name(comm: str) -> str:
+    """A thread's name without its instance number (z_wr_iss_3 -> z_wr_iss)."""
+    return re.sub(r"(_\d+)+$", "", comm)
+
+
+def zfs_threads(stats: str) -> dict[str, float]:
+    """CPU seconds of the kernel's ZFS threads by name, from /proc/PID/stat lines (pid (comm) state
+    ppid … utime stime …): kernel threads (parent kthreadd, pid 2) whose name is a ZFS one."""
+    out: dict[str, float] = {}
+    for ln in stats.splitlines():
+        if "(" not in ln or ")" not in ln:
+            continue
+        comm = ln[ln.index("(") + 1:ln.rindex(")")]
+        rest = ln[ln.rindex(")") + 2:].split()
+        if len(rest) < 13 or rest[1] != "2" or not comm.startswith(ZFS_THREADS):
+            continue
+        name = thread_name(comm)
+        out[name] = out.get(name, 0.0) + (int(rest[11]) + int(rest[12])) / USER_HZ
+    return out

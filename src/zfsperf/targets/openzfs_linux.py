@@ -14,7 +14,7 @@ from ..errors import InputError
 from .. import proc
 from ..tunables import FileTunables
 from .base import Target
-from .kstat import Txg, parse_named, parse_named_strings, parse_taskq_summary, parse_txgs
+from .kstat import Txg, parse_named, parse_named_strings, parse_taskq_summary, parse_txgs, zfs_threads
 
 KSTAT = "proc/spl/kstat/zfs"
 TASKQ_SUMMARY = "proc/spl/kstat/taskq/summary"
@@ -105,6 +105,13 @@ class OpenZfsLinuxTarget(Target):
             if zil:
                 out[parse_named_strings(text or "").get("dataset_name", name)] = zil
         return out if names and out else None
+
+    def zfs_cpu(self) -> dict[str, float] | None:
+        """The kernel's ZFS threads' CPU seconds by name (metrics/cpucost.py), from every process's
+        /proc/PID/stat read at once (a fixed command: no input of anyone's in it)."""
+        res = self.run(["sh", "-c", "cat /proc/[0-9]*/stat 2>/dev/null; true"], log=proc.NULL_LOG)
+        threads = zfs_threads(res.stdout) if res.ok else {}
+        return threads or None
 
     def taskqs(self) -> dict[str, dict[str, int]] | None:
         path = self._p(TASKQ_SUMMARY)

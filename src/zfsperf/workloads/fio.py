@@ -20,6 +20,7 @@ from typing import Any, Callable
 from .. import guard, proc
 from ..errors import InputError, shown
 from ..metrics import fiojson
+from ..metrics.cpucost import CPU_FIGURE_UNITS
 from ..metrics.iostat import PoolLatency
 from ..metrics.quantize import quantize
 from ..results.directory import fio_json_path, log_path
@@ -146,7 +147,7 @@ def job_lines(p: dict[str, Any], runtime: float | None) -> list[str]:
 _CLASS = r"(.+_)?(read|write|trim)"
 FIGURE_UNITS = ((_CLASS + "_iops", "IOPS"), (_CLASS + "_bw", "MiB/s"), (r"(.+_)?sync_ops", "ops"),
                 (r"(.+_)?(read|write|trim|sync)_lat_(mean|stddev|max|p50|p90|p99|p99\.9)", "us"),
-                ("iops", "IOPS"), ("bw", "MiB/s"), ("hosts", "hosts"), ("pool_.+", "us"))
+                ("iops", "IOPS"), ("bw", "MiB/s"), ("hosts", "hosts"), ("pool_.+", "us"), *CPU_FIGURE_UNITS)
 
 
 def stats_figures(classes: dict[str, fiojson.ClassStats], prefix: str = "") -> Figures:
@@ -383,6 +384,8 @@ class FioWorkload:
         ctx.extra["histograms"] = histograms(res.classes)
         ctx.extra["class_table"] = class_table(res.classes)
         ctx.extra["latency_kind"] = {c: st.lat_kind for c, st in res.classes.items() if st.lat_kind}
+        ctx.extra["work"] = {"bytes": float(sum(st.bytes for st in res.classes.values())),
+                             "ops": float(sum(st.ios for c, st in res.classes.items() if c != "sync"))}
         written = res.classes["write"].bytes if "write" in res.classes else 0
         if written:                      # what exact counts are per (metrics/counts.py)
             ctx.extra["counts"] = {"logical_bytes": float(written)}

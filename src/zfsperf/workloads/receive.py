@@ -23,6 +23,7 @@ from ..sshlink import again_while_refused, ssh_failed_to_start
 from ..targets.base import Target
 from ..units import MIB, parse_duration, parse_size
 from ..metrics import counts, crosscheck
+from ..metrics.cpucost import CPU_FIGURE_UNITS
 from ..metrics.crosscheck import CrossCheck
 from . import corpus as corpus_mod
 from .sendstream import StreamError, check_header
@@ -67,7 +68,7 @@ class ReceiveWorkload:
     turns_share_files = False            # each round receives into fresh datasets, named per side
     directions = {"throughput": 1, "per_stream": 1, "blocks": 1, "bytes": 0, "txgs": 0, "receive_time": -1}
     figure_units = (("throughput", "MiB/s"), ("per_stream", "MiB/s"), ("blocks", "blocks/s"), ("bytes", "B"),
-                    ("txgs", "TXGs/s"), ("receive_time", "s"))
+                    ("txgs", "TXGs/s"), ("receive_time", "s"), *CPU_FIGURE_UNITS)
     fields: dict[str, tuple[Any, bool]] = {
         "corpus": (dict, True),
         "threads": (int, True),
@@ -323,6 +324,7 @@ class ReceiveWorkload:
             ctx.extra["streams"] = [{"round": i, "dataset": n, "seconds": round(sec, 4)}
                                     for i, r in enumerate(rounds) for n, sec in r.streams]
             ctx.extra["rounds"] = len(rounds)
+            ctx.extra["work"] = {"bytes": float(sum(r.nbytes for r in rounds)), "ops": float(sum(r.writes for r in rounds))}
             exact = counts.of_receive([r.allocated for r in rounds], [r.write_bytes for r in rounds],
                                       [r.writes for r in rounds])
             if exact is not None:

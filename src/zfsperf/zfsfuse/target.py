@@ -154,6 +154,12 @@ class ZfsFuseTarget(Target):
             return None
         return ProfileScope(["--pid", str(pid)], f"the zfs-fuse daemon (pid {pid}, all its threads)")
 
+    def zfs_cpu(self) -> dict[str, float] | None:
+        """zfs-fuse's ZFS is its daemon: all its threads' CPU seconds."""
+        pid = self.lab.state.daemon_pid if self.lab.state is not None else 0
+        sec = proc.cpu_seconds(pid) if pid > 0 else None
+        return {"zfs-fuse daemon": sec} if sec is not None else None
+
     def close(self) -> None:
         if self.owns_daemon:
             stop_signal_safe(self.lab)
