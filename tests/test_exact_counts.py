@@ -6,7 +6,7 @@ compression on against off) is seen in one iteration on real zfs-fuse."""
 import json
 import re
 
-from helpers import fixture
+from helpers import RECV, fixture
 from zfsperf.metrics import counts
 from zfsperf.targets.kstat import parse_txgs
 
@@ -63,28 +63,12 @@ def test_the_report_line_says_each_count_with_its_unit():
     assert counts.line(None) is None
 
 
-RUNFILE = """
-[defaults]
-iterations = 1
-timeout = "10m"
-[defaults.pool]
-vdevs = 1
-vdev_size = "128M"
-[[test]]
-name = "copies"
-workload = "receive"
-corpus = { kind = "random", size = "4M", seed = 7 }
-threads = 1
-steady = { mode = "off" }
-dataset = { copies = ["1", "2"] }
-[[test]]
-name = "compression"
-workload = "receive"
-corpus = { kind = "compressible", size = "4M", seed = 7 }
-threads = 1
-steady = { mode = "off" }
-dataset = { compression = ["off", "on"] }
-"""
+# the helpers' receive test (1 iteration, a 4 MiB random corpus) swept over copies, and the same on a
+# 60 %-compressible corpus swept over compression
+RUNFILE = (RECV.replace('name = "recv"', 'name = "copies"') + 'dataset = { copies = ["1", "2"] }\n'
+           + RECV.split("[[test]]")[1].replace('name = "recv"', 'name = "compression"')
+           .replace('kind = "random"', 'kind = "compressible"').join(["[[test]]", ""])
+           + 'dataset = { compression = ["off", "on"] }\n')
 
 
 def test_copies_and_compression_are_seen_in_one_iteration_on_zfs_fuse(lab, tmp_path):

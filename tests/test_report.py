@@ -53,6 +53,12 @@ def _changes(a: Path, b: Path, *extra: str) -> tuple[subprocess.CompletedProcess
     return zfsperf("compare", str(a), str(b), *extra), json.loads(js.stdout)
 
 
+def _unsteady_floor(change: dict) -> bool:
+    """A change the drift floor widened by an unsteady side's own span left uncalled (compare's
+    _beyond_drift): what a real run on a busy machine may give, whatever the planted cost."""
+    return "not in a steady state" in change["note"] and "cannot be told from a transient" in change["note"]
+
+
 def test_real_ab_is_significant_with_its_direction(ab_runs):
     """gzip-9 on a compressible stream against compression off: a planted cost beyond the drift
     floor two separate runs are judged by (-42.9 %), so its direction is the mechanics' check (the
@@ -62,6 +68,13 @@ def test_real_ab_is_significant_with_its_direction(ab_runs):
     res, js = _changes(ab_runs["a"], ab_runs["b"], "--fail-on-regression", "5", "--allow-setup-change", "runfile,machine")
     assert js["setup_changes"][0]["key"] == "runfile"          # compression off -> gzip: the runfile differs
     tp = next(c for c in js["changes"] if c["figure"] == "throughput")
+    if _unsteady_floor(tp):
+        # a side's iterations wandered (a busy machine: 228.6 MiB/s beside 42.1 with a side spanning
+        # 3.6× in make test on 2026-12-05) and the floor widened by that span holds the change: the
+        # designed outcome, said, and no gate fails on it
+        assert tp["verdict"] == "within unknown drift" and tp["change_pct"] < -5, tp
+        assert res.returncode == 0, res.stderr
+        return
     assert tp["verdict"] == "worse" and tp["change_pct"] < -5 and tp["p"] < 0.05
     if tp["design"] == "iterations":
         assert tp["ci_pct"] is None and "beyond the drift floor" in tp["note"], tp
@@ -318,4 +331,7 @@ def test_compare_markdown_renders_as_a_table(ab_runs):
     rows = re.findall(r"<tr>(.*?)</tr>", page, re.S)
     tp = next(r for r in rows if "<td>throughput</td>" in r)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", tp)
-    assert len(cells) == len(heads) and "WORSE" in cells[-1] and cells[5].startswith("-")
+    js = json.loads(zfsperf("compare", str(ab_runs["a"]), str(ab_runs["b"]), "--json", "--no-history").stdout)
+    called = "cannot be judged" if _unsteady_floor(next(c for c in js["changes"] if c["figure"] == "throughput")) \
+        else "WORSE"                                   # an unsteady side's widened floor: see above
+    assert len(cells) == len(heads) and called in cells[-1] and cells[5].startswith("-"), cells

@@ -106,6 +106,7 @@ class Lifecycle:
         self.zil1: dict[str, dict[str, float]] | None = None     # and once the workload ended
         self.profiler: Profiler | None = None     # --profile: perf record over the counted workload
         self.cpu0: cpucost.Reading | None = None  # the CPU readings when the counted workload started
+        self.cpu1: cpucost.Reading | None = None  # and when it ended (work_done), else when cpu_cost asks
 
     def enter(self, fs_properties: dict[str, str] | None = None, *, case: str = "",
               between_rounds: bool = False) -> tuple[Pool, dict[str, Any] | None]:
@@ -165,7 +166,7 @@ class Lifecycle:
                 self.log.write(f"# the txgs kstat could not be read at the start: {e}")
         if self.pool is not None:
             self.zil0, self.zil1 = self._zil_counters(), None
-        self.cpu0 = self._cpu_reading()
+        self.cpu0, self.cpu1 = self._cpu_reading(), None
         if self.sampler is not None:
             self.t_measure = self.sampler.elapsed()
 
@@ -188,12 +189,17 @@ class Lifecycle:
             own += (iostat.cpu_seconds() or 0.0) if iostat is not None else 0.0
         return cpucost.Reading(busy, own, zfs)
 
+    def work_done(self) -> None:
+        """The workload's counted work ended now: the CPU readings' end (only the first call counts)."""
+        if self.cpu0 is not None and self.cpu1 is None:
+            self.cpu1 = self._cpu_reading()
+
     def cpu_cost(self, work: dict[str, float] | None) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """A case alone on the machine's time: its CPU figures per GiB and per thousand operations
         of `work` (the workload's bytes and ops) and how they were taken, or None."""
         if self.cpu0 is None or not work:
             return None
-        end = self._cpu_reading()
+        end = self.cpu1 or self._cpu_reading()
         if end is None:
             return None
         figs, how = cpucost.cost(self.cpu0, end, float(work.get("bytes") or 0), float(work.get("ops") or 0))
@@ -479,6 +485,8 @@ class CaseRunner:
             t_measure = sampler.elapsed() if sampler is not None else 0.0
             for x in own:
                 x.measuring(lead.slug)
+            if len(cases) == 1:                  # alone: the CPU's end when its work ends (cpu_cost)
+                ctxs[lead.id].work_done = life.work_done
             results = sides.measure(wl, ctxs, it)
             self.control.check()                  # a workload whose processes a signal stopped is no result
             work = {c.id: ctxs[c.id].extra.pop("work", None) for c in cases}     # the CPU figures' denominators

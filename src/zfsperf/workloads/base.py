@@ -79,6 +79,9 @@ class CaseContext:
     measure_seconds: float | None = None  # gate: length of the measurement for time-based workloads
     progress: Callable[[], dict[str, float] | None] | None = None   # set by the workload while it runs
     extra: dict[str, Any] = field(default_factory=dict)   # stored with the result (histograms, hosts, …)
+    # called by the workload the moment its counted work ends, before what it reads afterwards (a
+    # receive's zdb check): the CPU figures' end (case.Lifecycle.work_done)
+    work_done: Callable[[], None] | None = None
     sharers: int = 1                     # workloads filling this pool at once (a duet: 2)
     # taking turns over a module tunable: called before each of this side's rounds, it writes the
     # side's values and returns what they read back (recorded with the round)
@@ -208,3 +211,9 @@ class Workload(Protocol):
     def cycle(self, ctx: CaseContext, figures: Figures) -> tuple[float | None, str]:
         """The workload's own cycle in seconds and what it is, in words: the shortest span over
         which its sampled figure is a level rather than a phase (steady/timescale.py)."""
+
+
+def work_ended(ctx: CaseContext) -> None:
+    """The counted work of a case has ended: what its lifecycle reads then (the CPU's end)."""
+    if ctx.phase == "measure" and ctx.work_done is not None:
+        ctx.work_done()

@@ -27,7 +27,7 @@ from ..results.directory import fio_json_path, log_path
 from ..sshlink import again_while_refused, ssh_failed_to_start
 from ..targets.base import Target
 from ..units import parse_duration, parse_size
-from .base import CaseContext, Figures, WorkloadFailed, figure, slice_figures
+from .base import CaseContext, Figures, WorkloadFailed, figure, slice_figures, work_ended
 from .turns import take_turns
 
 RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite")
@@ -369,6 +369,7 @@ class FioWorkload:
             pool_lat.start()
         try:
             res, raw = run_jobfile(ctx, texts, clients)
+            work_ended(ctx)
         except BaseException:
             if pool_lat is not None:
                 pool_lat.abandon()

@@ -27,7 +27,7 @@ from ..metrics.cpucost import CPU_FIGURE_UNITS
 from ..metrics.crosscheck import CrossCheck
 from . import corpus as corpus_mod
 from .sendstream import StreamError, check_header
-from .base import CaseContext, Figures, WorkloadFailed, figure
+from .base import CaseContext, Figures, WorkloadFailed, figure, work_ended
 from .turns import ORDER, take_turns
 
 
@@ -313,6 +313,7 @@ class ReceiveWorkload:
         the per-stream times it keeps)."""
         elapsed = sum(r.elapsed for r in rounds)
         per_stream = [r.stream_bytes / MIB / sec for r in rounds for _n, sec in r.streams if sec > 0]
+        work_ended(ctx)                         # before the checks below (zdb)
         if ctx.phase == "measure":
             if all(r.pool_bytes is not None for r in rounds):
                 ctx.cross_checks.append(self._data_check(rounds))
