@@ -5,6 +5,8 @@ judged like any other (lower is better), the share zfsperf itself took stated.""
 import json
 from pathlib import Path
 
+import pytest
+
 from zfsperf.metrics import cpucost
 from zfsperf.targets.kstat import busy_seconds, thread_name, zfs_threads
 from zfsperf.units import unit_direction
@@ -16,6 +18,9 @@ def test_the_machines_busy_time_from_this_machines_proc_stat():
     want = (first[0] + first[1] + first[2] + first[5] + first[6]) / 100     # user nice system irq softirq
     assert busy_seconds(text) == want and want > 0
     assert busy_seconds("cpu  10 0 20 1000 5 1 2 7 0 0\ncpu0 …") == 0.33   # idle, iowait, steal left out
+    for bad in ("", "cpu0 1 2 3\n"):                   # unreadable: a ValueError the target turns into None
+        with pytest.raises(ValueError):
+            busy_seconds(bad)
 
 
 def test_zfs_threads_are_kernel_threads_by_name_and_nothing_else():

@@ -191,7 +191,8 @@ ZFS_THREADS = ("txg_", "z_", "zthr_", "receive_writer", "dp_sync_taskq", "dp_zil
 def busy_seconds(proc_stat: str) -> float:
     """Every CPU's busy time in seconds from /proc/stat's first line (cpu user nice system idle
     iowait irq softirq steal …): user + nice + system + irq + softirq."""
-    first = proc_stat.splitlines()[0].split()
+    lines = proc_stat.splitlines()
+    first = lines[0].split() if lines else []
     if not first or first[0] != "cpu":
         raise ValueError("/proc/stat: its first line is not the all-CPU line")
     f = [int(x) for x in first[1:9]] + [0] * 8
