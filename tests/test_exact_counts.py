@@ -59,7 +59,7 @@ def test_what_the_pool_wrote_to_its_vdevs_from_the_captured_txgs_kstat():
 def test_the_report_line_says_each_count_with_its_unit():
     assert counts.line(counts.merged([ITER_A])) == (
         "exact counts (median per iteration): pool space per byte of data received 1.002 B/B; data (WRITE "
-        "payload) per round 4.00 MiB; WRITE records per round 32 records")
+        "payload) per round 4 MiB; WRITE records per round 32 records")
     assert counts.line(None) is None
 
 

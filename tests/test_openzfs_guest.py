@@ -125,14 +125,7 @@ def test_the_builtin_sync_write_ab_records_each_sides_own_zil_counters(guest, tm
     assert any("the ZIL per iteration: 0 log records" in n and " in 0 commits" in n for n in notes), notes
 
 
-COPIES = """
-[defaults]
-iterations = 1
-timeout = "20m"
-[defaults.pool]
-vdevs = 1
-vdev_size = "256M"
-[[test]]
+COPIES = ONE_SMALL_POOL + """[[test]]
 name = "w"
 workload = "fio"
 rw = "write"
