@@ -18,8 +18,7 @@ Phase 2, alone:
                                                              (nothing runs beside them); measured
                                                              figures are bench/'s, never a test's
 
-The host, host2 and fast lanes run at nice 10 (BACKGROUND_NICE): the guest lane's QEMU, the long
-pole, gets the CPU it asks for (about one core) and they the rest. The guest, fast and host2 lanes run each in a private mount namespace with its own empty
+The guest, fast and host2 lanes run each in a private mount namespace with its own empty
 /run/zfsperf and its own /var/tmp/zfsperf (the default vdev directory): zfsperf's one-run-at-a-time
 lock, its guards, its labs and its runs' vdev files live there, so the lanes' runs (the guest's
 measure the guest, whose TCG timings are never speeds and never judged) do not refuse each other
@@ -68,10 +67,6 @@ LANES = {
 }
 PHASES = [["host", "host2", "guest", "fast"], ["quiet"]]
 OWN_RUN_DIR = {"guest", "fast", "host2"}        # lanes in a mount namespace of their own (own_run_dir)
-# the lanes that yield the CPU to the guest lane's emulation, the long pole: at equal shares the
-# guest's build tests took 2.3 times as long beside the host lanes as alone (module directories
-# 301 s against 132 s, 2026-12-05), while the host lanes mostly wait on timed workloads
-BACKGROUND_NICE = {"host": 10, "host2": 10, "fast": 10}
 VDEVS = Path("/var/tmp/zfsperf")                # zfsperf's default vdev directory (runner.StorageOptions)
 
 
@@ -102,18 +97,6 @@ def own_run_dir(argv: list[str], vdevs: Path) -> list[str]:
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
             f'mount -t tmpfs -o mode=755 zfsperf-lane /run/zfsperf && mount --bind "$0" {VDEVS} && exec "$@"',
             str(vdevs), *argv]
-
-
-def at_lane_priority(name: str, argv: list[str]) -> list[str]:
-    """argv run at lane name's niceness (the guest lane's own, the others' BACKGROUND_NICE)."""
-    return ["nice", "-n", str(BACKGROUND_NICE[name]), *argv] if name in BACKGROUND_NICE else argv
-
-
-def lane_argv(name: str) -> list[str]:
-    """How make test starts lane name: pytest with the lane's selection, at the lane's niceness,
-    in a namespace of its own where the lane has one."""
-    argv = [*PYTEST, *LANES[name]]
-    return at_lane_priority(name, own_run_dir(argv, lane_vdevs(name)) if name in OWN_RUN_DIR else argv)
 
 
 class Lane:
@@ -196,7 +179,8 @@ def main(args: list[str]) -> int:
         for name in phase:
             if only is not None and name not in only:
                 continue
-            lane = Lane(name, lane_argv(name))
+            argv = [*PYTEST, *LANES[name]]
+            lane = Lane(name, own_run_dir(argv, lane_vdevs(name)) if name in OWN_RUN_DIR else argv)
             lane.start(out_lock)
             running.append(lane)
         try:

@@ -155,15 +155,3 @@ def test_a_lane_of_its_own_has_its_own_run_and_vdev_directories(tmp_path):
     assert res.stdout.split() == ["--"], res.stdout          # both empty, whatever the machine's hold
     assert [p.name for p in vdevs.iterdir()] == ["run-1"]   # written where the lane's directory is
     assert not Path("/var/tmp/zfsperf/run-1").exists()
-
-
-def test_the_lanes_beside_the_guest_lane_yield_it_the_cpu():
-    """The guest lane's emulation is make test's long pole (issue 84: its build tests took 2.3 times
-    as long beside the host lanes as alone): every other lane of its phase runs at a lower priority,
-    the guest lane at the priority make test has."""
-    import subprocess
-    here = os.nice(0)
-    niceness = {name: int(subprocess.run(lanes.at_lane_priority(name, ["nice"]), capture_output=True,
-                                         text=True, check=True).stdout) for name in lanes.PHASES[0]}
-    assert niceness.pop("guest") == here
-    assert niceness and all(n == min(19, here + 10) for n in niceness.values()), niceness
