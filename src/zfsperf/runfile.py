@@ -708,6 +708,8 @@ def _load_duet(raw: dict, workload: str, dataset: dict[str, Any], tunables: dict
     for k, what in (("slice", "the length of a turn"), ("settle", "left out after each switch of a turn")):
         if k in fields and not turns:
             raise InputError(f'{k} is {what}: it needs duet = "turns"', **where(k))
+    if duet and "latency_target" in fields:
+        raise InputError("a latency-target search bisects one job set's rate: it cannot duet", **where("latency_target"))
     if turns and fields.get("clients"):
         raise InputError('fio load hosts cannot take turns: its slices run on the target (drop clients, or '
                          'use duet = true)', **where("clients"))

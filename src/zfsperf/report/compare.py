@@ -27,7 +27,8 @@ from ..workloads import figure_direction, headline
 from . import abstats, classhist
 from .abstats import ALPHA, min_p, mann_whitney_p, needed_per_side, ratio_ci
 from .comparison import Comparison, FigureChange, StatusChange
-from .context import count_findings, profile_context, taskq_context, txg_context, warn_unsteady, zil_context
+from .context import (count_findings, latency_context, profile_context, taskq_context, txg_context,
+                      warn_unsteady, zil_context)
 from .designs import DRIFT_FLOOR_PCT, DRIFT_FLOOR_SOURCE, Design, beyond_floor, floor_span
 from .model import CaseData, RunData
 from .pairing import by_iteration, pairing, slice_pairs
@@ -195,6 +196,7 @@ def compare_runs(bases: list[RunData], news: list[RunData], noise_pct: float = N
         txg_context(cmp, bc.case, [c for c in bcs if c is not None], [c for c in ncs if c is not None])
         taskq_context(cmp, bc.case, [c for c in bcs if c is not None], [c for c in ncs if c is not None])
         zil_context(cmp, bc.case, [c for c in bcs if c is not None], [c for c in ncs if c is not None])
+        latency_context(cmp, bc.case, [c for c in bcs if c is not None], [c for c in ncs if c is not None])
         count_findings(cmp, bc.case, [c for c in bcs if c is not None], [c for c in ncs if c is not None])
         profile_context(cmp, (base, bc), (new, ncs[0]), bc.case, paired=False)
         cmp.classes += classhist.changes(bc, ncs[0], bc.case, paired=False)
@@ -328,6 +330,7 @@ def compare_within(run: RunData, pairs: list[tuple[CaseData, CaseData]],
         txg_context(cmp, label, [a], [b])
         taskq_context(cmp, label, [a], [b])
         zil_context(cmp, label, [a], [b])
+        latency_context(cmp, label, [a], [b])
         count_findings(cmp, label, [a], [b])
         duet, interleaved = pairing(run, a, b)
         profile_context(cmp, (run, a), (run, b), label, paired=interleaved or duet)

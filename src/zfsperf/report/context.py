@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..metrics import counts, taskq, txgtable, zil
 from ..steady.rounds import case_verdict
-from ..workloads import headline
+from ..workloads import headline, latsearch
 from . import profilediff
 from .comparison import Comparison
 from .model import CaseData, RunData
@@ -47,6 +47,22 @@ def zil_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[Ca
     if not za or not zb:
         return
     cmp.context.append(f"{label}: the ZIL per iteration: {zil.words(za)} → {zil.words(zb)}")
+
+
+def latency_context(cmp: Comparison, label: str, olds: list[CaseData], news: list[CaseData]) -> None:
+    """The two sides' latency-target searches in words (workloads/latsearch.py): how far each held
+    the same target; the verdict is latency_target_iops's row."""
+    la, lb = latsearch.merged(details(olds, "latency_search")), latsearch.merged(details(news, "latency_search"))
+    if not la or not lb:
+        return
+    what = latsearch.held_words(la)
+    if what != latsearch.held_words(lb):
+        cmp.context.append(f"{label}: the two sides searched other latency targets ({what}; {latsearch.held_words(lb)})")
+        return
+    a, b = (sum(m["iops"]) / len(m["iops"]) for m in (la, lb))
+    change = f" ({(b / a - 1) * 100:+.1f} %)" if a > 0 else ""
+    cmp.context.append(f"{label}: {what} held up to {a:,.0f} → {b:,.0f} IOPS{change}, mean of "
+                       f"{len(la['iops'])} and {len(lb['iops'])} iterations (its figure: latency_target_iops)")
 
 
 def count_findings(cmp: Comparison, label: str, olds: list[CaseData], news: list[CaseData]) -> None:

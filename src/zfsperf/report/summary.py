@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..metrics import counts, cpucost, crosscheck, profile, taskq, txgtable, zil
+from ..workloads import latsearch
 
 from ..steady.rounds import case_verdict
 from ..workloads import DURATIONS, SUMMARY_FIGURES, figure_direction, headline
@@ -60,6 +61,7 @@ class CaseReport:
     zil: dict[str, Any] | None = None     # the ZIL's counters, mean per iteration (metrics/zil.py)
     counts: dict[str, Any] | None = None  # exact counts over the iterations (metrics/counts.py)
     cpu: dict[str, Any] | None = None     # where the CPU figures' seconds came from (metrics/cpucost.py)
+    latency_search: dict[str, Any] | None = None   # a latency-target search's brackets (workloads/latsearch.py)
     profile: dict[str, Any] | None = None  # --profile: samples, the case's folded file, top shares (metrics/profile.py)
 
 
@@ -278,6 +280,7 @@ def build(run: RunData) -> RunReport:
                                 txgs=txgtable.merged(details([c], "txgs")), taskqs=taskq.merged(details([c], "taskqs")),
                                 zil=zil.merged(details([c], "zil")), counts=counts.merged(details([c], "counts")),
                                 cpu=cpucost.merged(details([c], "cpu")),
+                                latency_search=latsearch.merged(details([c], "latency_search")),
                                 profile=profile.case_summary(run.path, details([c], "profile"))))
     r = run.run
     warnings += [str(c) for c in r.target.get("caveats") or []]    # how the figures were obtained, said

@@ -28,6 +28,7 @@ from ..sshlink import again_while_refused, ssh_failed_to_start
 from ..targets.base import Target
 from ..units import parse_duration, parse_size
 from .base import CaseContext, Figures, WorkloadFailed, figure, slice_figures, work_ended
+from . import latsearch
 from .turns import take_turns
 
 RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite")
@@ -44,6 +45,10 @@ FIO_FIELDS: dict[str, tuple[Any, bool]] = {
     "compress_chunk": ((str, int), True), "sync": ((bool, str), True), "fsync": (int, True),
     "nrfiles": (int, True), "clients": (list, False), "random_distribution": (str, True),
     "slice": ((str, int, float), False), "settle": ((str, int, float), False),
+    # a latency-target search (latsearch.py): the highest rate_iops whose latency_percentile of
+    # latency_class stays at most latency_target, in latency_steps bisection steps of `runtime` each
+    "latency_target": ((str, int, float), True), "latency_percentile": ((int, float), False),
+    "latency_class": (str, False), "latency_steps": (int, False),
 }
 SYNC_MODES = ("sync", "dsync")       # fio's sync=: every write with O_SYNC, or with O_DSYNC
 SLICE = 1.0          # seconds of one side's turn in duet = "turns" (fio's runtime takes whole seconds)
@@ -90,11 +95,40 @@ def validate_job(test: dict[str, Any], where: Callable[[str], dict], prefix: str
     for v in each("bssplit"):
         if not v or any(c in v for c in "\n\r=[]"):
             raise InputError(f"not a fio bssplit: {shown(v)}", **where(prefix + "bssplit"))
+    for v in each("latency_target"):
+        try:
+            latsearch.parse_target(v)
+        except ValueError as e:
+            raise InputError(f"latency_target: {e}", **where(prefix + "latency_target")) from None
+    for v in each("latency_percentile"):
+        if v not in latsearch.PERCENTILES:
+            raise InputError(f"latency_percentile takes {', '.join(f'{k:g}' for k in latsearch.PERCENTILES)} "
+                             f"(the percentiles fio's figures carry), got {shown(v)}", **where(prefix + "latency_percentile"))
+    for v in each("latency_class"):
+        if v not in ("read", "write", "trim"):
+            raise InputError(f"latency_class takes read, write or trim, got {shown(v)}", **where(prefix + "latency_class"))
+    for v in each("latency_steps"):
+        if not 1 <= v <= latsearch.MAX_STEPS:
+            raise InputError(f"latency_steps must be between 1 and {latsearch.MAX_STEPS}, got {v}",
+                             **where(prefix + "latency_steps"))
+    if "latency_target" not in test:
+        for k in ("latency_percentile", "latency_class", "latency_steps"):
+            if k in test:
+                raise InputError(f"{k} belongs to a latency-target search: give latency_target too", **where(prefix + k))
+    elif test.get("clients"):
+        raise InputError("a latency-target search runs one job set on the target: not with clients",
+                         **where(prefix + "latency_target"))
     for h in test.get("clients", []) or []:
         host, _, port = str(h).rpartition(":") if ":" in str(h) else (str(h), "", "")
         if not isinstance(h, str) or not host or host.startswith("-") or any(c.isspace() for c in h) or \
                 (port and not port.isdigit()):
             raise InputError(f"clients: expected \"host\" or \"host:port\", got {shown(h)}", **where(prefix + "clients"))
+
+
+def latency_class(rw: str) -> str:
+    """The class a latency-target search judges when latency_class is not given: a job's reads
+    (beside writes too: rw, randrw), else its trims, else its writes."""
+    return "read" if "read" in rw or rw in ("rw", "randrw") else "trim" if rw in ("trim", "randtrim") else "write"
 
 
 def turn_lengths(fields: dict[str, Any], slice_default: float, settle_default: int) -> tuple[float, int]:
@@ -147,7 +181,8 @@ def job_lines(p: dict[str, Any], runtime: float | None) -> list[str]:
 _CLASS = r"(.+_)?(read|write|trim)"
 FIGURE_UNITS = ((_CLASS + "_iops", "IOPS"), (_CLASS + "_bw", "MiB/s"), (r"(.+_)?sync_ops", "ops"),
                 (r"(.+_)?(read|write|trim|sync)_lat_(mean|stddev|max|p50|p90|p99|p99\.9)", "us"),
-                ("iops", "IOPS"), ("bw", "MiB/s"), ("hosts", "hosts"), ("pool_.+", "us"), *CPU_FIGURE_UNITS)
+                ("iops", "IOPS"), ("bw", "MiB/s"), ("hosts", "hosts"), ("pool_.+", "us"),
+                ("latency_target_iops", "IOPS"), *CPU_FIGURE_UNITS)
 
 
 def stats_figures(classes: dict[str, fiojson.ClassStats], prefix: str = "") -> Figures:
@@ -324,7 +359,7 @@ class FioWorkload:
     duet_modes = ("together", "turns")
     turns_across_guests = False          # its turns assume one pool (not yet for build turns)
     turns_share_files = True             # its slices keep their files: tunable turns share them
-    directions = {"iops": 1, "bw": 1, "hosts": 0, "sync_ops": 0}
+    directions = {"iops": 1, "bw": 1, "hosts": 0, "sync_ops": 0, "latency_target_iops": 1}
     figure_units = FIGURE_UNITS
     fields = FIO_FIELDS
 
@@ -342,7 +377,8 @@ class FioWorkload:
     def asked_seconds(self, fields: dict[str, Any]) -> float | None:
         """runtime (10 s unless set) and its ramp_time: a time-based job runs them whole, one that is
         not runs at most that long."""
-        return parse_duration(fields.get("runtime", 10)) + parse_duration(fields.get("ramp_time", 0))
+        steps = 1 + int(fields.get("latency_steps", latsearch.DEFAULT_STEPS)) if "latency_target" in fields else 1
+        return (parse_duration(fields.get("runtime", 10)) + parse_duration(fields.get("ramp_time", 0))) * steps
 
     def kept_bytes(self, fields: dict[str, Any]) -> int | None:
         return None                      # its files are rewritten in place, or the iteration is timed
@@ -358,6 +394,8 @@ class FioWorkload:
         elif ctx.measure_seconds:
             runtime = ctx.measure_seconds
         clients = list(p.get("clients", []) or [])
+        if "latency_target" in p and ctx.phase == "measure":
+            return self._latency_search(ctx, p, runtime)
         texts = []
         for i in range(max(1, len(clients))):       # one directory per load host
             directory = f"{ctx.pool.mountpoint}/fio" + (f"/h{i}" if clients else "")
@@ -399,6 +437,46 @@ class FioWorkload:
             figs["hosts"] = figure(len(res.hosts), "hosts")
         return figs
 
+    def _latency_search(self, ctx: CaseContext, p: dict[str, Any], runtime: float) -> Figures:
+        """One iteration of a latency-target search (latsearch.py): the job unthrottled, then at
+        bisected rates; the full load's figures, and the highest rate that held the target."""
+        directory = f"{ctx.pool.mountpoint}/fio"
+        ctx.target.run(["mkdir", "-p", directory])
+        rw = str(p.get("rw", "randread"))
+        klass = p.get("latency_class") or latency_class(rw)
+        pct = float(p.get("latency_percentile", 99))
+        name = f"{klass}_lat_{latsearch.PERCENTILES[pct]}"
+        jobs = int(p.get("numjobs", 1))
+        runs: list[tuple[fiojson.FioResult, str]] = []
+
+        def step(rate: float | None) -> tuple[float, float]:
+            lines = job_lines(p, runtime)
+            if rate is not None:                  # fio's rate_iops is each job's
+                lines.append(f"rate_iops={max(1, int(round(rate / jobs)))}")
+            text = "\n".join(["[global]", f"directory={directory}", "group_reporting=1", *lines, "", "[zfsperf]", ""])
+            res, raw = run_jobfile(ctx, [text], [], tag=f".t{len(runs)}")
+            save_json(ctx, raw, f".t{len(runs)}")
+            runs.append((res, raw))
+            figs = stats_figures(res.classes)
+            if name not in figs:
+                raise WorkloadFailed(f"latency_target: fio reported no {name} (a {rw} job has no {klass} I/O)")
+            ctx.log.write(f"# latency search: {'unthrottled' if rate is None else f'rate_iops {rate:,.0f}'}: "
+                          f"{figs['iops']['value']:,.0f} IOPS, {name} {figs[name]['value']:,.0f} us")
+            return figs["iops"]["value"], figs[name]["value"]
+        found = latsearch.search(step, latsearch.parse_target(p["latency_target"]), pct, klass,
+                                 int(p.get("latency_steps", latsearch.DEFAULT_STEPS)))
+        work_ended(ctx)
+        ctx.log.write(f"# latency search: {found.sentence()}")
+        full = runs[0][0]                          # the unthrottled run: the case's usual figures
+        ctx.extra["latency_search"] = found.as_dict()
+        ctx.extra["histograms"] = histograms(full.classes)
+        ctx.extra["class_table"] = class_table(full.classes)
+        ctx.extra["latency_kind"] = {c: st.lat_kind for c, st in full.classes.items() if st.lat_kind}
+        ctx.extra["work"] = {"bytes": float(sum(st.bytes for r, _ in runs for st in r.classes.values())),
+                             "ops": float(sum(st.ios for r, _ in runs for c, st in r.classes.items() if c != "sync"))}
+        figs = stats_figures(full.classes)
+        figs["latency_target_iops"] = figure(found.low, "IOPS")
+        return figs
 
     def run_turns(self, ctxs: list[CaseContext]) -> list[Figures]:
         """Two sides (a dataset each on one pool; over a module tunable one dataset for both)

@@ -24,7 +24,8 @@ from . import fio
 from .base import CaseContext, Figures, WorkloadFailed, figure, slice_figures
 from .turns import take_turns
 
-JOB_KEYS = {k for k in fio.FIO_FIELDS if k not in ("clients", "runtime", "time_based", "slice", "settle")}
+JOB_KEYS = {k for k in fio.FIO_FIELDS if k not in ("clients", "runtime", "time_based", "slice", "settle")
+            and not k.startswith("latency_")}
 
 
 class MixedWorkload:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...units import EMULATED, format_figure
 from ...metrics import counts, cpucost, profile, taskq, txgtable, zil
+from ...workloads import latsearch
 from ..model import zfs_text
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def case_lines(case: "CaseReport") -> list[str]:
     I/O taskqs' queues, the ZIL's counters, the profile."""
     return [x for x in (steady_line(case.steady), cross_check_line(case), txgtable.line(case.txgs),
                         taskq.line(case.taskqs), zil.line(case.zil), counts.line(case.counts),
-                        cpucost.line(case.cpu),
+                        cpucost.line(case.cpu), latsearch.line(case.latency_search),
                         profile.line(case.profile)) if x]
 
 
