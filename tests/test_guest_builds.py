@@ -259,12 +259,14 @@ def test_bisect_names_the_commit_that_added_the_cost_and_resumes(lab, tmp_path, 
 
 
 def test_a_build_ab_on_kernel_openzfs_from_module_directories(lab, tmp_path):
-    """Issue 72, 1: two builds A/B'd on a kernel-OpenZFS machine by `zfsperf run --build NAME=DIR`,
+    """Issue 72, 1: two builds A/B'd on a kernel-OpenZFS machine by `zfsperf run --build NAME=...`,
     not only in zfsperf's own guest: here the guest is that machine, zfsperf runs in it as a local
-    process, and the two builds' modules (the base and the planted 100 ms-a-WRITE pause, built on
-    this host for the guest's kernel) are directories it reads where this host has them (zfsperf in
-    the guest runs in the host's root, chrooted over the guest's /proc, /sys and /dev). Each case's build loaded before its pool (srcversion read back, in the case log), the
-    planted cost WORSE, the machine's own build loaded back at the end."""
+    process (in the host's root, chrooted over the guest's /proc, /sys and /dev). One side is a
+    commit of the repository (`base=REPO@COMMIT`: OpenZFS source, which zfsperf compiles for the
+    machine's running kernel, here found in the build cache, where this host built it for the
+    guest's kernel: compiling under TCG would take hours), the other a directory of modules (the
+    planted 100 ms-a-WRITE pause). Each case's build loaded before its pool (srcversion read back,
+    in the case log), the planted cost WORSE, the machine's own build loaded back at the end."""
     from zfsperf.guest.source import SourceBuilder
     repo, commits, g = lab
     own = srcversion(g)
@@ -272,14 +274,22 @@ def test_a_build_ab_on_kernel_openzfs_from_module_directories(lab, tmp_path):
     dirs = {k: sb.build_commit(repo, commits[k]).modules for k in ("base", "cost")}    # cached by the tests above
     rf = write_runfile(tmp_path, BUILD_RECV.replace('name = "recv"', 'name = "onhost"'))
     res = zfsperf("guest", "run", "--", "run", "-r", str(rf), "--seed", "3", "-o", str(tmp_path / "o"),
-                  *[x for k, d in dirs.items() for x in ("--build", f"{k}={d}")], timeout=3600)
+                  "--build", f"base={repo}@{commits['base'][:10]}", "--build", f"cost={dirs['cost']}", timeout=3600)
     assert res.returncode == 0, why(res)
+    assert re.search(r"^build: OpenZFS \S+ @ %s for 6\.\S+ is cached in " % commits["base"][:12], res.stdout, re.M), \
+        res.stdout[:3000]
     d = last_dir(res.stdout)
     recs = records(d)
     assert [r["status"] for r in recs] == ["PASS"] * 12 and {r["sweep"]["build"] for r in recs} == {"base", "cost"}
     run = json.loads((d / "run.json").read_text())
     assert run["target"]["implementation"] == "openzfs-linux" and run["selection"]["interleave"] is True
     assert run["builds"]["base"]["modules"] == str(dirs["base"])
+    assert run["builds"]["base"]["info"]["commit"] == commits["base"] and run["builds"]["base"]["info"]["kind"] == "source"
+    # what each side ran with: its module's version, and the machine's one userland (the same series)
+    for k in ("base", "cost"):
+        b = run["builds"][k]
+        assert b["module_version"].startswith("2.3.") and b["userland"].startswith("zfs-2.3."), b
+        assert "userland_note" not in b, b
     assert run["builds"]["base"]["srcversion"] != run["builds"]["cost"]["srcversion"]
     log = "".join(p.read_text() for p in sorted((d / "logs").glob("*.log")))
     assert f"build cost, srcversion {run['builds']['cost']['srcversion']}" in log, log[-3000:]
@@ -287,6 +297,47 @@ def test_a_build_ab_on_kernel_openzfs_from_module_directories(lab, tmp_path):
               if c["figure"] == "throughput")
     assert ch["verdict"] == "worse" and ch["design"] == "paired" and ch["ci_pct"][1] < 0, ch
     assert srcversion(g) == own                                         # the machine's own build back
+
+
+def test_a_local_build_ab_killed_with_9_is_undone_by_the_next_start(lab, tmp_path):
+    """Issue 72, 2: zfsperf on a kernel-OpenZFS machine (the guest, zfsperf in it as a local process)
+    killed with -9 while another build's module is loaded: the journal kept the machine's own build
+    before the first unload, and the next zfsperf start loads it back before anything else and says
+    so (srcversion read back)."""
+    from zfsperf.guest.source import SourceBuilder
+    repo, commits, g = lab
+    own = srcversion(g)
+    # two builds whose modules differ from the machine's own (the base commit is the guest's own
+    # source: its srcversion is the guest's)
+    dirs = {k: SourceBuilder().build_commit(repo, commits[k]).modules for k in ("comment", "cost")}
+    rf = write_runfile(tmp_path, BUILD_RECV.replace('name = "recv"', 'name = "killed"'))
+    exchange = Path(g.state().exchange)
+    before = set(exchange.glob("*"))
+    p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "guest", "run", "--", "run", "-r", str(rf),
+                          "-o", str(tmp_path / "k"), *[x for k, d in dirs.items() for x in ("--build", f"{k}={d}")]],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 900
+        while not any("# module: this machine: build " in f.read_text(errors="replace")
+                      for d in set(exchange.glob("*")) - before for f in d.glob("*/logs/killed*.log")):
+            assert p.poll() is None and time.monotonic() < deadline, "no build was loaded"
+            time.sleep(0.5)
+        assert srcversion(g) != own                         # another build's module is loaded now
+        # zfsperf in the guest: its pid in the pidfile `guest run` reads to pass signals on
+        killed = Ssh(g.state().url(), g.ssh_options()).run(["sh", "-c", "kill -9 $(cat /hostroot/run/zfsperf-guest/*.pid)"])
+        assert killed.ok, killed.stderr
+        assert p.wait(timeout=120) != 0
+    finally:
+        p.kill()
+        p.wait()
+    assert srcversion(g) != own, "nothing loaded the machine's own build back yet"
+    (tmp_path / "next").mkdir()
+    nxt = zfsperf("guest", "run", "--", "run", "-x", "-r", str(write_runfile(tmp_path / "next", BUILD_RECV)),
+                  "-o", str(tmp_path / "next" / "res"), timeout=1800)
+    assert nxt.returncode == 0, why(nxt)
+    said = [ln for ln in (nxt.stdout + nxt.stderr).splitlines() if "journal: " in ln]
+    assert any("journal: restored zfs module build = " in ln for ln in said), said
+    assert srcversion(g) == own                                  # the machine's own build loaded back
 
 
 def test_build_a_b_refuses_duet_and_mixed_series_before_building(tmp_path):

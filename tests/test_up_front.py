@@ -8,6 +8,8 @@ No ZFS is reached: fast."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from helpers import zfsperf
@@ -81,7 +83,14 @@ def test_dry_run_checks_everything_and_touches_nothing(tmp_path):
 
 @pytest.mark.parametrize("argv,said", [
     (["--build", "a=/nonexistent-build", "--build", "b=/nonexistent-build"],
-     "--build: build a: /nonexistent-build has no spl.ko or zfs.ko"),
+     "--build: build a: /nonexistent-build is not a directory (of built modules, or of OpenZFS source)"),
+    (["--build", "a={empty}", "--build", "b={dir}"],
+     "--build: build a: {empty} has neither spl.ko and zfs.ko (a directory of built modules) nor a META file"),
+    (["--build", "a={repo}@no-such-rev", "--build", "b={dir}"], "--build: 'no-such-rev' is not a commit of {repo}"),
+    (["--build", "a={repo}@HEAD", "--build", "b={dir}", "--target", "guest"],
+     "--build: build a: {repo}@HEAD is source: `zfsperf guest ab` builds source for the guest"),
+    (["--build", "a={repo}@HEAD", "--build", "b={dir}", "--target", "zfs-fuse"],
+     "--build: zfs-fuse has no kernel module to swap"),
     (["--build", "a=relative/dir", "--build", "b=/x"], "--build: build a: DIR must be an absolute path"),
     (["--build", "a b=/x", "--build", "b=/x"], "--build: takes NAME=DIR"),
     (["--build", "{dir}"], "--build: two builds or more to compare"),
@@ -90,14 +99,26 @@ def test_dry_run_checks_everything_and_touches_nothing(tmp_path):
 ])
 def test_a_build_ab_of_module_directories_is_refused_up_front(argv, said, tmp_path):
     """`zfsperf run --build NAME=DIR` (issue 72, 1): an A/B of builds on kernel OpenZFS from
-    directories of their modules. What cannot run is refused before anything is made: a directory
-    without spl.ko and zfs.ko, a relative one, a malformed NAME, one build alone, zfs-fuse (no
-    module to swap); no results directory."""
+    directories of their modules, or from OpenZFS source (a tree, or a commit DIR@REV). What cannot
+    run is refused before anything is made: a directory neither of modules nor of source, a commit
+    the repository has not, a relative one, a malformed NAME, one build alone, source for the guest
+    (guest ab's), zfs-fuse (no module to swap); no results directory, nothing built."""
     d = tmp_path / "build"
     d.mkdir()
     for m in ("spl.ko", "zfs.ko"):
         (d / m).write_bytes(b"")
-    argv = [a.replace("{dir}", f"a={d}" if a == "{dir}" else str(d)) for a in argv]
-    res = zfsperf("run", "-r", "quick", *argv, "-o", str(tmp_path / "res"), "--no-history")
+    (tmp_path / "empty").mkdir()
+    repo = tmp_path / "zfs"
+    repo.mkdir()
+    (repo / "META").write_text("Meta: 1\nName: zfs\nVersion: 2.4.99\nRelease: 1\n")
+    for args in (["init", "-q"], ["add", "META"], ["commit", "-qm", "import"]):
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args], check=True)
+    subs = {"{dir}": str(d), "{empty}": str(tmp_path / "empty"), "{repo}": str(repo)}
+    argv = [f"a={d}" if a == "{dir}" else a for a in argv]
+    for k, v in subs.items():
+        argv = [a.replace(k, v) for a in argv]
+        said = said.replace(k, v)
+    res = zfsperf("run", "-r", "quick", *argv, "-o", str(tmp_path / "res"), "--no-history",
+                  env={"ZFSPERF_GUEST_CACHE": str(tmp_path / "cache")})
     assert res.returncode == 2 and said in res.stderr, res.stderr
-    assert not (tmp_path / "res").exists()
+    assert not (tmp_path / "res").exists() and not (tmp_path / "cache").exists()

@@ -5,7 +5,9 @@ outside guest/."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Protocol
+
+SOURCE_KIND = "source"          # BuildRef.info["kind"] of a side built from OpenZFS source
 
 
 @dataclass
@@ -23,3 +25,16 @@ class BuildRef:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "BuildRef":
         return cls(d["name"], d["label"], d.get("modules"), d.get("info") or {})
+
+    def unbuilt(self) -> bool:
+        """A side given as source whose modules are not built yet (never the machine's own build)."""
+        return self.modules is None and self.info.get("kind") == SOURCE_KIND
+
+
+class BuildSources(Protocol):
+    """How a run's sides given as source become modules (the application's buildsource.py, handed
+    to the runner): checked with the rest of the input, compiled once the input is whole."""
+
+    def check(self, builds: dict[str, BuildRef]) -> None: ...
+
+    def compile(self, builds: dict[str, BuildRef], say: Callable[[str], None]) -> None: ...

@@ -9,6 +9,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .buildref import BuildRef
@@ -109,14 +110,24 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
                       html=not args.no_html, store=None if args.no_history else (args.store or ""),
                       profile=args.profile),
         resume=args.resume, cleanup=args.cleanup, dry_run=args.dry_run, check=args.check,
-        argv=redact_argv(["zfsperf", *argv]), keep_signal_handlers=True)
+        argv=redact_argv(["zfsperf", *argv]), keep_signal_handlers=True,
+        build_sources=_sources() if any(b.unbuilt() for b in builds.values()) else None)
     return Runner(opts).run()
+
+
+def _sources() -> Any:
+    from .buildsource import Sources
+    return Sources()
 
 
 def _builds(items: list[str], target: str) -> dict[str, BuildRef]:
     """--build NAME=DIR, two or more: the sides of a build A/B, each a directory of an OpenZFS
-    build's kernel modules; checked before anything starts (on this machine: its spl.ko and zfs.ko
-    are there; over ssh the run checks them on the target before the first unload)."""
+    build's kernel modules (on this machine: its spl.ko and zfs.ko are there; over ssh the run
+    checks them on the target before the first unload) or, on this machine, OpenZFS source (DIR or
+    DIR@REV: buildsource.py); checked before anything starts."""
+    if not items:
+        return {}
+    from .buildsource import is_modules_dir, source_ref
     out: dict[str, BuildRef] = {}
     for it in items:
         name, eq, where = it.partition("=")
@@ -126,12 +137,10 @@ def _builds(items: list[str], target: str) -> dict[str, BuildRef]:
             raise InputError(f"build {name} is given twice", field="--build")
         if not os.path.isabs(where):
             raise InputError(f"build {name}: DIR must be an absolute path, got {shown(where)}", field="--build")
-        if not target.startswith("ssh://"):
-            missing = [m for m in ("spl.ko", "zfs.ko") if not os.path.isfile(os.path.join(where, m))]
-            if missing:
-                raise InputError(f"build {name}: {where} has no {' or '.join(missing)} (a directory of an OpenZFS "
-                                 "build's kernel modules)", field="--build")
-        out[name] = BuildRef(name, f"the modules in {where}", where.rstrip("/") or "/")
+        if target.startswith("ssh://") or is_modules_dir(where):
+            out[name] = BuildRef(name, f"the modules in {where}", where.rstrip("/") or "/")
+        else:                                # OpenZFS source, compiled for this machine's kernel
+            out[name] = source_ref(name, where, target)
     if len(out) == 1:
         raise InputError("two builds or more to compare (--build a=DIR --build b=DIR)", field="--build")
     return out

@@ -172,6 +172,9 @@ def plan_lines(plan: Plan, cases: list[Case], target: Expected, *, outdir: str, 
            f"  checked   {', '.join(checked)}"]
     if target.impl is None:
         out.append("            (what the target's own ZFS takes is checked once it is connected, before any pool)")
+    for b in plan.builds.values():
+        out.append(f"  build     {b.name}: {b.label}" + (" (compiled before the run, or found cached)"
+                                                         if b.modules is None else ""))
     biggest = 0
     for name, cs in by_test.items():
         t = cs[0].test

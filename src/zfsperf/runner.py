@@ -34,6 +34,7 @@ from .report.tables import case_tables
 from .runfile import Case, Runfile, refuse_load_scope
 from .sides import Sides, choose
 from .plan import Choice, Plan
+from .buildref import BuildSources
 from .opentarget import Expected, check_spec, expected, open_target, open_twin, reloads_modules, turn_pair
 from . import dryrun
 from .targets.base import Target
@@ -41,7 +42,7 @@ from .tunables import Journal, replay
 from .tunables.journal import journal_path
 from .ui import Console
 from .case import CaseRunner
-from .tunables.modswitch import ModuleSwitch
+from .tunables.modswitch import ModuleSwitch, userland_note
 from .tunables.impls import ImplPin
 from .control import Control, Interrupted
 from .workloads import SUMMARY_FIGURES, WORKLOADS
@@ -93,6 +94,7 @@ class RunOptions:
     # the CLI's process ends right after run(): keep recording signals to the end, so that one that
     # lands after the summary is moot instead of killing a run that had finished
     keep_signal_handlers: bool = False
+    build_sources: BuildSources | None = None   # how --build sides given as source are compiled (buildsource.py)
 
     @classmethod
     def of(cls, **flat: Any) -> "RunOptions":
@@ -276,6 +278,11 @@ class Runner:
         if self.plan.builds and self.expected.impl == "zfs-fuse":
             raise InputError("zfs-fuse has no kernel module to swap: a build A/B needs kernel OpenZFS (--target "
                              "openzfs, guest or ssh://)", field="--build")
+        if any(b.unbuilt() for b in self.plan.builds.values()):
+            if self.opts.build_sources is None:        # never taken for the machine's own build
+                raise InputError("a build given as source needs a compiler of sources (the command line's)",
+                                 field="--build")
+            self.opts.build_sources.check(self.plan.builds)
         dryrun.target_check(cases, self.expected.impl, self.plan.runfile, tunables=self.expected.tunables)
         return cases, self._check_store()
 
@@ -306,6 +313,8 @@ class Runner:
             return 0
         # one run at a time on a machine, and the machine looked at before anything is touched
         self.lock.acquire(opts.argv)
+        if self.opts.build_sources is not None:   # sides given as source compiled first, before the machine is looked at
+            self.opts.build_sources.compile(self.plan.builds, self.ui.say)
         self.before = self._machine_check(strict=opts.check == "strict")
         # 2. Nothing of an earlier zfsperf may run beside this one's measurements.
         leftovers.before_a_run(opts.cleanup, self.ui.say)
@@ -414,6 +423,11 @@ class Runner:
         if self.switch is not None:
             for k, src in self.switch.srcversions.items():
                 run_info.builds.setdefault(k, {})["srcversion"] = src
+            for k, ver in self.switch.versions.items():       # what each side ran: its module, the one userland
+                run_info.builds.setdefault(k, {}).update({"module_version": ver, "userland": self.switch.userland})
+                note = userland_note(ver, self.switch.userland)
+                if note:
+                    run_info.builds[k]["userland_note"] = note
         twin = self.cases.twin if self.cases is not None else None
         if twin is not None and twin.switch is not None:
             for k, src in twin.switch.srcversions.items():     # the same build, the other guest

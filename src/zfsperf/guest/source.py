@@ -73,18 +73,19 @@ class Tree:
         return f"OpenZFS {self.version} (tree {(self.content_hash or '')[:12]})" + again
 
 
-def read_meta(src: Path) -> tuple[str, str]:
+def read_meta(src: Path, any_series: bool = False) -> tuple[str, str]:
     """(version, series) from an OpenZFS tree's META file; bad input names the file and field."""
     meta = src / "META"
     try:
         text = meta.read_text()
     except OSError:
         raise InputError(f"{src} is not an OpenZFS source tree (no META file)", field="--zfs-src") from None
-    return parse_meta(text, str(meta))
+    return parse_meta(text, str(meta), any_series)
 
 
-def parse_meta(text: str, where: str) -> tuple[str, str]:
-    """(version, series) from the text of a META file (`where` names it in errors)."""
+def parse_meta(text: str, where: str, any_series: bool = False) -> tuple[str, str]:
+    """(version, series) from the text of a META file (`where` names it in errors). any_series: a
+    series the guest has no userland for is taken (a build for a machine's own kernel and userland)."""
     meta = where
     fields = {}
     for line in text.splitlines():
@@ -95,7 +96,7 @@ def parse_meta(text: str, where: str) -> tuple[str, str]:
     if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
         raise InputError(f"no Version like 2.3.2 (got {version!r})", file=str(meta), field="Version")
     series = ".".join(parts[:2])
-    if series not in VERSIONS:
+    if series not in VERSIONS and not any_series:
         raise InputError(f"OpenZFS {version}: the guest has Debian's userland for {', '.join(sorted(VERSIONS))} "
                          "only, and a module of another series would not match it", file=str(meta), field="Version")
     release = fields.get("Release", "")
@@ -172,12 +173,12 @@ def content_hash(src: Path, files: list[str]) -> str:
     return h.hexdigest()
 
 
-def identify(src: Path, commit: str | None = None) -> Tree:
+def identify(src: Path, commit: str | None = None, any_series: bool = False) -> Tree:
     """The tree at `src`; `commit` names it when it was exported from a repository (a bisect step)."""
     src = src.resolve()
     if not src.is_dir():
         raise InputError(f"{src} is not a directory", field="--zfs-src")
-    version, series = read_meta(src)
+    version, series = read_meta(src, any_series)
     files = tree_files(src)
     if commit is not None:
         return Tree(str(src), version, series, commit=commit)
@@ -192,7 +193,7 @@ def identify(src: Path, commit: str | None = None) -> Tree:
 
 @dataclass
 class ModuleBuild:
-    """A built pair of modules for the guest kernel."""
+    """A built pair of modules for one kernel (the guest's, or a machine's running kernel)."""
     dir: Path
     tree: Tree
     kernel: str
@@ -247,16 +248,20 @@ def sync_tree(src: Path, files: list[str], dest: Path) -> list[str]:
 
 
 class SourceBuilder:
-    """Build (or find cached) the modules of one source tree for the guest kernel."""
+    """Build (or find cached) the modules of one source tree for the guest kernel, or (kernel and
+    any_series given) for a machine's own running kernel, whose headers are where its distribution
+    puts them (/lib/modules/<kernel>/build) and whose userland is its own."""
 
     def __init__(self, say: Callable[[str], None] = print, log: proc.CommandLog = proc.NULL_LOG,
-                 jobs: int | None = None, kernel: str | None = None) -> None:
+                 jobs: int | None = None, kernel: str | None = None, any_series: bool = False,
+                 what: str = "guest build") -> None:
         self.say, self.log = say, log
         self.jobs = jobs or os.cpu_count() or 2
         self._kernel = kernel             # the guest kernel's ABI, when the caller knows it already
+        self.any_series, self.what = any_series, what
 
     def _step(self, name: str, fn: Callable[[], object]) -> object:
-        self.say(f"guest build: {name} ...")
+        self.say(f"{self.what}: {name} ...")
         return fn()
 
     def kernel(self, series: str) -> str:
@@ -270,7 +275,7 @@ class SourceBuilder:
         """Modules of the tree at `src` as it is (a git work tree: its commit, dirty or not).
         rebuild: compiled again in a second build tree of the source's own (the A/A′ floor: the
         same source, another build), cached apart from the first."""
-        tree = replace(identify(src), rebuilt=rebuild)     # bad input is refused before anything is written
+        tree = replace(identify(src, any_series=self.any_series), rebuilt=rebuild)   # bad input refused before anything is written
         bt = _second(build_tree_for(src), rebuild)
         with build_tree_lock(bt, self.say):
             return self._build(tree, bt)
@@ -279,18 +284,40 @@ class SourceBuilder:
         """Modules of commit `rev` of the git repository `repo`, exported with `git archive` to a
         stage directory (the repository and its work tree are not touched); rebuild as build()."""
         full = commit_of(repo, rev)
+        cached = self.cached_commit(full, rebuild)
+        if cached is not None:              # nothing exported or compiled (a resumed bisect, a machine's run)
+            cached.tree.path = str(repo.resolve())
+            return cached
         bt = _second(build_tree_for(repo), rebuild)
         with build_tree_lock(bt, self.say):
             stage = cache_root() / "stage" / hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:12]
             export_commit(repo, full, stage)
-            mb = self._build(replace(identify(stage, full), rebuilt=rebuild), bt)
+            mb = self._build(replace(identify(stage, full, self.any_series), rebuilt=rebuild), bt)
         mb.tree.path = str(repo.resolve())
+        return mb
+
+    def cached_commit(self, full: str, rebuild: bool = False) -> ModuleBuild | None:
+        """The complete cached build of commit `full` for this builder's kernel, or None (the
+        kernel's ABI known without fetching anything: given, as for a machine's own kernel)."""
+        if self._kernel is None:
+            return None
+        key = Tree("", "", "", commit=full, rebuilt=rebuild).key
+        out = cache_root() / f"src-{key}-{self._kernel}"
+        try:
+            info = json.loads((out / "build.json").read_text())
+            tree = Tree(**{f: info[f] for f in Tree.__dataclass_fields__})
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        mb = ModuleBuild(out, tree, self._kernel)
+        if not mb.complete() or tree.commit != full:
+            return None
+        self.say(f"{self.what}: {tree.label} for {self._kernel} is cached in {out}")
         return mb
 
     def build_in(self, src: Path, bt: Path) -> ModuleBuild:
         """Modules of the tree at `src` built in the build tree `bt` (the guest build's, for
         Debian's source: see build.Builder), which holds every module built when this returns."""
-        tree = identify(src)
+        tree = identify(src, any_series=self.any_series)
         with build_tree_lock(bt, self.say):
             return self._build(tree, bt, reuse=False)
 
@@ -299,7 +326,7 @@ class SourceBuilder:
         out = cache_root() / f"src-{tree.key}-{kv}"
         mb = ModuleBuild(out, tree, kv)
         if reuse and mb.complete():
-            self.say(f"guest build: {tree.label} for {kv} is cached in {out}")
+            self.say(f"{self.what}: {tree.label} for {kv} is cached in {out}")
             return mb
         files = tree_files(Path(tree.path))
         bt.mkdir(parents=True, exist_ok=True)
@@ -308,7 +335,7 @@ class SourceBuilder:
         times: dict[str, float] = {}
 
         def step(name: str, fn: Callable[[], object]) -> object:
-            self.say(f"guest build: {tree.label}: {name} ...")
+            self.say(f"{self.what}: {tree.label}: {name} ...")
             t0 = time.monotonic()
             try:
                 return fn()
@@ -329,7 +356,7 @@ class SourceBuilder:
             (bt / ".zfsperf-kernel").unlink(missing_ok=True)
             step("configure", lambda: configure_modules(bt, kv, logs / "configure.log"))
             (bt / ".zfsperf-kernel").write_text(kv)
-        self.say(f"guest build: {tree.label}: {len(changed)} file(s) changed since the last build in {bt}")
+        self.say(f"{self.what}: {tree.label}: {len(changed)} file(s) changed since the last build in {bt}")
         step(f"make -j{self.jobs}", lambda: make_modules(bt, self.jobs, logs / "make.log"))
         mods = out / "modules"
         mods.mkdir(exist_ok=True)
@@ -343,7 +370,7 @@ class SourceBuilder:
         (out / "build.json").write_text(json.dumps({"format": SOURCE_FORMAT, **mb.info(), "seconds": times,
                                                     "changed_files": len(changed), "built": time.time()},
                                                    indent=1))
-        self.say(f"guest build: {tree.label} for {kv}: {out} "
+        self.say(f"{self.what}: {tree.label} for {kv}: {out} "
                  f"({', '.join(f'{k} {v:.0f} s' for k, v in times.items())})")
         return mb
 
@@ -401,11 +428,11 @@ def _autogen(tree: Path, log: Path) -> None:
         raise TargetError(f"./autogen.sh failed (see {log}): {res.error_text()[-500:]}")
 
 
-def commit_of(repo: Path, rev: str) -> str:
+def commit_of(repo: Path, rev: str, field: str = "--good/--bad") -> str:
     """The full hash of commit `rev` of the git repository at `repo` (bad input: InputError)."""
     res = _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}")
     if not res.ok:
-        raise InputError(f"{rev!r} is not a commit of {repo}", field="--good/--bad")
+        raise InputError(f"{rev!r} is not a commit of {repo}", field=field)
     return res.stdout.strip()
 
 
@@ -424,11 +451,29 @@ def export_commit(repo: Path, rev: str, dest: Path) -> str:
     return full
 
 
+def kernel_headers(kv: str) -> tuple[Path, Path] | None:
+    """(source, objects) of kernel `kv`'s headers, as OpenZFS's configure takes them (--with-linux,
+    --with-linux-obj): Debian's packages' directories (the guest kernel's, fetched by the guest
+    build), else where a machine's headers package links them (/lib/modules/<kv>/source, build);
+    None when there are none."""
+    common = kv[: -len("-amd64")] + "-common" if kv.endswith("-amd64") else kv
+    debian = (Path(f"/usr/src/linux-headers-{common}"), Path(f"/usr/src/linux-headers-{kv}"))
+    if all(p.is_dir() for p in debian):
+        return debian
+    obj = Path("/lib/modules") / kv / "build"
+    if not obj.is_dir():
+        return None
+    src = obj.parent / "source"
+    return (src if src.is_dir() else obj), obj
+
+
 def configure_modules(tree: Path, kv: str, log: Path) -> None:
     """`./configure` of an OpenZFS tree for kernel modules only, against kernel `kv`'s headers."""
-    common = kv[: -len("-amd64")] + "-common" if kv.endswith("-amd64") else kv
+    headers = kernel_headers(kv)
+    if headers is None:
+        raise TargetError(f"no headers of kernel {kv} here (/lib/modules/{kv}/build): install its headers package")
     res = build_step(["./configure", "--prefix=/usr", "--with-config=kernel",
-                      f"--with-linux=/usr/src/linux-headers-{common}", f"--with-linux-obj=/usr/src/linux-headers-{kv}"],
+                      f"--with-linux={headers[0]}", f"--with-linux-obj={headers[1]}"],
                      tree, 3600, log)
     if not res.ok:
         raise TargetError(f"OpenZFS configure failed (see {log}): {res.error_text()[-500:]}")

@@ -61,6 +61,8 @@ class ModuleSwitch:
         self.current: tuple[str | None, dict[str, str]] | None = None if builds else (None, {})
         self.original: dict[str, str] = {}       # each load-scope tunable changed -> its value before
         self.srcversions: dict[str, str] = {}     # build name -> the loaded module's srcversion
+        self.versions: dict[str, str] = {}        # build name -> the loaded module's version string
+        self.userland = ""                        # the machine's ZFS userland, every side's (`zfs version`)
         self.loaded = ""                          # what is loaded, in words (for each case's log)
         self.swaps = 0
 
@@ -71,6 +73,8 @@ class ModuleSwitch:
         if refusals:
             raise Refused(f"the {self.where}'s zfs module will not be unloaded for a build A/B or a load-scope "
                           "tunable: " + "; ".join(refusals))
+        res = self.target.run(["zfs", "version"])
+        self.userland = res.stdout.splitlines()[0].strip() if res.ok and res.stdout.strip() else ""
         for b in self.builds.values():
             if b.modules is None:
                 continue
@@ -107,6 +111,12 @@ class ModuleSwitch:
                                  what=f"build {name}" if name is not None else "the guest's own build")
         if name is not None:
             self.srcversions[name] = src
+            if name not in self.versions:
+                ver = self.target.run(["cat", "/sys/module/zfs/version"])
+                self.versions[name] = ver.stdout.strip() if ver.ok else ""
+                note = userland_note(self.versions[name], self.userland)
+                if note and self.log is not None:
+                    self.log.write(f"# build {name}: {note}")
         which = (f"{'build ' + name if name is not None else 'its own build'}"
                  + (f" with {' '.join(f'{k}={v}' for k, v in options.items())}" if options else ""))
         self.pin.after_load(lambda argv: self.target.run(argv), self.params, f"{self.where}, {which}",
@@ -157,3 +167,20 @@ def swap_refusals(target: Target) -> list[str]:
                        "no pool of zfsperf's imported)")
     return out
 
+
+
+def series(version: str) -> str | None:
+    """The major.minor of a ZFS version string ("zfs-2.3.2-2~bpo12+2", "2.4.99-1"), or None."""
+    import re
+    m = re.search(r"(\d+)\.(\d+)", version)
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def userland_note(module: str, userland: str) -> str | None:
+    """What a build's module beside the machine's userland deserves a word on: another series, whose
+    ioctls the userland may not speak (None: the same series, or either unknown)."""
+    a, b = series(module), series(userland)
+    if a is None or b is None or a == b:
+        return None
+    return (f"its module is OpenZFS {module}, the userland every side runs with is {userland} (series {a} "
+            f"against {b}): a command the two disagree on fails, and the case with it")

@@ -1,0 +1,75 @@
+"""`run --build NAME=SRC` (issue 72, 1): a side given as OpenZFS source, a tree or a commit,
+compiled for the running kernel of the machine zfsperf runs on. Here without compiling: a real git
+repository and a build cache holding that commit's build for a kernel, so the side is found cached
+(nothing exported, nothing compiled), and a kernel without headers is refused before anything is
+made. The compile itself is guest/source.py's (tests/test_guest_builds.py builds with it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from zfsperf import buildsource
+from zfsperf.buildref import BuildRef
+from zfsperf.errors import InputError
+
+META = "Meta: 1\nName: zfs\nVersion: 2.4.99\nRelease: 1\n"
+
+
+def repo(path):
+    path.mkdir()
+    (path / "META").write_text(META)
+    for args in (["init", "-q"], ["add", "META"], ["commit", "-qm", "import"]):
+        subprocess.run(["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args],
+                       check=True)
+    return subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_a_commit_built_for_the_running_kernel_is_found_in_the_cache(tmp_path, monkeypatch):
+    src = tmp_path / "zfs"
+    full = repo(src)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(cache))
+    monkeypatch.setattr(buildsource, "running_kernel", lambda: "6.1.0-57-amd64")
+    ref = buildsource.source_ref("base", f"{src}@HEAD", "auto")
+    assert ref.modules is None and ref.info["rev"] == full and ref.info["version"] == "2.4.99-1"
+    assert not cache.exists()                               # validated, nothing written
+    built = cache / f"src-{full[:12]}-6.1.0-57-amd64"
+    (built / "modules").mkdir(parents=True)
+    for m in ("spl.ko", "zfs.ko"):
+        (built / "modules" / m).write_bytes(b"\x7fELF")
+    (built / "build.json").write_text(json.dumps({
+        "format": 1, "kind": "source", "label": f"OpenZFS 2.4.99-1 @ {full[:12]}", "kernel": "6.1.0-57-amd64",
+        "dir": str(built), "path": "/elsewhere", "version": "2.4.99-1", "series": "2.4", "commit": full,
+        "dirty": False, "content_hash": None, "rebuilt": False}))
+    said: list[str] = []
+    builds = {"base": ref, "pr": BuildRef("pr", "the modules in /m", "/m")}
+    buildsource.compile_sources(builds, said.append)
+    assert ref.modules == str(built / "modules") and builds["pr"].modules == "/m"
+    assert ref.info["commit"] == full and ref.info["kernel"] == "6.1.0-57-amd64" and ref.info["path"] == str(src)
+    assert any("is cached in" in s for s in said), said
+    assert not (cache / "stage").exists() and not (cache / "trees").exists()   # nothing exported or compiled
+
+
+def test_source_for_a_kernel_without_headers_here_is_refused(tmp_path, monkeypatch):
+    src = tmp_path / "zfs"
+    repo(src)
+    monkeypatch.setattr(buildsource, "running_kernel", lambda: "0.0.0-no-such-kernel")
+    builds = {"a": buildsource.source_ref("a", str(src), "auto"), "b": BuildRef("b", "m", "/m")}
+    with pytest.raises(InputError) as e:
+        buildsource.check_headers(builds)
+    assert e.value.field == "--build" and "/lib/modules/0.0.0-no-such-kernel/build" in str(e.value)
+    buildsource.check_headers({"b": builds["b"]})        # directories of modules need none
+
+
+def test_a_module_of_another_series_than_the_userland_is_said():
+    from zfsperf.tunables.modswitch import series, userland_note
+    assert series("zfs-2.3.2-2~bpo12+2") == "2.3" and series("2.4.99-1") == "2.4" and series("unknown") is None
+    assert userland_note("2.3.2-2~bpo12+2", "zfs-2.3.2-2~bpo12+2") is None
+    assert userland_note("2.3.4-1", "zfs-2.3.2-1") is None                    # one series
+    assert userland_note("", "zfs-2.3.2-1") is None                          # not known: nothing said
+    note = userland_note("2.4.99-1", "zfs-2.3.2-2~bpo12+2")
+    assert note and "series 2.4 against 2.3" in note and "fails" in note
