@@ -51,6 +51,7 @@ from ..redact import redact, scrub
 from ..safepaths import check_place
 from ..report.model import RunData
 from ..tunables.impls import chosen_all
+from ..metrics import counts, zil
 
 SCHEMA_VERSION = 4
 RUN_COLUMNS = ("path", "name", "started", "host", "os", "kernel", "implementation", "zfs_version", "pool_version",
@@ -418,6 +419,25 @@ def figure_rows(run_id: int, run: RunData) -> Iterator[tuple[Any, ...]]:
                 continue
             yield (run_id, cd.test, cd.workload, cd.case, name, cd.unit(name), len(vals), passed, total,
                    *_median_mean_sd(vals))
+        for name, (unit, vals) in count_series(cd).items():
+            yield (run_id, cd.test, cd.workload, cd.case, name, unit, len(vals), passed, total, *_median_mean_sd(vals))
+
+
+def count_series(cd: Any) -> dict[str, tuple[str, list[float]]]:
+    """What a case's passed iterations counted beside their figures, as series of their own: the
+    exact counts (metrics/counts.py: `count_<name>`, their denominator left out) and the ZIL's
+    counters (metrics/zil.py), so that a behaviour change is a change point in history too."""
+    out: dict[str, tuple[str, list[float]]] = {}
+    for r in cd.passed:
+        c = (r.detail or {}).get("counts") or {}
+        for name, (_what, unit) in counts.COUNTS.items():
+            if isinstance(c.get(name), (int, float)):
+                out.setdefault(f"count_{name}", (unit, []))[1].append(float(c[name]))
+        z = (r.detail or {}).get("zil") or {}
+        for name in zil.FIELDS:
+            if "unavailable" not in z and isinstance(z.get(name), (int, float)):
+                out.setdefault(name, ("count", []))[1].append(float(z[name]))
+    return out
 
 
 def _median_mean_sd(vals: list[float]) -> tuple[float, float, float]:
