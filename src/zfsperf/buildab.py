@@ -39,7 +39,7 @@ from . import proc
 from .errors import InputError, TargetError
 from .units import ChangeVerdict
 from .guest.build import VERSIONS, Builder, find_build
-from .guest.source import ModuleBuild, SourceBuilder, cache_root, identify, parse_meta, read_meta, source_spec
+from .guest.source import ModuleBuild, SourceBuilder, cache_root, commit_meta, identify, read_meta, source_spec
 from .buildref import BuildRef
 
 DEFAULT_BLOCKS = 6            # the exact paired test needs 6 blocks to reach p < 0.05 at all
@@ -81,10 +81,7 @@ def series_of(spec: str, field: str) -> str:
     src, rev = _source(spec, field)
     if not rev:
         return read_meta(src)[1]
-    res = proc.run(["git", "-C", str(src), "show", f"{rev}:META"], timeout=60)
-    if not res.ok:
-        raise InputError(f"{rev!r} is not a commit of {src} with a META file: {res.error_text()}", field=field)
-    return parse_meta(res.stdout, f"{src}@{rev}:META")[1]
+    return commit_meta(src, rev, field)[1]
 
 
 def check_runfile(runfile: str, test: str | None, field: str = "--test", builds: int = 0) -> Any:

@@ -18,11 +18,11 @@ from typing import Callable
 from . import proc
 from .buildref import SOURCE_KIND, BuildRef
 from .errors import InputError
-from .guest.source import SourceBuilder, commit_of, kernel_headers, parse_meta, read_meta
+from .guest.source import MODULES, SourceBuilder, commit_meta, commit_of, kernel_headers, read_meta
 
 
 def is_modules_dir(where: str) -> bool:
-    return all(os.path.isfile(os.path.join(where, m)) for m in ("spl.ko", "zfs.ko"))
+    return all(os.path.isfile(os.path.join(where, m)) for m in MODULES)
 
 
 def running_kernel() -> str:
@@ -42,11 +42,7 @@ def source_ref(name: str, spec: str, target: str) -> BuildRef:
                          field="--build")
     if rev:
         full = commit_of(src, rev, field="--build")
-        res = proc.run(["git", "-C", str(src), "show", f"{full}:META"], timeout=60)
-        if not res.ok:
-            raise InputError(f"build {name}: commit {rev} of {src} has no META file (not OpenZFS source)",
-                             field="--build")
-        version, _series = parse_meta(res.stdout, f"{src}@{rev}:META", any_series=True)
+        version, _series = commit_meta(src, full, "--build", any_series=True)
         label = f"OpenZFS {version} @ {full[:12]} of {src}"
     else:
         if not (src / "META").is_file():
@@ -63,11 +59,11 @@ def check_headers(builds: dict[str, BuildRef]) -> None:
     """A side given as source needs the running kernel's headers here (once the target is known to
     be kernel OpenZFS: zfs-fuse's own refusal comes first)."""
     kv = running_kernel()
-    for b in builds.values():
-        if b.unbuilt() and kernel_headers(kv) is None:
-            raise InputError(f"build {b.name}: {b.info['spec']} is source, compiled for this machine's kernel {kv}, "
-                             f"whose headers are not here (/lib/modules/{kv}/build): install them, or name a "
-                             "directory of built modules", field="--build")
+    b = next((b for b in builds.values() if b.unbuilt()), None)
+    if b is not None and kernel_headers(kv) is None:
+        raise InputError(f"build {b.name}: {b.info['spec']} is source, compiled for this machine's kernel {kv}, "
+                         f"whose headers are not here (/lib/modules/{kv}/build): install them, or name a "
+                         "directory of built modules", field="--build")
 
 
 def compile_sources(builds: dict[str, BuildRef], say: Callable[[str], None],
@@ -77,10 +73,11 @@ def compile_sources(builds: dict[str, BuildRef], say: Callable[[str], None],
     todo = [b for b in builds.values() if b.unbuilt()]
     if not todo:
         return
-    sb = SourceBuilder(say, log, kernel=running_kernel(), any_series=True, what="build")
+    kv = running_kernel()
+    sb = SourceBuilder(say, log, kernel=kv, any_series=True, what="build")
     for b in todo:
         src, rev = Path(b.info["src"]), b.info["rev"]
-        say(f"build {b.name}: {b.info['spec']} for kernel {running_kernel()} ...")
+        say(f"build {b.name}: {b.info['spec']} for kernel {kv} ...")
         mb = sb.build_commit(src, rev) if rev else sb.build(src)
         b.modules = str(mb.modules)
         b.info = {**b.info, **mb.info()}

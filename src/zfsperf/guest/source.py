@@ -103,6 +103,15 @@ def parse_meta(text: str, where: str, any_series: bool = False) -> tuple[str, st
     return (f"{version}-{release}" if release else version), series
 
 
+def commit_meta(repo: Path, rev: str, field: str, any_series: bool = False) -> tuple[str, str]:
+    """(version, series) from the META file of commit `rev` of the git repository at `repo`, read
+    with `git show` (nothing checked out or written); bad input is an InputError of `field`."""
+    res = proc.run(["git", "-C", str(repo), "show", f"{rev}:META"], timeout=60)
+    if not res.ok:
+        raise InputError(f"{rev!r} is not a commit of {repo} with a META file: {res.error_text()}", field=field)
+    return parse_meta(res.stdout, f"{repo}@{rev}:META", any_series)
+
+
 def source_spec(spec: str, field: str, what: str = "not a directory") -> tuple[Path, str]:
     """DIR or DIR@REV: the source directory and the revision ("" for the tree as checked out)."""
     path, _, rev = spec.partition("@")

@@ -28,6 +28,7 @@ instead of measuring, and recording as the guest's own, whatever build the A/B h
 
 from __future__ import annotations
 
+import re
 
 from .. import proc
 from ..buildref import BuildRef
@@ -168,10 +169,8 @@ def swap_refusals(target: Target) -> list[str]:
     return out
 
 
-
 def series(version: str) -> str | None:
     """The major.minor of a ZFS version string ("zfs-2.3.2-2~bpo12+2", "2.4.99-1"), or None."""
-    import re
     m = re.search(r"(\d+)\.(\d+)", version)
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
