@@ -400,8 +400,7 @@ class FioWorkload:
         for i in range(max(1, len(clients))):       # one directory per load host
             directory = f"{ctx.pool.mountpoint}/fio" + (f"/h{i}" if clients else "")
             ctx.target.run(["mkdir", "-p", directory])
-            texts.append("\n".join(["[global]", f"directory={directory}", "group_reporting=1",
-                                    *job_lines(p, runtime), "", "[zfsperf]", ""]))
+            texts.append(job_text(directory, job_lines(p, runtime)))
         pool_lat = PoolLatency(ctx.target, ctx.pool.name, runtime) if ctx.phase == "measure" else None
         if pool_lat is not None:
             pool_lat.start()
@@ -420,11 +419,8 @@ class FioWorkload:
         if ctx.phase == "precondition":
             return {}
         save_json(ctx, raw)
-        ctx.extra["histograms"] = histograms(res.classes)
-        ctx.extra["class_table"] = class_table(res.classes)
-        ctx.extra["latency_kind"] = {c: st.lat_kind for c, st in res.classes.items() if st.lat_kind}
-        ctx.extra["work"] = {"bytes": float(sum(st.bytes for st in res.classes.values())),
-                             "ops": float(sum(st.ios for c, st in res.classes.items() if c != "sync"))}
+        class_extras(ctx, res.classes)
+        ctx.extra["work"] = work_of([res.classes])
         written = res.classes["write"].bytes if "write" in res.classes else 0
         if written:                      # what exact counts are per (metrics/counts.py)
             ctx.extra["counts"] = {"logical_bytes": float(written)}
@@ -447,16 +443,15 @@ class FioWorkload:
         pct = float(p.get("latency_percentile", 99))
         name = f"{klass}_lat_{latsearch.PERCENTILES[pct]}"
         jobs = int(p.get("numjobs", 1))
-        runs: list[tuple[fiojson.FioResult, str]] = []
+        runs: list[fiojson.FioResult] = []
 
         def step(rate: float | None) -> tuple[float, float]:
             lines = job_lines(p, runtime)
             if rate is not None:                  # fio's rate_iops is each job's
                 lines.append(f"rate_iops={max(1, int(round(rate / jobs)))}")
-            text = "\n".join(["[global]", f"directory={directory}", "group_reporting=1", *lines, "", "[zfsperf]", ""])
-            res, raw = run_jobfile(ctx, [text], [], tag=f".t{len(runs)}")
+            res, raw = run_jobfile(ctx, [job_text(directory, lines)], [], tag=f".t{len(runs)}")
             save_json(ctx, raw, f".t{len(runs)}")
-            runs.append((res, raw))
+            runs.append(res)
             figs = stats_figures(res.classes)
             if name not in figs:
                 raise WorkloadFailed(f"latency_target: fio reported no {name} (a {rw} job has no {klass} I/O)")
@@ -467,13 +462,10 @@ class FioWorkload:
                                  int(p.get("latency_steps", latsearch.DEFAULT_STEPS)))
         work_ended(ctx)
         ctx.log.write(f"# latency search: {found.sentence()}")
-        full = runs[0][0]                          # the unthrottled run: the case's usual figures
+        full = runs[0]                             # the unthrottled run: the case's usual figures
         ctx.extra["latency_search"] = found.as_dict()
-        ctx.extra["histograms"] = histograms(full.classes)
-        ctx.extra["class_table"] = class_table(full.classes)
-        ctx.extra["latency_kind"] = {c: st.lat_kind for c, st in full.classes.items() if st.lat_kind}
-        ctx.extra["work"] = {"bytes": float(sum(st.bytes for r, _ in runs for st in r.classes.values())),
-                             "ops": float(sum(st.ios for r, _ in runs for c, st in r.classes.items() if c != "sync"))}
+        class_extras(ctx, full.classes)
+        ctx.extra["work"] = work_of([r.classes for r in runs])
         figs = stats_figures(full.classes)
         figs["latency_target_iops"] = figure(found.low, "IOPS")
         return figs
@@ -495,8 +487,7 @@ class FioWorkload:
             directory = f"{c.pool.mountpoint}/fio"
             c.target.run(["mkdir", "-p", directory])
             job = {**c.fields, "ramp_time": settle_s} if settle_s else c.fields
-            texts[id(c)] = "\n".join(["[global]", f"directory={directory}", "group_reporting=1",
-                                      *job_lines(job, slice_s), "", "[zfsperf]", ""])
+            texts[id(c)] = job_text(directory, job_lines(job, slice_s))
         count = {id(c): 0 for c in ctxs}
 
         def one(c: CaseContext) -> dict[str, fiojson.ClassStats]:
@@ -509,15 +500,32 @@ class FioWorkload:
         out = []
         for c, runs in zip(ctxs, slices):
             merged = fiojson.in_sequence(runs)
-            c.extra["histograms"] = histograms(merged)
-            c.extra["class_table"] = class_table(merged)
-            c.extra["latency_kind"] = {k: st.lat_kind for k, st in merged.items() if st.lat_kind}
+            class_extras(c, merged)
             c.extra["slices"] = {"count": len(runs), "seconds": slice_s, "settle_seconds": settle_s,
                                  # each slice's throughput figures (its total IOPS among them):
                                  # compare pairs a side's k-th slice with the other side's k-th
                                  "figures": [slice_figures(stats_figures(r)) for r in runs]}
             out.append(stats_figures(merged))
         return out
+
+
+def job_text(directory: str, lines: list[str]) -> str:
+    """A job file: one job of these options in `directory`, its jobs reported as one group."""
+    return "\n".join(["[global]", f"directory={directory}", "group_reporting=1", *lines, "", "[zfsperf]", ""])
+
+
+def class_extras(ctx: CaseContext, classes: dict[str, fiojson.ClassStats]) -> None:
+    """What a record keeps of its I/O classes beside the figures: histograms, the class table and
+    which latency each class reported."""
+    ctx.extra["histograms"] = histograms(classes)
+    ctx.extra["class_table"] = class_table(classes)
+    ctx.extra["latency_kind"] = {c: st.lat_kind for c, st in classes.items() if st.lat_kind}
+
+
+def work_of(runs: list[dict[str, fiojson.ClassStats]]) -> dict[str, float]:
+    """The work fio runs did (the CPU figures' denominators): bytes, and I/Os but flushes."""
+    return {"bytes": float(sum(st.bytes for r in runs for st in r.values())),
+            "ops": float(sum(st.ios for r in runs for c, st in r.items() if c != "sync"))}
 
 
 def run_jobfile(ctx: CaseContext, texts: list[str], clients: list[str], tag: str = ""
