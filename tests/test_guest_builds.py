@@ -38,10 +38,11 @@ def lab(openzfs_guest, tmp_path_factory):
     return repo, openzfs_repo(repo), openzfs_guest
 
 
-def srcversion(g: Guest) -> str:
+def srcversion(g: Guest, missing_ok: bool = False) -> str:
+    """The loaded zfs module's srcversion (missing_ok: "" while none is loaded, between two swaps)."""
     res = Ssh(g.state().url(), g.ssh_options()).run(["cat", "/sys/module/zfs/srcversion"])
-    assert res.ok, res.stderr
-    return res.stdout.strip()
+    assert res.ok or missing_ok, res.stderr
+    return res.stdout.strip() if res.ok else ""
 
 
 def qemu_alive(root) -> bool:
@@ -303,34 +304,42 @@ def test_a_local_build_ab_killed_with_9_is_undone_by_the_next_start(lab, tmp_pat
     """Issue 72, 2: zfsperf on a kernel-OpenZFS machine (the guest, zfsperf in it as a local process)
     killed with -9 while another build's module is loaded: the journal kept the machine's own build
     before the first unload, and the next zfsperf start loads it back before anything else and says
-    so (srcversion read back)."""
+    so (srcversion read back). Both builds are the pause's commit (two names, one directory): the
+    comment's commit has the machine's own srcversion (modpost sums a source without its comments),
+    so CI's run of 2026-12-05, whose blocks drew it first, saw the own srcversion while a build was
+    loaded and failed -- and left zfsperf running in the guest for every later test."""
     from zfsperf.guest.source import SourceBuilder
     repo, commits, g = lab
     own = srcversion(g)
-    # two builds whose modules differ from the machine's own (the base commit is the guest's own
-    # source: its srcversion is the guest's)
-    dirs = {k: SourceBuilder().build_commit(repo, commits[k]).modules for k in ("comment", "cost")}
+    cost = SourceBuilder().build_commit(repo, commits["cost"]).modules
     rf = write_runfile(tmp_path, BUILD_RECV.replace('name = "recv"', 'name = "killed"'))
     exchange = Path(g.state().exchange)
     before = set(exchange.glob("*"))
     p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "guest", "run", "--", "run", "-r", str(rf),
-                          "-o", str(tmp_path / "k"), *[x for k, d in dirs.items() for x in ("--build", f"{k}={d}")]],
+                          "-o", str(tmp_path / "k"), "--build", f"cost={cost}", "--build", f"again={cost}"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # zfsperf in the guest: its pid in the pidfile `guest run` names by its own pid
+    kill_inside = ["sh", "-c", f"kill -9 $(cat /hostroot/run/zfsperf-guest/{p.pid}-*.pid)"]
     try:
         deadline = time.monotonic() + 900
         while not any("# module: this machine: build " in f.read_text(errors="replace")
                       for d in set(exchange.glob("*")) - before for f in d.glob("*/logs/killed*.log")):
             assert p.poll() is None and time.monotonic() < deadline, "no build was loaded"
             time.sleep(0.5)
-        assert srcversion(g) != own                         # another build's module is loaded now
-        # zfsperf in the guest: its pid in the pidfile `guest run` reads to pass signals on
-        killed = Ssh(g.state().url(), g.ssh_options()).run(["sh", "-c", "kill -9 $(cat /hostroot/run/zfsperf-guest/*.pid)"])
+        # another build's module is loaded now (read between two swaps: both builds differ from own)
+        loaded = ""
+        while not loaded and p.poll() is None and time.monotonic() < deadline:
+            loaded = srcversion(g, missing_ok=True)
+        assert loaded and loaded != own, (loaded, own)
+        killed = Ssh(g.state().url(), g.ssh_options()).run(kill_inside)
         assert killed.ok, killed.stderr
         assert p.wait(timeout=120) != 0
     finally:
-        p.kill()
+        if p.poll() is None:         # the test failed with zfsperf still running: end it in the guest too
+            Ssh(g.state().url(), g.ssh_options()).run(kill_inside)
+            p.kill()
         p.wait()
-    assert srcversion(g) != own, "nothing loaded the machine's own build back yet"
+    assert srcversion(g, missing_ok=True) != own, "nothing loaded the machine's own build back yet"
     (tmp_path / "next").mkdir()
     nxt = zfsperf("guest", "run", "--", "run", "-x", "-r", str(write_runfile(tmp_path / "next", BUILD_RECV)),
                   "-o", str(tmp_path / "next" / "res"), timeout=1800)
