@@ -3,6 +3,8 @@
 import json
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from helpers import zfsperf
@@ -104,3 +106,26 @@ def test_info_on_zfs_fuse_agrees_with_itself(lab):
         assert arc == f"{info['arcstats_fields']} fields" and info["arcstats_fields"] > 0, res.stdout
     else:
         assert sources.startswith("none yet") and arc.startswith("none yet") and "0 fields" not in res.stdout
+
+
+def test_a_lab_that_cannot_see_this_one_leaves_it_the_kstat_directory(lab, target, tmp_path):
+    """make test's host2 lane has a /run/zfsperf of its own, so its labs cannot find the host lane's
+    by their state files: the one that had made /zfs-kstat removed it when it stopped, and the host
+    lane's lab lost its kstats (CI's run of 2026-12-05: three sampler tests found no arcstats). A
+    lab in such a namespace, stopped as if it had made the directory, now leaves it to this one."""
+    script = ("import sys; from pathlib import Path; from zfsperf.zfsfuse.daemon import Lab; "
+              "lab = Lab.start(Path('/run/zfsperf/elsewhere'), owner='lab'); "
+              "lab.state.created_kstat_dir = True; lab.stop()")
+    other = subprocess.run(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+                            'mount -t tmpfs -o mode=755 elsewhere /run/zfsperf && exec "$@"', "sh",
+                            sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert other.returncode == 0, other.stderr
+    assert os.path.isdir("/zfs-kstat") and lab.daemon_alive()
+    vd = tmp_path / "v"
+    vd.write_bytes(b"")
+    os.truncate(vd, 128 << 20)
+    assert lab.run(["zpool", "create", "-m", str(tmp_path / "mnt"), "kst", str(vd)]).ok
+    try:
+        assert target.kstat_fields("arcstats", ["size", "c_max"]), "this lab's kstats are gone"
+    finally:
+        lab.run(["zpool", "destroy", "-f", "kst"])
