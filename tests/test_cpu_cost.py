@@ -53,6 +53,20 @@ def test_the_figures_leave_zfsperfs_own_cpu_out_and_say_its_share():
     assert cpucost.merged([]) is None and cpucost.line(None) is None
 
 
+def test_a_sides_turns_are_summed_into_its_figures():
+    """Taking turns: a side's CPU is the machine's while it had its turns, summed over them (each
+    ZFS thread by name), its work the turns' work."""
+    from zfsperf.case import turns_cpu_cost
+    turns = [(cpucost.Reading(100.0, 1.0, {"zfs-fuse daemon": 40.0}), cpucost.Reading(103.0, 1.5, {"zfs-fuse daemon": 42.0})),
+             (cpucost.Reading(110.0, 2.0, {"zfs-fuse daemon": 45.0}), cpucost.Reading(111.0, 2.5, {"zfs-fuse daemon": 45.5}))]
+    a, b = cpucost.over_turns(turns)
+    assert (b.busy_s - a.busy_s, b.own_s - a.own_s, b.zfs) == (4.0, 1.0, {"zfs-fuse daemon": 2.5})
+    figs, how = turns_cpu_cost(turns, {"bytes": 2 ** 30, "ops": 1000})
+    assert figs["cpu_s_per_gib"] == {"value": 3.0, "unit": "s/GiB"} and figs["zfs_cpu_s_per_gib"]["value"] == 2.5
+    assert figs["cpu_ms_per_kop"]["value"] == 3000.0 and how["turns"] == 2 and how["machine_s"] == 4.0
+    assert turns_cpu_cost([], {"bytes": 1.0}) is None and turns_cpu_cost(turns, None) is None
+
+
 CASES = """
 [defaults]
 iterations = 2
@@ -100,3 +114,55 @@ def test_every_case_alone_on_zfs_fuse_has_its_cpu_figures(lab, tmp_path):
     assert "cpu_s_per_gib" in words and "s/GiB" in words and "of it zfsperf's own" in words, rep.stdout
     cmp = json.loads(zfsperf("compare", str(d), "--json").stdout)          # the two checksums' cases
     assert any(c["figure"] == "cpu_s_per_gib" for c in cmp["changes"]), cmp["changes"]
+
+
+TURNS = """
+[defaults]
+iterations = 2
+timeout = "10m"
+[defaults.pool]
+vdevs = 1
+vdev_size = "384M"
+[[test]]
+name = "recv"
+workload = "receive"
+corpus = { kind = "compressible", size = "16M", seed = 6 }
+threads = 1
+duration = "2s"
+duet = "turns"
+dataset = { compression = ["off", "gzip-9"] }
+[[test]]
+name = "rr"
+workload = "fio"
+rw = "randread"
+bs = "4k"
+size = "8M"
+runtime = 2
+duet = "turns"
+dataset = { checksum = ["fletcher2", "fletcher4"] }
+"""
+
+
+def test_each_side_taking_turns_on_zfs_fuse_has_its_own_cpu_figures(lab, tmp_path):
+    """Issue 73, 1 in turns (until 2026-12-05 only a case alone had CPU figures): each side's CPU
+    is read around its own turns, so a receive into gzip-9 and one into no compression, taking
+    turns on one pool, each have their figures, and the daemon's CPU per GiB is the gzip side's
+    larger (compression is CPU work in the daemon: the direction of a planted cost, not a size);
+    a fio test in turns has its figures too, and compare judges them in the turns design."""
+    from helpers import last_dir, records, write_runfile, zfsperf
+    res = zfsperf("run", "-r", str(write_runfile(tmp_path, TURNS)), "-o", str(tmp_path / "o"), "--no-history")
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    recs = [r for r in records(d) if r["iteration"] >= 1]
+    assert len(recs) == 8
+    for r in recs:
+        f, how = r["figures"], r["cpu"]
+        assert f["cpu_s_per_gib"]["unit"] == "s/GiB" and f["zfs_cpu_s_per_gib"]["value"] > 0, r
+        assert f["cpu_ms_per_kop"]["unit"] == "ms/kop" and how["turns"] >= 2, how
+        assert list(how["zfs_threads"]) == ["zfs-fuse daemon"] and how["work_s"] <= how["machine_s"], how
+    zfs = {c: sorted(r["figures"]["zfs_cpu_s_per_gib"]["value"] for r in recs if r["case"] == c)
+           for c in ("recv compression=off", "recv compression=gzip-9")}
+    assert min(zfs["recv compression=gzip-9"]) > max(zfs["recv compression=off"]), zfs
+    cmp = json.loads(zfsperf("compare", str(d), "--json").stdout)
+    judged = {(c["case"].split()[0], c["figure"]) for c in cmp["changes"] if c["design"] == "turns"}
+    assert {("recv", "zfs_cpu_s_per_gib"), ("rr", "cpu_ms_per_kop")} <= judged, judged

@@ -166,11 +166,11 @@ class Lifecycle:
                 self.log.write(f"# the txgs kstat could not be read at the start: {e}")
         if self.pool is not None:
             self.zil0, self.zil1 = self._zil_counters(), None
-        self.cpu0, self.cpu1 = self._cpu_reading(), None
+        self.cpu0, self.cpu1 = self.cpu_reading(), None
         if self.sampler is not None:
             self.t_measure = self.sampler.elapsed()
 
-    def _cpu_reading(self) -> cpucost.Reading | None:
+    def cpu_reading(self) -> cpucost.Reading | None:
         """The machine's busy CPU, zfsperf's own on it and ZFS's threads' (metrics/cpucost.py);
         None where the machine's cannot be read."""
         try:
@@ -192,14 +192,14 @@ class Lifecycle:
     def work_done(self) -> None:
         """The workload's counted work ended now: the CPU readings' end (only the first call counts)."""
         if self.cpu0 is not None and self.cpu1 is None:
-            self.cpu1 = self._cpu_reading()
+            self.cpu1 = self.cpu_reading()
 
     def cpu_cost(self, work: dict[str, float] | None) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """A case alone on the machine's time: its CPU figures per GiB and per thousand operations
         of `work` (the workload's bytes and ops) and how they were taken, or None."""
         if self.cpu0 is None or not work:
             return None
-        end = self.cpu1 or self._cpu_reading()
+        end = self.cpu1 or self.cpu_reading()
         if end is None:
             return None
         figs, how = cpucost.cost(self.cpu0, end, float(work.get("bytes") or 0), float(work.get("ops") or 0))
@@ -361,6 +361,15 @@ class Lifecycle:
         return "; ".join(errors) or None
 
 
+def turns_cpu_cost(turns: list[tuple[cpucost.Reading, cpucost.Reading]], work: dict[str, float] | None
+                   ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A side's CPU figures over its own counted turns (workloads/turns.py read them), or None."""
+    if not turns or not work:
+        return None
+    figs, how = cpucost.cost(*cpucost.over_turns(turns), float(work.get("bytes") or 0), float(work.get("ops") or 0))
+    return {k: figure(v, unit) for k, (v, unit) in figs.items()}, how | {"turns": len(turns)}
+
+
 class Sides:
     """How the sides of one iteration share the machine, chosen once per case (sides.choose, the
     way hyperfine picks its executor once): the body (CaseRunner.iterate) asks it for the
@@ -487,14 +496,19 @@ class CaseRunner:
                 x.measuring(lead.slug)
             if len(cases) == 1:                  # alone: the CPU's end when its work ends (cpu_cost)
                 ctxs[lead.id].work_done = life.work_done
+            elif not sides.at_once:              # turns: each side's CPU read around its own turns
+                for c in cases:
+                    if not lives[c.id].target.remote:     # over ssh a reading is a round trip each turn
+                        ctxs[c.id].cpu_read = lives[c.id].cpu_reading
             results = sides.measure(wl, ctxs, it)
             self.control.check()                  # a workload whose processes a signal stopped is no result
             work = {c.id: ctxs[c.id].extra.pop("work", None) for c in cases}     # the CPU figures' denominators
-            if len(cases) == 1 and isinstance(results.get(lead.id), dict):     # alone: the machine's time is its
-                spent = life.cpu_cost(work[lead.id])
-                if spent is not None:
-                    results[lead.id].update(spent[0])
-                    ctxs[lead.id].extra["cpu"] = spent[1]
+            for c in cases:                      # alone: the machine's time is its; in turns: its turns'
+                spent = (life.cpu_cost(work[lead.id]) if len(cases) == 1
+                         else turns_cpu_cost(ctxs[c.id].cpu_turns, work[c.id]))
+                if spent is not None and isinstance(results.get(c.id), dict):
+                    results[c.id].update(spent[0])
+                    ctxs[c.id].extra["cpu"] = spent[1]
             seen = {id(x): x.context(shared=sides.one_pool) for x in own}
             for c in cases:
                 ctxs[c.id].extra.update(seen[id(lives[c.id])])

@@ -1,8 +1,9 @@
 """What a case's work cost in CPU (issue 73, 1): on a machine with cores to spare a change that
 removes lock contention barely moves throughput but moves the CPU spent per byte.
 
-Over a case's counted workload (alone on its pool: not turns or a duet, whose sides share the
-time) three readings are taken at its start and end:
+Over a case's counted workload three readings are taken at its start and end (alone), or at each
+of its turns' (taking turns: a side's figures over the time it had its turns, summed by over_turns;
+a duet at once has none, its sides share the time):
 - the machine's: every CPU's busy time from the target's /proc/stat (user, nice, system, irq,
   softirq; not idle, iowait or steal);
 - zfsperf's own on that machine: this process (its sampler, its workload driver's threads) and the
@@ -56,6 +57,17 @@ def cost(before: Reading, after: Reading, nbytes: float, ops: float) -> tuple[di
         how["zfs_s"] = round(sum(zfs.values()), 2)
         how["zfs_threads"] = dict(list(zfs.items())[:8])
     return figs, how
+
+
+def over_turns(turns: list[tuple[Reading, Reading]]) -> tuple[Reading, Reading]:
+    """A side's turns as one reading pair: each turn's seconds (the machine's, zfsperf's, each ZFS
+    thread's) summed, from zero, so that cost() gives the side's figures over its own turns."""
+    zfs: dict[str, float] = {}
+    for a, b in turns:
+        for n, sec in b.zfs.items():
+            zfs[n] = zfs.get(n, 0.0) + sec - a.zfs.get(n, 0.0)
+    return (Reading(0.0, 0.0, {n: 0.0 for n in zfs}),
+            Reading(sum(b.busy_s - a.busy_s for a, b in turns), sum(b.own_s - a.own_s for a, b in turns), zfs))
 
 
 def merged(hows: list[dict[str, Any]]) -> dict[str, Any] | None:

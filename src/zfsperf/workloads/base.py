@@ -98,6 +98,10 @@ class CaseContext:
                                          # and left out (build turns: a fresh pool in each guest)
     spans: list[tuple[float, float]] = field(default_factory=list)   # taking turns: this side's
                                          # rounds, (start, end) in time.monotonic() seconds
+    # taking turns: read around each of this side's counted turns (its hooks left out), the CPU
+    # readings kept in cpu_turns, (start, end) a turn (metrics/cpucost.py: a side's CPU figures)
+    cpu_read: Callable[[], Any] | None = None
+    cpu_turns: list[tuple[Any, Any]] = field(default_factory=list)
     cross_checks: list[Any] = field(default_factory=list)   # metrics/crosscheck.CrossCheck: the
                                          # measured quantities counted a second, independent way
     _progress_base: dict[str, float] = field(default_factory=dict)

@@ -501,6 +501,7 @@ class FioWorkload:
         for c, runs in zip(ctxs, slices):
             merged = fiojson.in_sequence(runs)
             class_extras(c, merged)
+            c.extra["work"] = work_of(runs)             # its turns' work: the CPU figures' denominators
             c.extra["slices"] = {"count": len(runs), "seconds": slice_s, "settle_seconds": settle_s,
                                  # each slice's throughput figures (its total IOPS among them):
                                  # compare pairs a side's k-th slice with the other side's k-th

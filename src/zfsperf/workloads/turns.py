@@ -8,7 +8,9 @@ group. Before each of a side's turns its before_turn hook runs (turns over a mod
 side's value written and read back, recorded with the turn; build turns: the other guest paused,
 this one resumed, read back) and after it its after_turn hook (build turns: the other guest resumed,
 so that between turns both run and can be asked anything); each turn's start and end are kept in
-the side's spans (a profile's samples go to the side whose turn they fell in).
+the side's spans (a profile's samples go to the side whose turn they fell in), and the side's CPU
+readings just inside its hooks in its cpu_turns (its CPU figures: the machine's busy time while it
+had its turn, metrics/cpucost.py).
 
 A workload may ask for settling turns (ctxs[0].settle_turns, build turns: 1): before the first
 group each side runs that many turns, hooks and all, in the group's order (the first side's, then the other's), and they are left
@@ -58,24 +60,30 @@ def take_turns(ctxs: list[CaseContext], one: Callable[[CaseContext], R], *, dura
                 break
         side = ORDER[k % len(ORDER)]
         ctx = ctxs[side]
-        read_back, result, t0 = _turn(ctx, one)
+        read_back, result, t0, cpu = _turn(ctx, one)
         if ctx.before_turn is not None:
             ctx.turn_reads.append(read_back)
         done[side].append(result)
         ctx.spans.append((t0, time.monotonic()))
+        if cpu is not None:
+            ctx.cpu_turns.append(cpu)
         k += 1
     for c in ctxs:
         c.turn_order, c.settled = "ABBA", settle
     return done
 
 
-def _turn(ctx: CaseContext, one: Callable[[CaseContext], R]) -> tuple[Any, R, float]:
+def _turn(ctx: CaseContext, one: Callable[[CaseContext], R]) -> tuple[Any, R, float, tuple[Any, Any] | None]:
     """One turn of a side: its before_turn hook (what it read back), one(ctx) (its result, and when
-    it started), its after_turn hook however the turn ended (build turns: the other guest runs again)."""
+    it started), the CPU readings around it (None where there are none), its after_turn hook however
+    the turn ended (build turns: the other guest runs again)."""
     try:
         read_back = ctx.before_turn() if ctx.before_turn is not None else None
+        cpu0 = ctx.cpu_read() if ctx.cpu_read is not None else None
         t0 = time.monotonic()
-        return read_back, one(ctx), t0
+        result = one(ctx)
+        cpu1 = ctx.cpu_read() if cpu0 is not None and ctx.cpu_read is not None else None
+        return read_back, result, t0, (cpu0, cpu1) if cpu1 is not None else None
     finally:
         if ctx.after_turn is not None:
             ctx.after_turn()
