@@ -11,6 +11,12 @@ apart; --step = --block: disjoint windows, independent comparisons):
            the test's duration, the other guest paused (paired by iteration)
   rebuild  the A/A′: `--a SRC --b SRC --rebuild --turns`, one source (--zfs-src DIR@REV) compiled
            twice, in turns; nothing differs but the module's layout (its floor is what this measures)
+  local    zfsperf inside the guest as a local process, the guest being the kernel-OpenZFS machine
+           (issue 72, 3): `guest run -- run --build a=M --build b=M`, M the modules of the guest's
+           own build (--modules, default: the cached build of the guest's Debian source), the module
+           swapped between cases in interleaved blocks (paired by block): `run --build`'s and
+           `zfsperf bisect`'s design on a host
+  local-rebuild  the same with --zfs-src DIR@REV compiled twice (two build trees): the A/A′ there
 
 For each: the A/A false alarms (better/WORSE called on identical builds; goal <= 5 %), the change
 called with 80 % power when one side's values are scaled (power.py's method), compare's three
@@ -25,7 +31,8 @@ halves together with `--pool D1,D2` (each kept run cut into its own windows; the
 
 Usage: bench/build_turns.py [--iterations 30] [--block 6] [--step 6] [--duration 4s] [--size 8M]
                             [--vdev-size 256M] [--keep DIR] [--reuse]
-                            [--designs turns,blocks,rebuild] [--zfs-src DIR@REV] [--pool DIR,DIR...]
+                            [--designs turns,blocks,rebuild,local,local-rebuild] [--zfs-src DIR@REV]
+                            [--modules DIR] [--pool DIR,DIR...]
 """
 
 from __future__ import annotations
@@ -60,8 +67,39 @@ steady = {{ mode = "off" }}
 """
 
 
+def own_modules() -> str:
+    """The modules of the guest's own build as built from its Debian source (the cache's source
+    tree build whose version is the guest image's)."""
+    from zfsperf.guest.build import find_build
+    from zfsperf.guest.source import cache_root
+    b = find_build("2.3")
+    if b is None:
+        raise SystemExit("no guest image: `zfsperf guest build` first")
+    for info in sorted(cache_root().glob("src-tree-*/build.json")):
+        meta = json.loads(info.read_text())
+        if meta.get("version") == b.zfs_version and meta.get("kernel") == b.kernel and not meta.get("rebuilt"):
+            return str(info.parent / "modules")
+    raise SystemExit("no build of the guest's own source in the cache: give --modules DIR")
+
+
+def local_sides(design: str, src: str | None, modules: str | None) -> list[str]:
+    """run --build's two sides of a local design: one directory twice, or one commit built twice."""
+    if design == "local":
+        m = modules or own_modules()
+        return ["--build", f"a={m}", "--build", f"b={m}"]
+    if not src or "@" not in src:
+        raise SystemExit("the local-rebuild design needs --zfs-src DIR@REV (one commit, compiled twice)")
+    from zfsperf.guest.source import SourceBuilder
+    path, rev = src.split("@", 1)
+    one = SourceBuilder().build_commit(Path(path), rev)
+    two = SourceBuilder().build_commit(Path(path), rev, rebuild=True)
+    return ["--build", f"a={one.modules}", "--build", f"b={two.modules}"]
+
+
 def sides(design: str, src: str | None) -> list[str]:
     """The guest ab arguments of a design's two sides."""
+    if design.startswith("local"):
+        return []
     if design == "rebuild":
         if not src:
             raise SystemExit("the rebuild design needs --zfs-src DIR@REV (one source, compiled twice)")
@@ -70,7 +108,8 @@ def sides(design: str, src: str | None) -> list[str]:
 
 
 def measure(out: Path, design: str, iterations: int, duration: str, reuse: bool,
-            src: str | None = None, size: str = "8M", vdev_size: str = "256M") -> tuple[Path, float]:
+            src: str | None = None, size: str = "8M", vdev_size: str = "256M",
+            modules: str | None = None) -> tuple[Path, float]:
     kept = out / design
     done = sorted(kept.glob("2*/results.jsonl")) if kept.exists() else []
     if reuse and done:
@@ -78,8 +117,13 @@ def measure(out: Path, design: str, iterations: int, duration: str, reuse: bool,
         return d, json.loads((d / "elapsed.json").read_text())["seconds"]
     rf = out / "recv.toml"
     rf.write_text(RUNFILE.format(duration=duration, size=size, vdev_size=vdev_size))
-    argv = [sys.executable, "-m", "zfsperf.cli", "guest", "ab", *sides(design, src), "-r", str(rf),
-            "--blocks", str(iterations), "-o", str(kept)]
+    if design.startswith("local"):
+        argv = [sys.executable, "-m", "zfsperf.cli", "guest", "run", "--", "run", "-r", str(rf),
+                *local_sides(design, src, modules), "--iterations", str(iterations), "--no-history", "--no-html",
+                "-o", str(kept)]
+    else:
+        argv = [sys.executable, "-m", "zfsperf.cli", "guest", "ab", *sides(design, src), "-r", str(rf),
+                "--blocks", str(iterations), "-o", str(kept)]
     t0 = time.monotonic()
     res = subprocess.run(argv, capture_output=True, text=True)
     seconds = time.monotonic() - t0
@@ -98,7 +142,8 @@ def main() -> None:
     ap.add_argument("--duration", default="4s", help="the receive test's duration (turns: of its ABBA groups)")
     ap.add_argument("--size", default="8M", help="the receive's stream (a round receives it once)")
     ap.add_argument("--vdev-size", default="256M", help="the pool's one vdev (each round's data stays on the pool)")
-    ap.add_argument("--designs", default="turns,blocks", help="of turns, blocks, rebuild")
+    ap.add_argument("--designs", default="turns,blocks", help="of turns, blocks, rebuild, local, local-rebuild")
+    ap.add_argument("--modules", help="local: the directory of modules both sides load (default: the guest's own)")
     ap.add_argument("--zfs-src", help="rebuild: the source compiled twice (DIR, or DIR@REV of a git repository)")
     ap.add_argument("--keep", help="keep the runs here (default: a temporary directory)")
     ap.add_argument("--reuse", action="store_true", help="with --keep: judge the kept runs again")
@@ -109,9 +154,9 @@ def main() -> None:
         pool([Path(d) for d in args.pool.split(",")], args.designs.split(","), args.block, args.step or args.block)
         return
     designs = args.designs.split(",")
-    unknown = sorted(set(designs) - {"turns", "blocks", "rebuild"})
+    unknown = sorted(set(designs) - {"turns", "blocks", "rebuild", "local", "local-rebuild"})
     if unknown:
-        raise SystemExit(f"--designs: unknown {', '.join(unknown)} (turns, blocks, rebuild)")
+        raise SystemExit(f"--designs: unknown {', '.join(unknown)} (turns, blocks, rebuild, local, local-rebuild)")
     for design in designs:                # each design's sides checked before anything runs
         sides(design, args.zfs_src)
     out = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zfsperf-build-turns-"))
@@ -122,7 +167,7 @@ def main() -> None:
     results = {}
     for design in designs:
         d, seconds = measure(out, design, args.iterations, args.duration, args.reuse, args.zfs_src, args.size,
-                             args.vdev_size)
+                             args.vdev_size, args.modules)
         a, b, comps = arms_and_windows(d, args.block, step)
         results[design] = judge(f"{design} ({len(a)} pairs", a, b, comps, seconds, args.block)
         results[design]["spread"] = spread_parts([d / "results.jsonl"], results[design]["whole"]["pair_sd_pct"])

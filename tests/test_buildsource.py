@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from helpers import RECV
 from zfsperf import buildsource
 from zfsperf.buildref import BuildRef
 from zfsperf.errors import InputError
@@ -73,3 +74,73 @@ def test_a_module_of_another_series_than_the_userland_is_said():
     assert userland_note("", "zfs-2.3.2-1") is None                          # not known: nothing said
     note = userland_note("2.4.99-1", "zfs-2.3.2-2~bpo12+2")
     assert note and "series 2.4 against 2.3" in note and "fails" in note
+
+
+# ------------------------------------------------------------------ zfsperf bisect on this machine
+def test_bisect_on_a_machine_without_kernel_openzfs_is_refused_before_anything(tmp_path, capsys, monkeypatch):
+    """`zfsperf bisect` swaps this machine's zfs module: here (zfs-fuse only) exit 2 naming where it
+    can run, nothing written; a missing option is named first."""
+    from zfsperf import cli
+    src = tmp_path / "zfs"
+    repo(src)
+    monkeypatch.chdir(tmp_path)
+    argv = ["bisect", "--zfs-src", str(src), "--good", "HEAD", "--bad", "HEAD", "-r", "receive", "--case", "recv",
+            "--figure", "throughput"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no kernel OpenZFS module to swap" in err and "zfsperf guest bisect" in err, err
+    assert cli.main(argv[:3] + argv[5:]) == 2
+    assert "bisect needs --good" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["zfs"]         # no zfsperf-bisect, no cache
+
+
+def _local(monkeypatch, tmp_path, kernel="6.1.0-57-amd64"):
+    from zfsperf.targets import openzfs_linux
+    monkeypatch.setattr(openzfs_linux, "present", lambda root="/": True)
+    monkeypatch.setattr(buildsource, "running_kernel", lambda: kernel)
+    monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(tmp_path / "cache"))
+
+
+def test_bisect_here_needs_the_running_kernels_headers(tmp_path, monkeypatch):
+    _local(monkeypatch, tmp_path, "0.0.0-no-such-kernel")
+    with pytest.raises(InputError) as e:
+        buildsource.LocalBench()
+    assert "/lib/modules/0.0.0-no-such-kernel/build" in str(e.value)
+
+
+def test_bisect_here_finds_a_cached_commit_and_is_never_resumed_as_a_guest_bisect(tmp_path, monkeypatch):
+    """A step's side is the commit compiled for this machine's kernel (found cached: nothing
+    compiled); bisect.json keeps where it measured, so a guest bisect's state is not taken for it."""
+    from zfsperf import buildab
+    if buildsource.kernel_headers("6.1.0-57-amd64") is None:
+        pytest.skip("the guest kernel's headers are fetched by `zfsperf guest build`")
+    _local(monkeypatch, tmp_path)
+    src = tmp_path / "zfs"
+    full = repo(src)
+    built = tmp_path / "cache" / f"src-{full[:12]}-6.1.0-57-amd64"
+    (built / "modules").mkdir(parents=True)
+    for m in ("spl.ko", "zfs.ko"):
+        (built / "modules" / m).write_bytes(b"\x7fELF")
+    (built / "build.json").write_text(json.dumps({
+        "format": 1, "kind": "source", "label": f"OpenZFS 2.4.99-1 @ {full[:12]}", "kernel": "6.1.0-57-amd64",
+        "dir": str(built), "path": str(src), "version": "2.4.99-1", "series": "2.4", "commit": full,
+        "dirty": False, "content_hash": None, "rebuilt": False}))
+    bench = buildsource.LocalBench(say=lambda s: None)
+    side = bench.side(src, full, "good", "--good")
+    assert side.ref.modules == str(built / "modules") and side.series == "2.4"
+    assert "compiled for this machine's kernel" in side.ref.label and side.ref.info["commit"] == full
+    assert bench.good_series(src, "HEAD") == "2.4"
+    (src / "README").write_text("a second commit\n")
+    for args in (["add", "README"], ["commit", "-qm", "readme"]):
+        subprocess.run(["git", "-C", str(src), "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args], check=True)
+    out = tmp_path / "bis"
+    out.mkdir()
+    guest_state = {"settings": {"repo": str(src), "good": full, "bad": "HEAD", "runfile": "x", "case": "recv",
+                                "figure": "throughput", "blocks": 6}, "steps": {}}
+    (out / "bisect.json").write_text(json.dumps(guest_state))
+    rf = tmp_path / "rf.toml"
+    rf.write_text(RECV)
+    with pytest.raises(InputError) as e:
+        buildab.bisect(bench, str(src), full, "HEAD", str(rf), "recv", "throughput", outdir=str(out))
+    assert "other settings" in str(e.value) and e.value.field == "-o", e.value
+    assert json.loads((out / "bisect.json").read_text()) == guest_state            # left as it was

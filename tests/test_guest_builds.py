@@ -300,11 +300,12 @@ def test_a_build_ab_on_kernel_openzfs_from_module_directories(lab, tmp_path):
     assert srcversion(g) == own                                         # the machine's own build back
 
 
-def test_a_local_build_ab_killed_with_9_is_undone_by_the_next_start(lab, tmp_path):
+def test_a_local_build_ab_killed_with_9_is_undone_by_the_next_start_a_bisect_here(lab, tmp_path):
     """Issue 72, 2: zfsperf on a kernel-OpenZFS machine (the guest, zfsperf in it as a local process)
     killed with -9 while another build's module is loaded: the journal kept the machine's own build
     before the first unload, and the next zfsperf start loads it back before anything else and says
-    so (srcversion read back). Both builds are the pause's commit (two names, one directory): the
+    so (srcversion read back). That next start is a `zfsperf bisect` of the test repository on the
+    same machine (issue 72, 1), which names the pause's commit (one test: the guest lane's time). Both builds are the pause's commit (two names, one directory): the
     comment's commit has the machine's own srcversion (modpost sums a source without its comments),
     so CI's run of 2026-12-05, whose blocks drew it first, saw the own srcversion while a build was
     loaded and failed -- and left zfsperf running in the guest for every later test."""
@@ -340,13 +341,32 @@ def test_a_local_build_ab_killed_with_9_is_undone_by_the_next_start(lab, tmp_pat
             p.kill()
         p.wait()
     assert srcversion(g, missing_ok=True) != own, "nothing loaded the machine's own build back yet"
+    # the next start: `zfsperf bisect` on this machine (issue 72, 1), the commits compiled for its
+    # running kernel (here on the host beforehand, for the guest's kernel: found cached inside);
+    # comment..cost, one commit: BAD's own step, an A/B of module swaps between blocks, decides it
+    SourceBuilder().build_commit(repo, commits["comment"])
     (tmp_path / "next").mkdir()
-    nxt = zfsperf("guest", "run", "--", "run", "-x", "-r", str(write_runfile(tmp_path / "next", BUILD_RECV)),
-                  "-o", str(tmp_path / "next" / "res"), timeout=1800)
+    argv = ("guest", "run", "--", "bisect", "--zfs-src", str(repo), "--good", commits["comment"],
+            "--bad", commits["cost"], "-r", str(write_runfile(tmp_path / "next", BUILD_RECV)), "--case", "recv",
+            "--figure", "throughput", "--seed", "5", "-x", "-o", str(tmp_path / "b"))
+    nxt = zfsperf(*argv, timeout=1800)
     assert nxt.returncode == 0, why(nxt)
     said = [ln for ln in (nxt.stdout + nxt.stderr).splitlines() if "journal: " in ln]
     assert any("journal: restored zfs module build = " in ln for ln in said), said
     assert srcversion(g) == own                                  # the machine's own build loaded back
+    assert f"first worse commit: {commits['cost']}" in nxt.stdout, nxt.stdout
+    state = json.loads((tmp_path / "b" / "bisect.json").read_text())
+    assert state["settings"]["target"] == "this machine" and state["settings"]["kernel"] == g.state().kernel
+    assert list(state["steps"]) == [commits["cost"]] and state["steps"][commits["cost"]]["verdict"] == "worse"
+    step = Path(state["steps"][commits["cost"]]["results_dir"])     # named where it landed on the host
+    assert step.parent == tmp_path / "b" / "runs" and (step / "report.html").is_file(), step
+    builds = json.loads((step / "run.json").read_text())["builds"]
+    assert builds["good"]["info"]["commit"] == commits["comment"], builds
+    assert builds[commits["cost"][:8]]["srcversion"] != builds["good"]["srcversion"] == own, builds
+    assert all(b["module_version"] and b["userland"] for b in builds.values()), builds
+    again = zfsperf(*argv, timeout=600)                      # the state on the host: resumed, nothing measured
+    assert again.returncode == 0 and "(1 step(s) measured)" in again.stdout, why(again)
+    assert f"first worse commit: {commits['cost']}" in again.stdout and "bisect: measuring" not in again.stdout
 
 
 def test_build_a_b_refuses_duet_and_mixed_series_before_building(tmp_path):

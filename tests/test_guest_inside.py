@@ -11,13 +11,16 @@ from zfsperf.errors import InputError
 from zfsperf.inguest import shadowed, split_outdir
 
 
-def test_the_results_directory_is_taken_out_of_run_only(tmp_path, monkeypatch):
+def test_the_results_directory_is_taken_out_of_run_and_bisect_only(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert split_outdir(["run", "-r", "quick", "-o", "res"]) == (["run", "-r", "quick"], tmp_path / "res")
     assert split_outdir(["run", "--outdir=/x/y", "-I", "1"]) == (["run", "-I", "1"], Path("/x/y"))
     assert split_outdir(["run", "-o/x/z"]) == (["run"], Path("/x/z"))
     assert split_outdir(["run"]) == (["run"], tmp_path / "zfsperf-results")        # zfsperf's default
     assert split_outdir(["info", "-o", "x"]) == (["info", "-o", "x"], None)
+    # a bisect's bisect.json and runs/ (until 2026-12-05 its -o went to the guest's own /tmp)
+    assert split_outdir(["bisect", "--good", "a", "-o", "b"]) == (["bisect", "--good", "a"], tmp_path / "b")
+    assert split_outdir(["bisect"]) == (["bisect"], tmp_path / "zfsperf-bisect")
     with pytest.raises(InputError):
         split_outdir(["run", "-o"])
     with pytest.raises(InputError):
@@ -39,3 +42,24 @@ def test_guest_run_needs_a_command_and_refuses_nesting(tmp_path):
     res = zfsperf("guest", "up", "extra", env=env)
     assert res.returncode == 2 and "unrecognized arguments: extra" in res.stderr      # its own parser says
     assert not (tmp_path / "g").exists()                    # nothing booted, nothing made
+
+
+def test_a_bisect_from_the_guest_lands_in_its_directory_and_a_resumed_one_keeps_its_steps(tmp_path):
+    """What `guest run -- bisect` wrote in the exchange directory moved to -o on the host: the
+    state (its steps' run directories named where they landed) and runs/; a resumed bisect's new
+    state replaces the one it resumed from, its new runs join the old ones."""
+    from zfsperf.inguest import InsideRun
+    inside = InsideRun.__new__(InsideRun)
+    inside.token = "1-2"
+    dest, xdir = tmp_path / "b", tmp_path / "x" / "1-2"
+    (dest / "runs" / "20261205T000000").mkdir(parents=True)
+    (dest / "bisect.json").write_text('{"steps": {"c1": {}}}')
+    (xdir / "runs" / "20261205T010000").mkdir(parents=True)
+    (xdir / "runs" / "20261205T010000" / "run.json").write_text("{}")
+    (xdir / "bisect.json").write_text('{"steps": {"c1": {}, "c2": {"results_dir": "%s/runs/20261205T010000"}}}' % xdir)
+    moved = inside._collect(xdir, dest)
+    assert moved == [dest / "runs" / "20261205T010000"]
+    assert sorted(p.name for p in (dest / "runs").iterdir()) == ["20261205T000000", "20261205T010000"]
+    assert (dest / "bisect.json").read_text() == \
+        '{"steps": {"c1": {}, "c2": {"results_dir": "%s/runs/20261205T010000"}}}' % dest
+    assert sorted(p.name for p in dest.iterdir()) == ["bisect.json", "runs"] and not xdir.exists()

@@ -158,13 +158,14 @@ def ensure_twin(lab: Any, say: Callable[[str], None]) -> tuple[Any, bool]:
 def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int | None, outdir: str,
            tags: list[str] | None, test: str | None, argv: list[str], say: Callable[[str], None],
            defines: dict[str, str] | None = None, turns: bool = False, detect: float | None = None,
-           rebuild: bool = False, cleanup: bool = False) -> AbResult:
+           rebuild: bool = False, cleanup: bool = False, target: str = "guest", html: bool = True) -> AbResult:
     """One interleaved run of the runfile's selected tests on each build, and its paired comparison
     (turns: the builds take turns in two guests, `blocks` iterations of ABBA groups; detect: more
     iterations until the verdict is decided or could see `detect` %, runner --detect). rebuild: the
     sides are one source built twice, and what the A/B measures is kept as the rebuild floor;
     otherwise the floors kept so far are applied to its verdicts (report/buildfloor.py). cleanup: -x,
-    what earlier zfsperf runs left in the guests is removed first."""
+    what earlier zfsperf runs left in the guests is removed first. target: the guest, or this
+    machine's kernel OpenZFS ("openzfs": a bisect on the machine zfsperf runs on)."""
     from .report import buildfloor
     from .report import compare
     from .report.pairing import ab_pairs
@@ -175,7 +176,8 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     if blocks < 2:
         raise InputError("--blocks takes a whole number >= 2", field="--blocks")
     seed = seed if seed is not None else random.SystemRandom().randrange(2 ** 31)
-    opts = RunOptions.of(runfile=runfile, tags=tags, test=test, iterations=blocks, outdir=outdir, target="guest",
+    opts = RunOptions.of(runfile=runfile, tags=tags, test=test, iterations=blocks, outdir=outdir, target=target,
+                         html=html,
                          interleave=True, seed=seed, builds=sides, argv=argv, defines=defines or {},
                          keep_signal_handlers=False, store=None, check="warn", build_turns=turns,
                          detect=detect, cleanup=cleanup)
@@ -328,6 +330,49 @@ class Step:
         return f"{self.commit[:12]}  {ch}{ci}  {p}  {self.verdict}{see}  {self.subject}"
 
 
+class GuestBench:
+    """Where `guest bisect` measures: the guest (with --turns: and its twin), booted for the first
+    step that needs it and stopped at the end if booted here; each commit built for its kernel."""
+
+    def __init__(self, say: Callable[[str], None], turns: bool = False, cleanup: bool = False,
+                 html: bool = True) -> None:
+        self.say, self.turns, self.cleanup, self.html = say, turns, cleanup, html
+        self.sb = SourceBuilder(say)
+        self.guests: list[Any] = []        # (lab, booted), then the twin's
+
+    def settings(self, detect: float | None) -> dict[str, Any]:
+        """What bisect.json keeps beside the range, so that another bisect is not resumed as this one."""
+        return {"turns": self.turns, "detect": detect} if self.turns or detect is not None else {}
+
+    def check_runfile(self, runfile: str, case: str) -> Any:
+        return check_runfile(runfile, case, "--case", builds=2 if self.turns else 0)
+
+    def good_series(self, src: Path, good: str) -> str:
+        return series_of(f"{src}@{good}", "--good")
+
+    def side(self, src: Path, commit: str, name: str, field: str) -> Side:
+        return resolve(f"{src}@{commit}", name, field, self.sb)
+
+    def check_step(self, good: Side, side: Side, short: str, good_rev: str) -> None:
+        if side.series != good.series:       # the guest runs one series' userland
+            raise InputError(f"commit {short} is OpenZFS {side.series}, {good_rev} is {good.series}", field="--bad")
+
+    def how(self, blocks: int) -> str:
+        return f"{blocks} iterations of turns" if self.turns else f"{blocks} blocks"
+
+    def ab(self, sides: dict[str, BuildRef], good: Side, **kw: Any) -> AbResult:
+        if not self.guests:
+            self.guests.append(ensure_guest(good.series, self.say))
+            if self.turns:
+                self.guests.append(ensure_twin(self.guests[0][0], self.say))
+        return run_ab(sides, say=self.say, turns=self.turns, cleanup=self.cleanup, html=self.html, **kw)
+
+    def close(self) -> None:
+        for lab, booted in reversed(self.guests):     # the twin first, then the guest, each if booted here
+            if booted:
+                lab.down(say=self.say)
+
+
 def guest_bisect(repo: str, good: str, bad: str, runfile: str, case: str, figure: str, *,
                  blocks: int = DEFAULT_BLOCKS, seed: int | None = None, outdir: str = "zfsperf-bisect",
                  argv: list[str] | None = None, say: Callable[[str], None] = print, turns: bool = False,
@@ -337,17 +382,27 @@ def guest_bisect(repo: str, good: str, bad: str, runfile: str, case: str, figure
     verdict is decided -- worse or better, or the same within the margin -- or could see that
     change (BAD's own step: `detect` %; every other step: half of BAD's change, the line between
     GOOD's side and BAD's, or `detect` if smaller)."""
-    rf = check_runfile(runfile, case, "--case", builds=2 if turns else 0)
+    return bisect(GuestBench(say, turns, cleanup), repo, good, bad, runfile, case, figure, blocks=blocks, seed=seed,
+                  outdir=outdir, argv=argv, say=say, detect=detect)
+
+
+def bisect(bench: Any, repo: str, good: str, bad: str, runfile: str, case: str, figure: str, *,
+           blocks: int = DEFAULT_BLOCKS, seed: int | None = None, outdir: str = "zfsperf-bisect",
+           argv: list[str] | None = None, say: Callable[[str], None] = print, detect: float | None = None) -> int:
+    """A bisect of GOOD..BAD measured where `bench` measures (GuestBench, or buildsource.LocalBench:
+    the machine zfsperf runs on). Bad input before anything is built: the runfile and its case, the
+    repository, the range, GOOD's META; bisect.json in outdir resumed when its settings are these."""
+    rf_source = bench.check_runfile(runfile, case).source
     src = Path(repo).expanduser().resolve()
     if not (src / ".git").exists():
         raise InputError(f"{repo} is not a git repository", field="--zfs-src")
     commits = _commits(src, good, bad)
-    series_of(f"{src}@{good}", "--good")
+    bench.good_series(src, good)
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     state_file = out / "bisect.json"
-    settings = {"repo": str(src), "good": good, "bad": bad, "runfile": rf.source, "case": case, "figure": figure,
-                "blocks": blocks} | ({"turns": True, "detect": detect} if turns or detect is not None else {})
+    settings = {"repo": str(src), "good": good, "bad": bad, "runfile": rf_source, "case": case, "figure": figure,
+                "blocks": blocks} | bench.settings(detect)
     state: dict[str, Any] = {"settings": settings, "steps": {}}
     if state_file.exists():
         old = json.loads(state_file.read_text())
@@ -357,38 +412,33 @@ def guest_bisect(repo: str, good: str, bad: str, runfile: str, case: str, figure
         else:
             raise InputError(f"{state_file} is a bisect with other settings: use another -o", field="-o")
     with _stop_on_signals():
-        return _bisect(src, good, commits, runfile, case, figure, blocks, seed, out, argv or [], say, state,
-                       state_file, turns=turns, detect=detect, cleanup=cleanup)
+        try:
+            return _bisect(bench, src, good, commits, runfile, case, figure, blocks, seed, out, argv or [], say,
+                           state, state_file, detect=detect)
+        finally:
+            bench.close()
 
 
-def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, figure: str, blocks: int,
+def _bisect(bench: Any, src: Path, good: str, commits: list[str], runfile: str, case: str, figure: str, blocks: int,
             seed: int | None, out: Path, argv: list[str], say: Callable[[str], None], state: dict[str, Any],
-            state_file: Path, *, turns: bool = False, detect: float | None = None, cleanup: bool = False) -> int:
+            state_file: Path, *, detect: float | None = None) -> int:
     bad = commits[-1][:12]
-    sb = SourceBuilder(say)
-    good_side = resolve(f"{src}@{good}", "good", "--good", sb)
+    good_side = bench.side(src, good, "good", "--good")
     good_full = good_side.ref.info.get("commit") or good
-    guest: list[Any] = []                      # (lab, booted) once a step needs the guest; then the twin's
     steps: dict[str, Step] = {k: Step(**v) for k, v in state["steps"].items()}
     margin: list[float | None] = [detect]      # the change a step must be able to see (--detect)
 
     def measure(commit: str) -> Step:
         if commit in steps:
             return steps[commit]
-        if not guest:
-            guest.append(ensure_guest(good_side.series, say))
-            if turns:
-                guest.append(ensure_twin(guest[0][0], say))
         short = commit[:8]
-        side = resolve(f"{src}@{commit}", short, f"commit {short}", sb)
-        if side.series != good_side.series:
-            raise InputError(f"commit {short} is OpenZFS {side.series}, {good} is {good_side.series}", field="--bad")
-        how = (f"{blocks} iterations of turns" if turns else f"{blocks} blocks") + \
-            (f", more until decided or it could see {margin[0]:.1f} %" if margin[0] is not None else "")
+        side = bench.side(src, commit, short, f"commit {short}")
+        bench.check_step(good_side, side, short, good)
+        how = bench.how(blocks) + (f", more until decided or it could see {margin[0]:.1f} %"
+                                   if margin[0] is not None else "")
         say(f"bisect: measuring {short} against {good_full[:8]} ({how})")
-        res = run_ab({"good": good_side.ref, short: side.ref}, runfile, blocks=blocks, seed=seed,
-                     outdir=str(out / "runs"), tags=None, test=case, argv=argv, say=say, turns=turns,
-                     detect=margin[0], cleanup=cleanup)
+        res = bench.ab({"good": good_side.ref, short: side.ref}, good_side, runfile=runfile, blocks=blocks,
+                       seed=seed, outdir=str(out / "runs"), tags=None, test=case, argv=argv, detect=margin[0])
         st = _step_of(res, src, commit, case, figure)
         steps[commit] = st
         state["steps"][commit] = st.__dict__
@@ -396,29 +446,24 @@ def _bisect(src: Path, good: str, commits: list[str], runfile: str, case: str, f
         say(f"bisect: {st.line()}")
         return st
 
-    try:
-        last = measure(commits[-1])
-        if not ChangeVerdict(last.verdict).decided:
-            print(f"bisect: {bad} against {good}: {last.verdict} — no change beyond the noise floor to look for")
-            _print_steps(steps, commits)
-            return 1
-        direction = last.verdict
-        if (turns or detect is not None) and last.change_pct is not None:    # GOOD's side ends at half of it
-            margin[0] = min(abs(last.change_pct) / 2, detect if detect is not None else float("inf"))
+    last = measure(commits[-1])
+    if not ChangeVerdict(last.verdict).decided:
+        print(f"bisect: {bad} against {good}: {last.verdict} — no change beyond the noise floor to look for")
+        _print_steps(steps, commits)
+        return 1
+    direction = last.verdict
+    if (bench.turns or detect is not None) and last.change_pct is not None:   # GOOD's side ends at half of it
+        margin[0] = min(abs(last.change_pct) / 2, detect if detect is not None else float("inf"))
 
-        def changed(i: int) -> bool:
-            st = measure(commits[i])
-            if st.changed(direction, last.change_pct):
-                return True
-            if st.verdict == direction:
-                say(f"bisect: {commits[i][:12]} is {direction} by less than half of {bad}'s change: "
-                    "counted on the good side")
-            return False
-        hi = first_changed(len(commits), changed)
-    finally:
-        for lab, booted in reversed(guest):     # the twin first, then the guest, each if booted here
-            if booted:
-                lab.down(say=say)
+    def changed(i: int) -> bool:
+        st = measure(commits[i])
+        if st.changed(direction, last.change_pct):
+            return True
+        if st.verdict == direction:
+            say(f"bisect: {commits[i][:12]} is {direction} by less than half of {bad}'s change: "
+                "counted on the good side")
+        return False
+    hi = first_changed(len(commits), changed)
     return _found(src, commits, hi, direction, steps, state, state_file)
 
 

@@ -7,13 +7,17 @@ Validated with the rest of the input (the tree's META, the commit, the kernel's 
 nothing written), compiled once the input is whole and before the target is touched, incrementally
 and cached by commit and kernel as `guest build` does (guest/source.py: the same cache, so a build
 made on the host for the guest's kernel is found by zfsperf running inside that guest). A remote
-machine's kernel is not this one's: over ssh a side is a directory of modules built there."""
+machine's kernel is not this one's: over ssh a side is a directory of modules built there.
+
+`zfsperf bisect` is `guest bisect` on this machine (LocalBench): each step's commit compiled for the
+running kernel, measured in interleaved blocks with the module swapped between cases
+(tunables/modswitch.py: the machine's own build journaled before the first unload)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from . import proc
 from .buildref import SOURCE_KIND, BuildRef
@@ -91,3 +95,53 @@ class Sources:
 
     def compile(self, builds: dict[str, BuildRef], say: Callable[[str], None]) -> None:
         compile_sources(builds, say)
+
+
+class LocalBench:
+    """Where `zfsperf bisect` measures (buildab.bisect): this machine's kernel OpenZFS, each commit
+    compiled for its running kernel and cached, both sides with this machine's userland (each side's
+    module version beside it in run.json). Refused here, before anything is built, on a machine
+    without kernel OpenZFS or without the running kernel's headers."""
+
+    turns = False
+
+    def __init__(self, say: Callable[[str], None] = print, cleanup: bool = False, html: bool = True) -> None:
+        from .targets.openzfs_linux import present
+        if not present("/"):
+            raise InputError("this machine has no kernel OpenZFS module to swap (/proc/spl/kstat/zfs is absent; "
+                             "zfs-fuse has none): `zfsperf guest bisect` bisects in the OpenZFS guest", field="bisect")
+        self.kernel = running_kernel()
+        if kernel_headers(self.kernel) is None:
+            raise InputError(f"each commit is compiled for this machine's kernel {self.kernel}, whose headers are "
+                             f"not here (/lib/modules/{self.kernel}/build): install them", field="bisect")
+        self.say, self.cleanup, self.html = say, cleanup, html
+        self.sb = SourceBuilder(say, kernel=self.kernel, any_series=True, what="build")
+
+    def check_runfile(self, runfile: str, case: str) -> Any:
+        from .buildab import check_runfile
+        return check_runfile(runfile, case, "--case")
+
+    def settings(self, detect: float | None) -> dict[str, Any]:
+        return {"target": "this machine", "kernel": self.kernel} | ({"detect": detect} if detect is not None else {})
+
+    def good_series(self, src: Path, good: str) -> str:
+        return commit_meta(src, commit_of(src, good, field="--good"), "--good", any_series=True)[1]
+
+    def side(self, src: Path, commit: str, name: str, field: str) -> Any:
+        from .buildab import Side
+        mb = self.sb.build_commit(src, commit)
+        return Side(f"{src}@{commit}", mb.tree.series,
+                    BuildRef(name, f"{mb.tree.label}, compiled for this machine's kernel", str(mb.modules), mb.info()))
+
+    def check_step(self, good: Any, side: Any, short: str, good_rev: str) -> None:
+        """Any series: each side's module version and the one userland are stated in run.json."""
+
+    def how(self, blocks: int) -> str:
+        return f"{blocks} blocks on this machine"
+
+    def ab(self, sides: dict[str, BuildRef], good: Any, **kw: Any) -> Any:
+        from .buildab import run_ab
+        return run_ab(sides, say=self.say, cleanup=self.cleanup, html=self.html, target="openzfs", **kw)
+
+    def close(self) -> None:
+        """Nothing booted: the module switch gives the machine its own build back after each run."""

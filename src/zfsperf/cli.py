@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "ab":
             return cmd_ab(args, argv)
         return {"list": cmd_list, "info": cmd_info, "check": cmd_check, "lab": cmd_lab, "guest": cmd_guest, "corpus": cmd_corpus,
+                "bisect": cmd_bisect,
                 "calibrate": cmd_calibrate,
                 "history": cmd_history,
                 "report": cmd_report, "compare": cmd_compare, "steady": cmd_steady}[args.cmd](args)
@@ -277,6 +278,11 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 def cmd_guest(args: argparse.Namespace) -> int:
     from . import guestcmd
     return guestcmd.run(args)
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    from . import guestcmd
+    return guestcmd.bisect_here(args)
 
 
 def cmd_steady(args: argparse.Namespace) -> int:

@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_info(sub)
     _add_lab(sub)
     _add_guest(sub)
+    _add_bisect(sub)
     _add_corpus(sub)
     _add_steady(sub)
     _add_report(sub)
@@ -168,6 +169,8 @@ EXAMPLES = {
                 "zfsperf history runs"],
     "ab": ["zfsperf ab recordsize=8K,128K", "zfsperf ab --tunable zfs_recv_write_batch_size=128K,1M --target guest",
            "zfsperf ab compression=off,gzip --workload fio:randread --runfile-out ab.toml"],
+    "bisect": ["zfsperf bisect --zfs-src ~/src/zfs --good v2.3.1 --bad HEAD -r receive \\\n"
+               "      --case recv --figure throughput"],
     "compare": ["zfsperf compare zfsperf-results/current       # the A/B pairs of one run (turns, duet, blocks)",
                 "zfsperf compare BASE NEW --fail-on-regression 5",
                 "zfsperf compare BASE1 BASE2 BASE3 --vs NEW1 NEW2 NEW3"],
@@ -335,12 +338,34 @@ def _add_guest(sub: argparse._SubParsersAction) -> None:
                     "build tree): the A/A′ floor stated beside every later build verdict of the test")
     measured(ab, "")
     bi = action("bisect", "bisect a range of OpenZFS commits for the one that changed a figure")
-    bi.add_argument("--zfs-src", metavar="DIR", help="the git repository")
-    bi.add_argument("--good", metavar="REV", help="a commit without the change")
-    bi.add_argument("--bad", metavar="REV", help="a commit with it")
-    bi.add_argument("--case", metavar="TEST", help="the test to measure")
-    bi.add_argument("--figure", metavar="NAME", help="the figure judged (e.g. throughput)")
+    _bisect_range(bi)
     measured(bi, "a step after the first: half of BAD's change")
+
+
+def _bisect_range(p: argparse.ArgumentParser) -> None:
+    """What a bisect (in the guest, or on this machine) bisects."""
+    p.add_argument("--zfs-src", metavar="DIR", help="the git repository")
+    p.add_argument("--good", metavar="REV", help="a commit without the change")
+    p.add_argument("--bad", metavar="REV", help="a commit with it")
+    p.add_argument("--case", metavar="TEST", help="the test to measure")
+    p.add_argument("--figure", metavar="NAME", help="the figure judged (e.g. throughput)")
+
+
+def _add_bisect(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf bisect`: `guest bisect` on this machine's kernel OpenZFS."""
+    p = sub.add_parser("bisect", help="bisect a range of OpenZFS commits on this machine's kernel OpenZFS, each "
+                                      "compiled for its running kernel")
+    _bisect_range(p)
+    p.add_argument("-r", "--runfile", help="the runfile")
+    p.add_argument("--blocks", type=int, default=None, help="interleaved blocks a step (default 6)")
+    p.add_argument("--detect", type=float, metavar="PCT", help="more blocks until each step's verdict is decided or "
+                   "could see PCT %% (a step after the first: half of BAD's change)")
+    p.add_argument("--seed", type=int, help="the seed of the block order")
+    p.add_argument("-o", "--outdir", help="where bisect.json and each step's run go (default zfsperf-bisect)")
+    p.add_argument("-x", "--cleanup", action="store_true", help="first remove what earlier zfsperf runs left "
+                   "(their marked pools, their vdev files), as run -x does")
+    p.add_argument("--no-html", action="store_true", help="no report.html for each step's run")
+    p.set_defaults(turns=False, rebuild=False)
 
 
 def _add_corpus(sub: argparse._SubParsersAction) -> None:

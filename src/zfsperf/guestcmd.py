@@ -1,5 +1,6 @@
 """`zfsperf guest ACTION`'s body (cliargs.py parses; this runs it): build, up, down, status, run
-zfsperf inside the guest, and the A/B and bisect of two OpenZFS builds."""
+zfsperf inside the guest, and the A/B and bisect of two OpenZFS builds; and `zfsperf bisect`, the
+same bisect on this machine's kernel OpenZFS."""
 
 from __future__ import annotations
 
@@ -47,25 +48,43 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _guest_ab_or_bisect(args: argparse.Namespace) -> int:
+def bisect_here(args: argparse.Namespace) -> int:
+    """`zfsperf bisect`: guest bisect's input, then the bisect on this machine (buildsource.LocalBench)."""
     from . import buildab as ab
+    from .buildsource import LocalBench
+    blocks = _checked(args, "bisect", "bisect")
+    bench = LocalBench(cleanup=args.cleanup, html=not args.no_html)     # kernel OpenZFS, headers: before any build
+    return ab.bisect(bench, args.zfs_src, args.good, args.bad, args.runfile, args.case, args.figure, blocks=blocks,
+                     seed=args.seed, outdir=args.outdir or "zfsperf-bisect",
+                     argv=redact_argv(["zfsperf", *sys.argv[1:]]), detect=args.detect)
+
+
+def _checked(args: argparse.Namespace, action: str, command: str) -> int:
+    """An A/B's or bisect's own options checked (exit 2 before anything is built); its blocks."""
+    from . import buildab as ab
+    from . import safepaths
     need = {"ab": ("a", "b", "runfile"), "bisect": ("zfs_src", "good", "bad", "runfile", "case", "figure")}
-    for k in need[args.guest_action]:
+    for k in need[action]:
         if not getattr(args, k):
-            raise InputError(f"guest {args.guest_action} needs --{k.replace('_', '-')}", field=f"--{k}")
-    if args.rebuild and args.guest_action != "ab":
+            raise InputError(f"{command} needs --{k.replace('_', '-')}", field=f"--{k}")
+    if args.rebuild and action != "ab":
         raise InputError("--rebuild is for guest ab (the A/A′ floor of one source built twice)", field="--rebuild")
     if args.detect is not None and not args.detect > 0:
         raise InputError(f"--detect takes a change in per cent above 0, got {args.detect:g}", field="--detect")
     blocks = ab.DEFAULT_BLOCKS if args.blocks is None else args.blocks
     if blocks < 2:
         raise InputError(f"--blocks takes a whole number >= 2, got {blocks}", field="--blocks")
-    from . import safepaths
-    if args.guest_action == "ab":
+    if action == "ab":
         safepaths.check_own_dir(args.outdir or "zfsperf-results", "--outdir", "the output directory",
                                 safepaths.results_entry)
     else:                                       # bisect.json and runs/ of one bisect: resumed when found
         safepaths.check_place(args.outdir or "zfsperf-bisect", "--outdir", "the output directory")
+    return blocks
+
+
+def _guest_ab_or_bisect(args: argparse.Namespace) -> int:
+    from . import buildab as ab
+    blocks = _checked(args, args.guest_action, f"guest {args.guest_action}")
     argv = redact_argv(["zfsperf", *sys.argv[1:]])
     if args.guest_action == "ab":
         return ab.guest_ab(args.a, args.b, args.runfile, blocks=blocks, seed=args.seed,

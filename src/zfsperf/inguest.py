@@ -44,16 +44,20 @@ SHADOWED = ("/proc", "/sys", "/dev", "/run", "/var/tmp")
 OUTDIR_FLAGS = ("-o", "--outdir")
 
 
+# the commands whose output directory lands on the host, and its default
+OUTDIRS = {"run": "zfsperf-results", "bisect": "zfsperf-bisect"}
+
+
 def split_outdir(args: list[str]) -> tuple[list[str], Path | None]:
-    """For `run`: args with the results directory taken out, and that directory (resolved on the
-    host; the default ./zfsperf-results when none is given). Other commands: (args, None)."""
-    if not args or args[0] != "run":
+    """For `run` and `bisect`: args with the output directory taken out, and that directory
+    (resolved on the host; the command's default when none is given). Other commands: (args, None)."""
+    if not args or args[0] not in OUTDIRS:
         return list(args), None
     if any(a == "--resume" or a.startswith("--resume=") for a in args):
         raise InputError("guest run cannot resume a results directory: the guest sees the host's files "
                          "read-only", field="--resume")
     out: list[str] = []
-    dest = "zfsperf-results"
+    dest = OUTDIRS[args[0]]
     i = 0
     while i < len(args):
         a = args[i]
@@ -112,13 +116,18 @@ class InsideRun:
                 raise InputError(f"{what} ({path}) is under {m}, which the guest mounts over: run from elsewhere",
                                  field="guest run")
         args, dest = split_outdir(args)
-        if dest is not None:                    # where the results land on the host, checked as run does
-            safepaths.check_own_dir(dest, "--outdir", "the output directory", safepaths.results_entry)
         xdir = Path(self.st.exchange) / self.token
+        state = dest / "bisect.json" if dest is not None and args[0] == "bisect" else None
+        if state is not None:                   # a bisect's state: resumed in the guest from a copy
+            safepaths.check_place(dest, "--outdir", "the output directory")
+        elif dest is not None:                  # where the results land on the host, checked as run does
+            safepaths.check_own_dir(dest, "--outdir", "the output directory", safepaths.results_entry)
         draw = dest is not None and "--no-html" not in args
         tail: list[str] = []                      # the summary's last lines, held for the Report line
         if dest is not None:
             xdir.mkdir(parents=True)
+            if state is not None and state.is_file():
+                shutil.copy2(state, xdir / state.name)
             # report.html is drawn here, on the host, from the same records: under TCG, matplotlib's
             # import and pictures took a third of a short run's time in the guest
             args = [args[0], "-o", str(xdir), *(["--no-html"] if draw else []), *args[1:]]
@@ -181,13 +190,20 @@ class InsideRun:
             dest.mkdir(parents=True, exist_ok=True)
         for e in entries:
             target = dest / e.name
+            if e.name == "runs" and e.is_dir() and target.is_dir():     # a resumed bisect's: its new steps' runs
+                moved += self._collect(e, target)
+                continue
             if e.is_symlink() and target.is_symlink():          # "current": now the newest run
+                target.unlink()
+            elif e.name == "bisect.json" and target.is_file():  # the state it resumed from, now with its steps
                 target.unlink()
             elif target.exists() or target.is_symlink():
                 target = dest / f"{e.name}-guest{self.token}"
+            if e.name == "bisect.json":                         # its steps' runs where they landed
+                e.write_text(e.read_text().replace(str(xdir), str(dest)))
             shutil.move(str(e), str(target))
             if target.is_dir() and not target.is_symlink():
-                moved.append(target)
+                moved += [target] if e.name != "runs" else [d for d in target.iterdir() if not d.is_symlink()]
         shutil.rmtree(xdir, ignore_errors=True)
         return moved
 
