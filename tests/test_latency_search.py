@@ -128,6 +128,12 @@ def test_real_fio_searches_the_ends_on_zfs_fuse(lab, tmp_path):
     assert rates == sorted(rates, reverse=True)              # missed every time: halving down
     full = s["steps"][0]["iops"]
     assert full == pytest.approx(tight["figures"]["iops"]["value"])   # the case's figures are the full load's
+    # the steady verdict judges the full load's part of the series only (until 2026-12-05 the whole
+    # series, every step's rate in one: a verdict about no load)
+    st = tight["steady"]
+    assert st["timescale"]["part"].startswith("the unthrottled step"), st
+    sampled = [json.loads(ln) for ln in (d / tight["series"]).read_text().splitlines() if '"metrics"' in ln]
+    assert 0 < st["timescale"]["raw_samples"] < len(sampled) / 2, (st, len(sampled))
     log = (d / "logs" / "lt.iter1.log").read_text()
     assert log.count("# latency search: rate_iops ") == 3 and "# latency search: unthrottled: " in log
     jobs = sorted((d / "logs").glob(f"{tight['case']}.i1.t*.fio"))
@@ -142,6 +148,7 @@ def test_real_fio_searches_the_ends_on_zfs_fuse(lab, tmp_path):
     rep = flat(zfsperf("report", str(d)).stdout)              # lines wrapped to the terminal joined
     assert "latency target: read p99 ≤ 1 µs held up to 0 IOPS (mean of 1 iteration; held … missed: 0 … " in rep
     assert "latency target: read p99 ≤ 10 s held up to " in rep and "… full load)" in rep
+    assert "judged on the unthrottled step" in rep, rep
     # compare: the figure judged like any, the two sides' searches said in words beside it
     cmp = zfsperf("compare", str(d))
     out = flat(cmp.stdout)

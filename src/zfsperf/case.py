@@ -55,6 +55,15 @@ def judge_steady(samples: list[dict[str, Any]], spec: steady.SteadySpec, wl: Any
     return out
 
 
+def series_part(sampler: Sampler, span: tuple[float, float] | None) -> list[dict[str, Any]]:
+    """The sampled series, or the part of it between span's two time.monotonic() times."""
+    samples = sampler.snapshot()
+    if span is None:
+        return samples
+    base = time.monotonic() - sampler.elapsed()          # the sampler's t = 0
+    return [x for x in samples if span[0] - base <= x.get("t", 0.0) <= span[1] - base]
+
+
 def absorb(outcome: CaseOutcome, e: BaseException, timeout: float, log: proc.CommandLog) -> None:
     """The one mapping from what a case raised to its outcome, for single, duet and turns cases
     alike (a duet side's exception from its thread included). The first reason a case got is kept."""
@@ -540,8 +549,11 @@ class CaseRunner:
                 overhead = self._sampler_cost(sampler, " + ".join(c.id for c in cases),
                                               "case" if len(cases) == 1 else "iteration")
                 figs = {k: v for c in cases if isinstance(results.get(c.id), dict) for k, v in results[c.id].items()}
-                verdict = (judge_steady(sampler.snapshot(), t.steady, wl, ctxs[lead.id], figs)
+                verdict = (judge_steady(series_part(sampler, ctxs[lead.id].series_span), t.steady, wl,
+                                        ctxs[lead.id], figs)
                            if t.steady.mode == SteadyMode.RECORD else None)
+                if verdict is not None and ctxs[lead.id].series_span is not None and verdict.timescale is not None:
+                    verdict.timescale["part"] = "the unthrottled step (a latency search: its later steps run slower)"
                 for rec in records.values():
                     rec.sampler = dict(overhead)
                     if verdict is not None:

@@ -191,7 +191,7 @@ def timescale_words(scales: list[dict[str, Any]]) -> list[str]:
         else:
             lo, hi = min(secs), max(secs)
             out.append(f"{kind}, {lo:.2g} s" if lo == hi else f"{kind}, {lo:.2g}-{hi:.2g} s")
-    return out
+    return out + [f"judged on {part}" for part in sorted({str(x["part"]) for x in scales if x.get("part")})]
 
 
 def steady_summary(case: CaseData, stored: dict[str, Any] | None = None) -> dict[str, Any] | None:

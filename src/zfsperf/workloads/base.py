@@ -98,6 +98,9 @@ class CaseContext:
                                          # and left out (build turns: a fresh pool in each guest)
     spans: list[tuple[float, float]] = field(default_factory=list)   # taking turns: this side's
                                          # rounds, (start, end) in time.monotonic() seconds
+    # the part of the sampled series that is one load, (start, end) in time.monotonic() seconds, or
+    # None for all of it (a latency search: its unthrottled step; its later steps run at other rates)
+    series_span: tuple[float, float] | None = None
     # taking turns: read around each of this side's counted turns (its hooks left out), the CPU
     # readings kept in cpu_turns, (start, end) a turn (metrics/cpucost.py: a side's CPU figures)
     cpu_read: Callable[[], Any] | None = None

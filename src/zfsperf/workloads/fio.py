@@ -449,7 +449,10 @@ class FioWorkload:
             lines = job_lines(p, runtime)
             if rate is not None:                  # fio's rate_iops is each job's
                 lines.append(f"rate_iops={max(1, int(round(rate / jobs)))}")
+            t0 = time.monotonic()
             res, raw = run_jobfile(ctx, [job_text(directory, lines)], [], tag=f".t{len(runs)}")
+            if rate is None:                      # the full load: the series its steady verdict judges
+                ctx.series_span = (t0, time.monotonic())
             save_json(ctx, raw, f".t{len(runs)}")
             runs.append(res)
             figs = stats_figures(res.classes)
