@@ -33,7 +33,7 @@ import random
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from . import proc
 from .errors import InputError, TargetError
@@ -330,6 +330,20 @@ class Step:
         return f"{self.commit[:12]}  {ch}{ci}  {p}  {self.verdict}{see}  {self.subject}"
 
 
+class Bench(Protocol):
+    """Where a bisect measures: it checks the input, builds a side (a commit) and runs an A/B."""
+    turns: bool
+
+    def check_runfile(self, runfile: str, case: str) -> Any: ...
+    def settings(self, detect: float | None) -> dict[str, Any]: ...
+    def good_series(self, src: Path, good: str) -> str: ...
+    def side(self, src: Path, commit: str, name: str, field: str) -> Side: ...
+    def check_step(self, good: Side, side: Side, short: str, good_rev: str) -> None: ...
+    def how(self, blocks: int) -> str: ...
+    def ab(self, sides: dict[str, BuildRef], good: Side, **kw: Any) -> AbResult: ...
+    def close(self) -> None: ...
+
+
 class GuestBench:
     """Where `guest bisect` measures: the guest (with --turns: and its twin), booted for the first
     step that needs it and stopped at the end if booted here; each commit built for its kernel."""
@@ -386,7 +400,7 @@ def guest_bisect(repo: str, good: str, bad: str, runfile: str, case: str, figure
                   outdir=outdir, argv=argv, say=say, detect=detect)
 
 
-def bisect(bench: Any, repo: str, good: str, bad: str, runfile: str, case: str, figure: str, *,
+def bisect(bench: Bench, repo: str, good: str, bad: str, runfile: str, case: str, figure: str, *,
            blocks: int = DEFAULT_BLOCKS, seed: int | None = None, outdir: str = "zfsperf-bisect",
            argv: list[str] | None = None, say: Callable[[str], None] = print, detect: float | None = None) -> int:
     """A bisect of GOOD..BAD measured where `bench` measures (GuestBench, or buildsource.LocalBench:
@@ -419,7 +433,7 @@ def bisect(bench: Any, repo: str, good: str, bad: str, runfile: str, case: str, 
             bench.close()
 
 
-def _bisect(bench: Any, src: Path, good: str, commits: list[str], runfile: str, case: str, figure: str, blocks: int,
+def _bisect(bench: Bench, src: Path, good: str, commits: list[str], runfile: str, case: str, figure: str, blocks: int,
             seed: int | None, out: Path, argv: list[str], say: Callable[[str], None], state: dict[str, Any],
             state_file: Path, *, detect: float | None = None) -> int:
     bad = commits[-1][:12]
