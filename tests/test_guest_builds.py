@@ -259,56 +259,23 @@ def test_bisect_names_the_commit_that_added_the_cost_and_resumes(lab, tmp_path, 
     assert f"first worse commit: {commits['cost']}" in again.stdout
 
 
-def test_a_build_ab_on_kernel_openzfs_from_module_directories(lab, tmp_path):
-    """Issue 72, 1: two builds A/B'd on a kernel-OpenZFS machine by `zfsperf run --build NAME=...`,
-    not only in zfsperf's own guest: here the guest is that machine, zfsperf runs in it as a local
-    process (in the host's root, chrooted over the guest's /proc, /sys and /dev). One side is a
-    commit of the repository (`base=REPO@COMMIT`: OpenZFS source, which zfsperf compiles for the
-    machine's running kernel, here found in the build cache, where this host built it for the
-    guest's kernel: compiling under TCG would take hours), the other a directory of modules (the
-    planted 100 ms-a-WRITE pause). Each case's build loaded before its pool (srcversion read back,
-    in the case log), the planted cost WORSE, the machine's own build loaded back at the end."""
-    from zfsperf.guest.source import SourceBuilder
-    repo, commits, g = lab
-    own = srcversion(g)
-    sb = SourceBuilder()
-    dirs = {k: sb.build_commit(repo, commits[k]).modules for k in ("base", "cost")}    # cached by the tests above
-    rf = write_runfile(tmp_path, BUILD_RECV.replace('name = "recv"', 'name = "onhost"'))
-    res = zfsperf("guest", "run", "--", "run", "-r", str(rf), "--seed", "3", "-o", str(tmp_path / "o"),
-                  "--build", f"base={repo}@{commits['base'][:10]}", "--build", f"cost={dirs['cost']}", timeout=3600)
-    assert res.returncode == 0, why(res)
-    assert re.search(r"^build: OpenZFS \S+ @ %s for 6\.\S+ is cached in " % commits["base"][:12], res.stdout, re.M), \
-        res.stdout[:3000]
-    d = last_dir(res.stdout)
-    recs = records(d)
-    assert [r["status"] for r in recs] == ["PASS"] * 12 and {r["sweep"]["build"] for r in recs} == {"base", "cost"}
-    run = json.loads((d / "run.json").read_text())
-    assert run["target"]["implementation"] == "openzfs-linux" and run["selection"]["interleave"] is True
-    assert run["builds"]["base"]["modules"] == str(dirs["base"])
-    assert run["builds"]["base"]["info"]["commit"] == commits["base"] and run["builds"]["base"]["info"]["kind"] == "source"
-    # what each side ran with: its module's version, and the machine's one userland (the same series)
-    for k in ("base", "cost"):
-        b = run["builds"][k]
-        assert b["module_version"].startswith("2.3.") and b["userland"].startswith("zfs-2.3."), b
-        assert "userland_note" not in b, b
-    assert run["builds"]["base"]["srcversion"] != run["builds"]["cost"]["srcversion"]
-    log = "".join(p.read_text() for p in sorted((d / "logs").glob("*.log")))
-    assert f"build cost, srcversion {run['builds']['cost']['srcversion']}" in log, log[-3000:]
-    ch = next(c for c in json.loads(zfsperf("compare", str(d), "--json").stdout)["changes"]
-              if c["figure"] == "throughput")
-    assert ch["verdict"] == "worse" and ch["design"] == "paired" and ch["ci_pct"][1] < 0, ch
-    assert srcversion(g) == own                                         # the machine's own build back
-
-
 def test_a_local_build_ab_killed_with_9_is_undone_by_the_next_start_a_bisect_here(lab, tmp_path):
-    """Issue 72, 2: zfsperf on a kernel-OpenZFS machine (the guest, zfsperf in it as a local process)
-    killed with -9 while another build's module is loaded: the journal kept the machine's own build
-    before the first unload, and the next zfsperf start loads it back before anything else and says
-    so (srcversion read back). That next start is a `zfsperf bisect` of the test repository on the
-    same machine (issue 72, 1), which names the pause's commit (one test: the guest lane's time). Both builds are the pause's commit (two names, one directory): the
-    comment's commit has the machine's own srcversion (modpost sums a source without its comments),
-    so CI's run of 2026-12-05, whose blocks drew it first, saw the own srcversion while a build was
-    loaded and failed -- and left zfsperf running in the guest for every later test."""
+    """Issue 72 on a kernel-OpenZFS machine: the guest, zfsperf in it as a local process (in the
+    host's root, chrooted over the guest's /proc, /sys and /dev).
+    2: `run --build` of two directories of modules killed with -9 while a build's module is loaded:
+    the journal kept the machine's own build before the first unload, and the next zfsperf start
+    loads it back before anything else and says so (srcversion read back). Both builds are the
+    pause's commit (two names, one directory): the comment's commit has the machine's own srcversion
+    (modpost sums a source without its comments), so CI's run of 2026-12-05, whose blocks drew it
+    first, saw the own srcversion while a build was loaded and failed -- and left zfsperf running in
+    the guest for every later test.
+    1: that next start is `zfsperf bisect` of comment..cost (one commit: BAD's own step decides it),
+    each side OpenZFS source that zfsperf compiles for the machine's running kernel (here found in
+    the build cache, where this host built it for the guest's kernel: compiling under TCG would take
+    hours); the step a run --build A/B in interleaved blocks, each case's build loaded before its
+    pool (srcversion in the case log), the planted cost WORSE with its interval, the pause's commit
+    named, the same command resumed. Until 2026-12-05 `run --build base=REPO@COMMIT --build
+    cost=DIR` had a test of its own (154 s in the lane): the same A/B, here a bisect step."""
     from zfsperf.guest.source import SourceBuilder
     repo, commits, g = lab
     own = srcversion(g)
@@ -358,12 +325,23 @@ def test_a_local_build_ab_killed_with_9_is_undone_by_the_next_start_a_bisect_her
     state = json.loads((tmp_path / "b" / "bisect.json").read_text())
     assert state["settings"]["target"] == "this machine" and state["settings"]["kernel"] == g.state().kernel
     assert list(state["steps"]) == [commits["cost"]] and state["steps"][commits["cost"]]["verdict"] == "worse"
+    assert re.search(r"^build: OpenZFS \S+ @ %s for 6\.\S+ is cached in " % commits["cost"][:12], nxt.stdout, re.M)
     step = Path(state["steps"][commits["cost"]]["results_dir"])     # named where it landed on the host
     assert step.parent == tmp_path / "b" / "runs" and (step / "report.html").is_file(), step
-    builds = json.loads((step / "run.json").read_text())["builds"]
-    assert builds["good"]["info"]["commit"] == commits["comment"], builds
-    assert builds[commits["cost"][:8]]["srcversion"] != builds["good"]["srcversion"] == own, builds
-    assert all(b["module_version"] and b["userland"] for b in builds.values()), builds
+    run = json.loads((step / "run.json").read_text())
+    assert run["target"]["implementation"] == "openzfs-linux" and run["selection"]["interleave"] is True
+    builds, bad = run["builds"], commits["cost"][:8]
+    assert builds["good"]["info"]["commit"] == commits["comment"] and builds["good"]["info"]["kind"] == "source"
+    assert builds[bad]["srcversion"] != builds["good"]["srcversion"] == own, builds
+    for b in builds.values():         # what each side ran with: its module's version, the one userland
+        assert b["module_version"].startswith("2.3.") and b["userland"].startswith("zfs-2.3."), b
+        assert "userland_note" not in b, b
+    assert [r["status"] for r in records(step)] == ["PASS"] * 12
+    log = "".join(p.read_text() for p in sorted((step / "logs").glob("*.log")))
+    assert f"build {bad}, srcversion {builds[bad]['srcversion']}" in log, log[-3000:]
+    ch = next(c for c in json.loads(zfsperf("compare", str(step), "--json").stdout)["changes"]
+              if c["figure"] == "throughput")
+    assert ch["verdict"] == "worse" and ch["design"] == "paired" and ch["ci_pct"][1] < 0, ch
     again = zfsperf(*argv, timeout=600)                      # the state on the host: resumed, nothing measured
     assert again.returncode == 0 and "(1 step(s) measured)" in again.stdout, why(again)
     assert f"first worse commit: {commits['cost']}" in again.stdout and "bisect: measuring" not in again.stdout

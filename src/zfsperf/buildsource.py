@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import proc
 from .buildref import SOURCE_KIND, BuildRef
 from .errors import InputError
 from .guest.source import MODULES, SourceBuilder, commit_meta, commit_of, kernel_headers, read_meta
+
+if TYPE_CHECKING:                       # buildab imports this module's neighbours, not this one
+    from .buildab import AbResult, Side
 
 
 def is_modules_dir(where: str) -> bool:
@@ -127,19 +130,19 @@ class LocalBench:
     def good_series(self, src: Path, good: str) -> str:
         return commit_meta(src, commit_of(src, good, field="--good"), "--good", any_series=True)[1]
 
-    def side(self, src: Path, commit: str, name: str, field: str) -> Any:
+    def side(self, src: Path, commit: str, name: str, field: str) -> "Side":
         from .buildab import Side
         mb = self.sb.build_commit(src, commit)
         return Side(f"{src}@{commit}", mb.tree.series,
                     BuildRef(name, f"{mb.tree.label}, compiled for this machine's kernel", str(mb.modules), mb.info()))
 
-    def check_step(self, good: Any, side: Any, short: str, good_rev: str) -> None:
+    def check_step(self, good: "Side", side: "Side", short: str, good_rev: str) -> None:
         """Any series: each side's module version and the one userland are stated in run.json."""
 
     def how(self, blocks: int) -> str:
         return f"{blocks} blocks on this machine"
 
-    def ab(self, sides: dict[str, BuildRef], good: Any, **kw: Any) -> Any:
+    def ab(self, sides: dict[str, BuildRef], good: "Side", **kw: Any) -> "AbResult":
         from .buildab import run_ab
         return run_ab(sides, say=self.say, cleanup=self.cleanup, html=self.html, target="openzfs", **kw)
 
