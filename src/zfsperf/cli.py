@@ -16,7 +16,7 @@ from .buildref import BuildRef
 from .errors import InputError, ZfsperfError, shown
 from .redact import redact, redact_argv
 from .cliargs import USAGE, build_parser
-from .units import parse_size
+from .units import ChangeVerdict, parse_size
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "ab":
             return cmd_ab(args, argv)
         return {"list": cmd_list, "info": cmd_info, "check": cmd_check, "lab": cmd_lab, "guest": cmd_guest, "corpus": cmd_corpus,
-                "bisect": cmd_bisect,
+                "bisect": cmd_bisect, "fleet": cmd_fleet,
                 "calibrate": cmd_calibrate,
                 "history": cmd_history,
                 "report": cmd_report, "compare": cmd_compare, "steady": cmd_steady}[args.cmd](args)
@@ -283,6 +283,32 @@ def cmd_guest(args: argparse.Namespace) -> int:
 def cmd_bisect(args: argparse.Namespace) -> int:
     from . import guestcmd
     return guestcmd.bisect_here(args)
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    """`zfsperf fleet compare`: the hosts' own verdicts, then combined (report/fleet.py); the gate."""
+    from pathlib import Path
+    from .report import fleet
+    if args.fleet_action != "compare":
+        raise InputError("fleet takes an action: compare (`zfsperf fleet compare --help`)", field="fleet")
+    classes = {}
+    for item in args.classes:
+        host, eq, label = item.partition("=")
+        if not eq or not host or not label:
+            raise InputError(f"takes HOST=CLASS, got {shown(item)}", field="--class")
+        classes[host] = label
+    if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
+        raise InputError("--fail-on-regression takes a change in per cent, 0 or more", field="--fail-on-regression")
+    fc = fleet.compare_fleet([Path(d) for d in args.dirs], args.case, args.figure, classes)
+    print(json.dumps(fc.as_dict(), indent=1) if args.json else fleet.text(fc))
+    if args.fail_on_regression is None:
+        return 0
+    failed = [c for c in ([fc.fleet] if fc.fleet else []) + fc.classes
+              if c.verdict == ChangeVerdict.WORSE and abs(c.change_pct) >= args.fail_on_regression]
+    for c in failed:
+        print(f"regression: {'the fleet' if c.label == 'fleet' else 'class ' + c.label} {c.change_pct:+.1f} % "
+              f"{fc.figure} (gate {args.fail_on_regression:g} %)", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_steady(args: argparse.Namespace) -> int:

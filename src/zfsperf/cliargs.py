@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lab(sub)
     _add_guest(sub)
     _add_bisect(sub)
+    _add_fleet(sub)
     _add_corpus(sub)
     _add_steady(sub)
     _add_report(sub)
@@ -169,6 +170,7 @@ EXAMPLES = {
                 "zfsperf history runs"],
     "ab": ["zfsperf ab recordsize=8K,128K", "zfsperf ab --tunable zfs_recv_write_batch_size=128K,1M --target guest",
            "zfsperf ab compression=off,gzip --workload fio:randread --runfile-out ab.toml"],
+    "fleet": ["zfsperf fleet compare host1/current host2/current host3/current"],
     "bisect": ["zfsperf bisect --zfs-src ~/src/zfs --good v2.3.1 --bad HEAD -r receive \\\n"
                "      --case recv --figure throughput"],
     "compare": ["zfsperf compare zfsperf-results/current       # the A/B pairs of one run (turns, duet, blocks)",
@@ -349,6 +351,28 @@ def _bisect_range(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bad", metavar="REV", help="a commit with it")
     p.add_argument("--case", metavar="TEST", help="the test to measure")
     p.add_argument("--figure", metavar="NAME", help="the figure judged (e.g. throughput)")
+
+
+def _add_fleet(sub: argparse._SubParsersAction) -> None:
+    """`zfsperf fleet compare`: many hosts' runs of one A/B combined."""
+    p = sub.add_parser("fleet", help="many machines' runs of one A/B: each host's own paired verdict, then combined "
+                                     "(random effects) over the fleet and per machine class")
+    fsub = p.add_subparsers(dest="fleet_action", metavar="ACTION")
+    c = fsub.add_parser("compare", help="combine hosts' results directories of one A/B",
+                        description="Each DIR is one host's results directory of the same A/B (turns, a duet or "
+                                    "interleaved blocks): its own paired verdict first, then the hosts' log ratios "
+                                    "combined by a random-effects meta-analysis, over the fleet and per class.",
+                        epilog="examples:\n  zfsperf fleet compare host1/current host2/current host3/current\n"
+                               "  zfsperf fleet compare hosts/*/current --class h4=4-core --fail-on-regression 2",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("dirs", nargs="+", metavar="DIR", help="each host's results directory")
+    c.add_argument("--case", metavar="TEST", help="the test whose A/B is combined (needed when a run has several)")
+    c.add_argument("--figure", metavar="NAME", help="the figure (default: the test's headline)")
+    c.add_argument("--class", dest="classes", action="append", default=[], metavar="HOST=CLASS",
+                   help="a host's machine class (default: its CPUs, memory and ZFS from run.json)")
+    c.add_argument("--json", action="store_true", help="the comparison as JSON")
+    c.add_argument("--fail-on-regression", type=float, metavar="PCT", help="exit 1 when the fleet, or any class, is "
+                   "WORSE by at least PCT %%")
 
 
 def _add_bisect(sub: argparse._SubParsersAction) -> None:

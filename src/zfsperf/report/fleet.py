@@ -1,0 +1,204 @@
+"""Many machines' runs of one A/B combined (issue 74, 3): is this change faster on our machines, and
+on which is it not?
+
+Each host's own paired verdict first: compare's, within that host's run (A and B are never taken
+from two hosts: the pairs are its blocks, turns or duet iterations). Then the hosts' changes are
+combined as a random-effects meta-analysis of their log ratios (statsmodels' combine_effects with
+the Paule-Mandel between-host variance, which stays at 0 where the hosts agree better than their
+own noise says -- its DerSimonian-Laird there goes negative and weights nonsense; each host weighted
+by its own pairs' spread): the combined change with its 95 % interval, the
+between-host spread (τ, as a change in %; I², the share of the hosts' differences that is not
+sampling noise) and the interval a new machine of the fleet would see (the prediction interval,
+t with k - 2 degrees of freedom; needs 3 hosts). The same per machine class (CPU model and count,
+memory, the target's ZFS: derived from run.json, or named by the caller), so that a change that
+helps one class and hurts another is seen as such. A host whose run has no such pair (it failed,
+or ran another runfile) is listed with why, never dropped silently."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..units import ChangeVerdict, better_or_worse, unit_direction
+from ..workloads import headline
+from .abstats import ALPHA
+from .comparison import FigureChange
+from .model import RunData, load_run
+
+
+@dataclass
+class Host:
+    name: str
+    path: Path
+    klass: str
+    change: FigureChange | None = None      # its own paired verdict on the figure
+    why: str | None = None                  # why it has none
+
+    @property
+    def effect(self) -> tuple[float, float] | None:
+        """Its log ratio and that log ratio's variance (the pairs' sd² / pairs), or None."""
+        ch = self.change
+        if ch is None or ch.pair_sd is None or not ch.pairs or ch.change_pct <= -100:
+            return None
+        return math.log1p(ch.change_pct / 100), (ch.pair_sd ** 2) / ch.pairs
+
+
+@dataclass
+class Combined:
+    """The hosts of one group (the fleet, or a class) combined."""
+    label: str
+    hosts: int
+    change_pct: float
+    ci_pct: tuple[float, float]
+    p: float
+    verdict: ChangeVerdict
+    tau_pct: float | None = None                        # between hosts (random effects), as a change
+    i2: float | None = None                             # share of the spread that is between hosts
+    predict_pct: tuple[float, float] | None = None      # what a new host of the group would see
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("label", "hosts", "change_pct", "ci_pct", "p", "verdict", "tau_pct",
+                                              "i2", "predict_pct")}
+
+
+@dataclass
+class FleetComparison:
+    case: str
+    figure: str
+    unit: str
+    hosts: list[Host]
+    fleet: Combined | None
+    classes: list[Combined] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"case": self.case, "figure": self.figure, "unit": self.unit,
+                "hosts": [{"name": h.name, "path": str(h.path), "class": h.klass, "why": h.why,
+                           "change": h.change.as_dict() if h.change is not None else None} for h in self.hosts],
+                "fleet": self.fleet.as_dict() if self.fleet is not None else None,
+                "classes": [c.as_dict() for c in self.classes]}
+
+
+def machine_class(run: RunData) -> str:
+    """A host's class in words, from its run.json: its CPUs, memory and the target's ZFS."""
+    hw, tgt = run.run.hardware or {}, run.run.target or {}
+    cpus = f"{hw.get('cpus')} × {hw.get('cpu_model')}" if hw.get("cpus") else "CPUs not recorded"
+    mem = f"{round(hw['memory_bytes'] / 2 ** 30)} GiB" if hw.get("memory_bytes") else "memory not recorded"
+    impl, ver = tgt.get("implementation", "target not recorded"), str(tgt.get("zfs_version") or "")
+    return f"{cpus}, {mem}, {ver if ver.startswith(impl) else f'{impl} {ver}'.strip()}"
+
+
+def host_change(run: RunData, case: str | None, figure: str | None) -> tuple[FigureChange | None, str | None]:
+    """The host's own paired change of the figure (the case's headline when none is named), or
+    why it has none."""
+    from .compare import compare_within
+    from .pairing import ab_pairs
+    pairs = ab_pairs(run)
+    if not pairs:
+        return None, "its run has no A/B pair (turns, a duet or interleaved blocks)"
+    cmp = compare_within(run, pairs)
+    chosen = [ch for ch in cmp.changes if (case is None or ch.case.split(" → ")[0].split()[0] == case)
+              and ch.figure == (figure or headline(cmp.workload_of(ch.case)))]
+    if not chosen:
+        return None, f"its run has no {figure or 'headline'} figure" + (f" for {case}" if case else "")
+    if len(chosen) > 1:
+        raise InputError(f"{run.path}: {len(chosen)} A/B pairs ({', '.join(c.case for c in chosen)}): "
+                         "name the test with --case", field="--case")
+    ch = chosen[0]
+    if ch.pairs is None:
+        return ch, "its sides were not paired (compared as separate samples)"
+    return ch, None
+
+
+def combine(label: str, hosts: list[Host], unit: str) -> Combined | None:
+    """The hosts' log ratios combined (random effects; one host: its own change and interval)."""
+    from scipy import stats
+    eff = [(h.effect, h) for h in hosts if h.effect is not None]
+    if not eff:
+        return None
+    way = unit_direction(unit)
+    if len(eff) == 1:
+        (ln, var), h = eff[0]
+        ch = h.change
+        assert ch is not None
+        return Combined(label, 1, ch.change_pct, ch.ci_pct or (math.nan, math.nan), ch.p if ch.p is not None else 1.0,
+                        ch.verdict)
+    import numpy as np
+    from statsmodels.stats.meta_analysis import combine_effects
+    ys = np.array([e[0][0] for e in eff])
+    vs = np.array([max(e[0][1], 1e-12) for e in eff])
+    res = combine_effects(ys, vs, method_re="iterated")
+    mean, se = float(res.mean_effect_re), float(res.sd_eff_w_re)
+    z = stats.norm.ppf(1 - ALPHA / 2)
+    p = float(2 * stats.norm.sf(abs(mean / se))) if se > 0 else (0.0 if mean else 1.0)
+    tau2 = max(float(res.tau2), 0.0)
+    k = len(eff)
+    pred = None
+    if k >= 3:
+        t = stats.t.ppf(1 - ALPHA / 2, k - 2)
+        half = t * math.sqrt(tau2 + se ** 2)
+        pred = (math.expm1(mean - half) * 100, math.expm1(mean + half) * 100)
+    change = math.expm1(mean) * 100
+    verdict = (better_or_worse(change, way) or ChangeVerdict.NOT_SIGNIFICANT) if p < ALPHA and way \
+        else ChangeVerdict.NOT_SIGNIFICANT if way else ChangeVerdict.NONE
+    q = float(res.q)                       # Cochran's Q: I² = (Q - df) / Q, 0 where Q <= df
+    i2 = max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0
+    return Combined(label, k, change, (math.expm1(mean - z * se) * 100, math.expm1(mean + z * se) * 100), p, verdict,
+                    tau_pct=math.expm1(math.sqrt(tau2)) * 100, i2=i2,
+                    predict_pct=pred)
+
+
+def compare_fleet(paths: list[Path], case: str | None = None, figure: str | None = None,
+                  classes: dict[str, str] | None = None) -> FleetComparison:
+    """Each results directory a host's run of one A/B; classes: host name -> class, over what
+    run.json says."""
+    if len(paths) < 2:
+        raise InputError("a fleet comparison takes two or more hosts' results directories", field="RUN")
+    hosts: list[Host] = []
+    seen: dict[str, int] = {}
+    unit, fig, case_name = "", figure or "", case or ""
+    for p in paths:
+        run = load_run(p)
+        name = run.run.host or run.path.name
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:                    # one machine's two runs: told apart by their directories
+            name = f"{name} ({run.path.name})"
+        ch, why = host_change(run, case, figure)
+        if ch is not None:
+            unit, fig, case_name = ch.unit, ch.figure, case_name or ch.case
+        hosts.append(Host(name, p, (classes or {}).get(name) or machine_class(run), ch if why is None else None,
+                          why))
+    if not fig:
+        raise InputError("no host's run has an A/B pair to combine: "
+                         + "; ".join(f"{h.name}: {h.why}" for h in hosts), field="RUN")
+    out = FleetComparison(case_name, fig, unit, hosts, combine("fleet", hosts, unit))
+    by_class: dict[str, list[Host]] = {}
+    for h in hosts:
+        by_class.setdefault(h.klass, []).append(h)
+    if len(by_class) > 1:
+        out.classes = [c for k, hs in sorted(by_class.items()) if (c := combine(k, hs, unit)) is not None]
+    return out
+
+
+def text(fc: FleetComparison) -> str:
+    """The terminal's view: each host's own verdict, then the fleet's and each class's."""
+    def pct(x: tuple[float, float] | None) -> str:
+        return "" if x is None else f"[{x[0]:+.1f} … {x[1]:+.1f} %]"
+    lines = [f"{fc.case}, {fc.figure} ({fc.unit}): each host's own paired verdict, then combined"]
+    for h in fc.hosts:
+        if h.change is None:
+            lines.append(f"  {h.name:<24} no verdict: {h.why}")
+            continue
+        ch = h.change
+        lines.append(f"  {h.name:<24} {ch.change_pct:+6.1f} % {pct(ch.ci_pct)}  {ch.verdict}  ({ch.pairs} pairs; "
+                     f"{h.klass})")
+    for c in ([fc.fleet] if fc.fleet else []) + fc.classes:
+        head = "the fleet" if c.label == "fleet" else f"class {c.label}"
+        spread = (f"; between hosts τ {c.tau_pct:.1f} %, I² {100 * c.i2:.0f} %" if c.tau_pct is not None and
+                  c.i2 is not None else "")
+        new = f"; a new host would see {pct(c.predict_pct)}" if c.predict_pct else ""
+        lines.append(f"{head}: {c.change_pct:+.1f} % {pct(c.ci_pct)} over {c.hosts} host"
+                     f"{'s' if c.hosts != 1 else ''}, {c.verdict} (p {c.p:.3g}){spread}{new}")
+    return "\n".join(lines)

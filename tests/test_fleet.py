@@ -1,0 +1,115 @@
+"""Many hosts' runs of one A/B combined (issue 74, 3: `zfsperf fleet compare`): each host's own
+paired verdict first, then a random-effects combination over the fleet and per machine class.
+
+Fed recorded figures: one real turns A/B of zfs-fuse (tests/fixtures/results-format2/receive-ab-turns,
+8 pairs) copied once a host, each host's B side scaled by a planted factor and its run.json naming
+its host and CPUs, so that what each host's own verdict and the combination must say is known."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from zfsperf.errors import InputError
+from zfsperf.report import fleet
+
+FIXTURE = Path(__file__).parent / "fixtures" / "results-format2" / "receive-ab-turns"
+B = "ab checksum=fletcher4"
+
+
+def host(tmp: Path, name: str, factor: float, cpus: int = 2) -> Path:
+    """The fixture as host `name`'s run, its B side's throughput times `factor`."""
+    d = tmp / name
+    shutil.copytree(FIXTURE, d)
+    run = json.loads((d / "run.json").read_text())
+    run["host"], run["hardware"] = name, {**run["hardware"], "cpus": cpus}
+    (d / "run.json").write_text(json.dumps(run))
+    lines = []
+    for ln in (d / "results.jsonl").read_text().splitlines():
+        r = json.loads(ln)
+        if r["case"] == B and "throughput" in r.get("figures", {}):
+            r["figures"]["throughput"]["value"] *= factor
+        lines.append(json.dumps(r))
+    (d / "results.jsonl").write_text("\n".join(lines) + "\n")
+    return d
+
+
+def test_each_host_first_then_the_fleet_and_the_class_that_differs(tmp_path):
+    """Three 2-CPU hosts where B costs 10 % and one 4-CPU host where it gains 10 %: each host's own
+    verdict is its own run's, the 2-CPU class is WORSE with an interval around -10 %, the 4-CPU
+    class (one host) is its host's verdict, and the fleet's between-host spread says they differ."""
+    aa = fleet.compare_fleet([host(tmp_path, "h0", 1.0), host(tmp_path, "h0b", 1.0)])
+    base = aa.hosts[0].change
+    assert base is not None and aa.case.startswith("ab checksum=fletcher2") and aa.figure == "throughput"
+    ds = [host(tmp_path, f"h{i}", 0.9) for i in (1, 2, 3)] + [host(tmp_path, "h4", 1.1, cpus=4)]
+    fc = fleet.compare_fleet(ds)
+    assert [h.name for h in fc.hosts] == ["h1", "h2", "h3", "h4"]
+    for h, f in zip(fc.hosts, (0.9, 0.9, 0.9, 1.1)):      # each host's own change: its pairs' ratio
+        assert h.change is not None and h.change.pairs == 8
+        assert h.change.change_pct == pytest.approx(((1 + base.change_pct / 100) * f - 1) * 100, abs=1e-6)
+    small = next(c for c in fc.classes if c.label.startswith("2 × "))
+    big = next(c for c in fc.classes if c.label.startswith("4 × "))
+    assert small.hosts == 3 and small.verdict == "worse" and small.ci_pct[0] < small.change_pct < small.ci_pct[1] < 0
+    assert small.change_pct == pytest.approx(fc.hosts[0].change.change_pct, abs=1e-6)   # identical hosts
+    assert small.tau_pct == pytest.approx(0, abs=1e-6) and small.predict_pct is not None
+    assert big.hosts == 1 and big.change_pct == pytest.approx(fc.hosts[3].change.change_pct)
+    assert big.verdict == fc.hosts[3].change.verdict
+    f = fc.fleet
+    assert f is not None and f.hosts == 4 and f.tau_pct > 5 and f.i2 > 0.5       # the classes differ
+    assert f.predict_pct[0] < min(h.change.change_pct for h in fc.hosts)
+    assert f.predict_pct[1] > max(h.change.change_pct for h in fc.hosts)
+    words = fleet.text(fc)
+    assert "the fleet: " in words and "class 2 × " in words and "a new host would see [" in words, words
+    assert json.loads(json.dumps(fc.as_dict()))["fleet"]["hosts"] == 4
+
+
+def test_a_host_without_a_pair_is_named_and_the_gate_fails_on_a_class(tmp_path, capsys):
+    """A host whose run is not an A/B stays in the list with why; the gate fails on the class that
+    regressed even where the fleet as a whole does not."""
+    from zfsperf import cli
+    solo = tmp_path / "solo"
+    shutil.copytree(FIXTURE, solo)
+    (solo / "results.jsonl").write_text("".join(ln + "\n" for ln in (FIXTURE / "results.jsonl").read_text().splitlines()
+                                                if json.loads(ln)["case"] != B))
+    ds = [host(tmp_path, f"h{i}", 0.8) for i in (1, 2)] + [host(tmp_path, f"h{i}", 1.2, cpus=4) for i in (3, 4)]
+    assert cli.main(["fleet", "compare", *map(str, ds), str(solo), "--fail-on-regression", "5"]) == 1
+    out, err = capsys.readouterr()
+    assert "no verdict: its run has no A/B pair" in out and "regression: class 2 × " in err, (out, err)
+    assert "regression: the fleet" not in err
+    assert cli.main(["fleet", "compare", str(ds[0]), "--class", "bad"]) == 2
+    assert "HOST=CLASS" in capsys.readouterr().err
+    with pytest.raises(InputError):
+        fleet.compare_fleet([ds[0]])
+
+
+def test_the_prediction_interval_is_the_combined_spread_with_t_of_k_minus_2():
+    """Three hosts' log ratios with known variances: the combination is statsmodels' (Paule-Mandel's
+    between-host variance), and the prediction interval t(k-2) · sqrt(τ² + se²) around it (Higgins
+    et al. 2009); hosts that agree better than their noise have τ 0 and I² 0, not a negative
+    variance (DerSimonian-Laird's there, untruncated: 3 identical hosts were 'p 0')."""
+    from scipy import stats
+    from statsmodels.stats.meta_analysis import combine_effects
+    import numpy as np
+    from zfsperf.report.comparison import FigureChange
+    hs = []
+    for name, ln, sd, n in (("a", -0.10, 0.05, 8), ("b", -0.02, 0.04, 8), ("c", -0.15, 0.06, 6)):
+        ch = FigureChange(case="x → y", figure="throughput", unit="MiB/s", old=[1.0], new=[1.0], old_median=1,
+                          new_median=1, change_pct=math.expm1(ln) * 100, ci_pct=None, p=0.01, verdict="worse",
+                          pair_sd=sd, pairs=n)
+        hs.append(fleet.Host(name, Path(name), "k", ch))
+    c = fleet.combine("fleet", hs, "MiB/s")
+    res = combine_effects(np.array([-0.10, -0.02, -0.15]), np.array([0.05 ** 2 / 8, 0.04 ** 2 / 8, 0.06 ** 2 / 6]),
+                          method_re="iterated")
+    assert c.change_pct == pytest.approx(math.expm1(res.mean_effect_re) * 100)
+    half = stats.t.ppf(0.975, 1) * math.sqrt(res.tau2 + res.sd_eff_w_re ** 2)
+    assert c.predict_pct == pytest.approx((math.expm1(res.mean_effect_re - half) * 100,
+                                           math.expm1(res.mean_effect_re + half) * 100))
+    same = [fleet.Host(h.name, h.path, "k", h.change) for h in hs]
+    for h in same:
+        h.change.change_pct, h.change.pair_sd = -10.0, 0.05
+    c = fleet.combine("k", same, "MiB/s")
+    assert c.tau_pct == 0 and c.i2 == 0 and c.ci_pct[0] < -10 < c.ci_pct[1] and 0 < c.p < 0.05
