@@ -113,3 +113,42 @@ def test_the_prediction_interval_is_the_combined_spread_with_t_of_k_minus_2():
         h.change.change_pct, h.change.pair_sd = -10.0, 0.05
     c = fleet.combine("k", same, "MiB/s")
     assert c.tau_pct == 0 and c.i2 == 0 and c.ci_pct[0] < -10 < c.ci_pct[1] and 0 < c.p < 0.05
+
+
+def test_a_machines_class_is_derived_from_what_it_is_or_named(tmp_path):
+    """Each run.json carries its machine's class (issue 74, 2): its CPUs, memory, the disk under its
+    vdevs (as the kernel says: /sys/class/block/<dev>/queue/rotational) and the target's ZFS, or the
+    label `run --class` gave; fleet compare takes the recorded one."""
+    from zfsperf import runinfo
+    st = runinfo.storage(str(tmp_path))
+    dev = Path("/sys/class/block") / Path(st["device"]).name if st["device"] else None
+    if dev is not None and (dev.resolve() / "queue" / "rotational").exists():
+        rot = (dev.resolve() / "queue" / "rotational").read_text().strip()
+        assert st["disk"] == ("rotational" if rot == "1" else "nvme" if dev.name.startswith("nvme") else "ssd")
+    assert runinfo.disk_kind("tmpfs") is None and runinfo.disk_kind("/dev/no-such-disk") is None
+    from zfsperf.results.record import machine_label
+    label = machine_label({"cpus": 4, "cpu_model": "EPYC", "memory_bytes": 64 * 2 ** 30}, {"disk": "nvme"},
+                                  {"implementation": "openzfs-linux", "zfs_version": "2.3.2-1"})
+    assert label == "4 × EPYC, 64 GiB, nvme disk, openzfs-linux 2.3.2-1"
+    d = host(tmp_path, "h1", 1.0)
+    run = json.loads((d / "run.json").read_text())
+    run["machine_class"] = {"label": "lab rack 3", "given": True}
+    (d / "run.json").write_text(json.dumps(run))
+    fc = fleet.compare_fleet([d, host(tmp_path, "h2", 1.0)])
+    assert [h.klass for h in fc.hosts] == ["lab rack 3", "2 × Intel(R) Xeon(R) Processor, 24 GiB, zfs-fuse 0.7.0-25+b1"]
+
+
+def test_run_class_is_recorded_by_a_real_run(lab, tmp_path):
+    """`zfsperf run --class LABEL` on zfs-fuse: run.json's machine_class is the label, given; without
+    it, derived from this machine; a label that is not one line of text is refused before the run."""
+    from helpers import RECV, last_dir, why, write_runfile, zfsperf
+    rf = write_runfile(tmp_path, RECV.replace('size = "4M"', 'size = "1M"'))
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "a"), "--no-history", "--no-html", "--class", "rack 3")
+    assert res.returncode == 0, why(res)
+    assert json.loads((last_dir(res.stdout) / "run.json").read_text())["machine_class"] == {"label": "rack 3",
+                                                                                          "given": True}
+    res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "b"), "--no-history", "--no-html")
+    mc = json.loads((last_dir(res.stdout) / "run.json").read_text())["machine_class"]
+    assert mc["given"] is False and mc["label"].startswith(f"{__import__('os').cpu_count()} × "), mc
+    bad = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "c"), "--class", "two\nlines")
+    assert bad.returncode == 2 and "--class" in bad.stderr and not (tmp_path / "c").exists(), bad.stderr

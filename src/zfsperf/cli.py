@@ -109,11 +109,20 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
                         arc_max_mb=args.arc_max),
         output=Output(outdir=args.outdir, keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet,
                       html=not args.no_html, store=None if args.no_history else (args.store or ""),
-                      profile=args.profile),
+                      profile=args.profile, machine_class=_label(args.machine_class, "--class")),
         resume=args.resume, cleanup=args.cleanup, dry_run=args.dry_run, check=args.check,
         argv=redact_argv(["zfsperf", *argv]), keep_signal_handlers=True,
         build_sources=_sources() if any(b.unbuilt() for b in builds.values()) else None)
     return Runner(opts).run()
+
+
+def _label(text: str | None, field: str) -> str | None:
+    """A free-text label given on the command line: one line of printable text, or None."""
+    if text is None:
+        return None
+    if not text.strip() or not text.isprintable() or len(text) > 200:
+        raise InputError(f"takes one line of text (at most 200 characters), got {shown(text)}", field=field)
+    return text.strip()
 
 
 def _sources() -> Any:

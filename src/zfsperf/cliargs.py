@@ -68,6 +68,9 @@ def _add_run_place(p: argparse.ArgumentParser) -> None:
                    help="sample on-CPU stacks (perf record, cpu-clock, 99 Hz) during every counted iteration, "
                         "kept per side in DIR/profiles/ as folded stacks; compare shows what changed (the zfs-fuse "
                         "daemon, or the whole machine on a kernel OpenZFS)")
+    p.add_argument("--class", dest="machine_class", metavar="LABEL",
+                   help="this machine's class in run.json, which `fleet compare` combines verdicts by (default: "
+                        "its CPUs, memory, disk and ZFS)")
     p.add_argument("--target", default="auto",
                    help="auto | zfs-fuse | openzfs | guest (the OpenZFS guest) | ssh://user@host[:port] (default auto)")
     p.add_argument("--tunables-dir", dest="tunables_dir",

@@ -16,7 +16,7 @@ from .errors import ZfsperfError
 from .redact import redact_argv
 from .runfile import Case, Runfile
 from .targets.base import Target
-from .results.record import RunRecord
+from .results.record import RunRecord, machine_label
 
 
 def read_tunables(target: Target, names: list[str]) -> dict[str, str | None]:
@@ -100,18 +100,38 @@ def storage(path: str) -> dict[str, Any]:
         if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and (best is None or len(mnt) > len(best[0])):
             best = (mnt, g[0], g[1])
     if best is None:
-        return {"path": path, "mount": None, "fstype": None, "device": None}
-    return {"path": path, "mount": best[0], "fstype": best[1], "device": best[2]}
+        return {"path": path, "mount": None, "fstype": None, "device": None, "disk": None}
+    return {"path": path, "mount": best[0], "fstype": best[1], "device": best[2], "disk": disk_kind(best[2])}
+
+
+def disk_kind(device: str | None) -> str | None:
+    """What kind of disk a block device is, as its kernel says (/sys/class/block/<dev>/queue/
+    rotational; a partition's is its disk's): nvme, ssd or rotational; None for no block device."""
+    if not device or not device.startswith("/dev/"):
+        return None
+    node = Path("/sys/class/block") / Path(device).name
+    try:
+        disk = node.resolve()
+        if (disk / "partition").exists():
+            disk = disk.parent
+        rot = (disk / "queue" / "rotational").read_text().strip()
+    except OSError:
+        return None
+    return "rotational" if rot == "1" else "nvme" if disk.name.startswith("nvme") else "ssd"
 
 
 def run_info(rf: Runfile, target: Target, cases: list[Case], t_start: float, tun_names: list[str], *,
-             argv: list[str], selection: dict[str, Any], vdev_dir: str) -> RunRecord:
+             argv: list[str], selection: dict[str, Any], vdev_dir: str, klass: str | None = None) -> RunRecord:
+    """run.json as a run starts. klass: the machine's class as the user names it (run --class),
+    else derived (results.record.machine_label)."""
     fio = proc.run(["fio", "--version"])
+    hw, st, tgt = hardware(), storage(vdev_dir), target.info()
     return RunRecord(
         zfsperf_version=__version__, command_line=redact_argv(argv), host=platform.node(),
         os=platform.platform(), kernel=platform.release(), python=sys.version.split()[0],
-        target=target.info(), fio_version=fio.stdout.strip() if fio.ok else None, start=t_start,
+        target=tgt, fio_version=fio.stdout.strip() if fio.ok else None, start=t_start,
         runfile={"source": rf.source, "text": rf.text}, selection=selection, params=rf.params,
         vdev_dir=vdev_dir, pools={t.name: t.pool.describe() for t in {c.test.name: c.test for c in cases}.values()},
         cases=[c.id for c in cases], tunables={"before": read_tunables(target, tun_names), "after": None},
-        software=software(), hardware=hardware(), storage=storage(vdev_dir))
+        software=software(), hardware=hw, storage=st,
+        machine_class={"label": klass or machine_label(hw, st, tgt), "given": klass is not None})

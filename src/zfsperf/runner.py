@@ -77,6 +77,7 @@ class Output:
     html: bool = True                    # draw report.html at the end (--no-html: junit.xml and results.csv only)
     store: str | None = None             # the history store the run is added to ("": the default; None: none)
     profile: bool = False                # --profile: on-CPU stacks of every counted iteration (perf), per side
+    machine_class: str | None = None     # --class: the machine's class in run.json (else derived)
 
 
 @dataclass(kw_only=True)
@@ -291,7 +292,8 @@ class Runner:
         """run.json as the run starts: how its results are obtained, and the plan as one unit."""
         plan = self.plan
         info = runinfo.run_info(plan.runfile, target, cases, t_start, tun_names, argv=self.opts.argv,
-                                vdev_dir=self.opts.storage.vdev_dir, selection=plan.selection())
+                                vdev_dir=self.opts.storage.vdev_dir, selection=plan.selection(),
+                                klass=self.opts.output.machine_class)
         info.history_store = store_url
         info.machine = {"before": self.before.as_dict() if self.before else None, "after": None}
         info.duets = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides

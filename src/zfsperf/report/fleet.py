@@ -81,15 +81,6 @@ class FleetComparison:
                 "classes": [c.as_dict() for c in self.classes]}
 
 
-def machine_class(run: RunData) -> str:
-    """A host's class in words, from its run.json: its CPUs, memory and the target's ZFS."""
-    hw, tgt = run.run.hardware or {}, run.run.target or {}
-    cpus = f"{hw.get('cpus')} × {hw.get('cpu_model')}" if hw.get("cpus") else "CPUs not recorded"
-    mem = f"{round(hw['memory_bytes'] / 2 ** 30)} GiB" if hw.get("memory_bytes") else "memory not recorded"
-    impl, ver = tgt.get("implementation", "target not recorded"), str(tgt.get("zfs_version") or "")
-    return f"{cpus}, {mem}, {ver if ver.startswith(impl) else f'{impl} {ver}'.strip()}"
-
-
 def host_change(run: RunData, case: str | None, figure: str | None) -> tuple[FigureChange | None, str | None]:
     """The host's own paired change of the figure (the case's headline when none is named), or
     why it has none."""
@@ -168,7 +159,7 @@ def compare_fleet(paths: list[Path], case: str | None = None, figure: str | None
         ch, why = host_change(run, case, figure)
         if ch is not None:
             unit, fig, case_name = ch.unit, ch.figure, case_name or ch.case
-        hosts.append(Host(name, p, (classes or {}).get(name) or machine_class(run), ch if why is None else None,
+        hosts.append(Host(name, p, (classes or {}).get(name) or run.run.class_label(), ch if why is None else None,
                           why))
     if not fig:
         raise InputError("no host's run has an A/B pair to combine: "

@@ -352,11 +352,22 @@ class CaseRecord:
                    detail={k: v for k, v in d.items() if k not in _FIELDS and k != "params"}, **known)
 
 
+def machine_label(hardware: dict[str, Any], storage: dict[str, Any], target: dict[str, Any]) -> str:
+    """A machine's class in words (a fleet's verdicts are combined per class): its CPUs, memory,
+    the disk under its vdevs and the target's ZFS."""
+    cpus = f"{hardware.get('cpus')} × {hardware.get('cpu_model')}" if hardware.get("cpus") else "CPUs not recorded"
+    mem = f"{round(hardware['memory_bytes'] / 2 ** 30)} GiB" if hardware.get("memory_bytes") else "memory not recorded"
+    impl, ver = str(target.get("implementation") or "target not recorded"), str(target.get("zfs_version") or "")
+    disk = f", {storage['disk']} disk" if storage.get("disk") else ""
+    return f"{cpus}, {mem}{disk}, {ver if ver.startswith(impl) else f'{impl} {ver}'.strip()}"
+
+
 # keys of run.json that RunRecord names; any other key is kept in `other` and written back
 _RUN_FIELDS = ("format", "zfsperf_version", "command_line", "host", "os", "kernel", "python", "target",
                "fio_version", "start", "end", "interrupted", "runfile", "selection", "params", "vdev_dir",
                "pools", "cases", "tunables", "machine", "duets", "turns", "ab", "history_store", "detect",
-               "resumed", "builds", "implementations", "software", "hardware", "storage", "inputs", "verdicts")
+               "resumed", "builds", "implementations", "software", "hardware", "storage", "machine_class", "inputs",
+               "verdicts")
 
 
 @dataclass(kw_only=True)
@@ -401,6 +412,9 @@ class RunRecord:
     software: dict[str, Any] = field(default_factory=dict)
     hardware: dict[str, Any] = field(default_factory=dict)
     storage: dict[str, Any] = field(default_factory=dict)
+    # the machine's class (a fleet combines hosts' verdicts per class): label, and whether the user
+    # gave it (run --class) or it was derived from hardware, storage and target (machine_label)
+    machine_class: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
     # each case's steady-state verdict across its iterations as the run judged it (steady/rounds.py
     # CaseSteady.as_dict: the rule, the window's iterations and figures, the line): read back as
@@ -415,6 +429,12 @@ class RunRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in _RUN_FIELDS} | self.other
+
+    def class_label(self) -> str:
+        """The machine's class as the run recorded it (run --class, or derived as it ran), else
+        derived now from its hardware, storage and target (a run older than the record of it)."""
+        return str((self.machine_class or {}).get("label")
+                   or machine_label(self.hardware or {}, self.storage or {}, self.target or {}))
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunRecord":
