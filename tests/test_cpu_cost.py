@@ -67,6 +67,17 @@ def test_a_sides_turns_are_summed_into_its_figures():
     assert turns_cpu_cost([], {"bytes": 1.0}) is None and turns_cpu_cost(turns, None) is None
 
 
+def counted(tmp_path: Path, text: str, n: int) -> tuple[Path, list[dict]]:
+    """A real run of the runfile text on zfs-fuse: its results directory and its n counted records."""
+    from helpers import last_dir, records, write_runfile, zfsperf
+    res = zfsperf("run", "-r", str(write_runfile(tmp_path, text)), "-o", str(tmp_path / "o"), "--no-history")
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    recs = [r for r in records(d) if r["iteration"] >= 1]
+    assert len(recs) == n
+    return d, recs
+
+
 CASES = """
 [defaults]
 iterations = 2
@@ -94,12 +105,8 @@ def test_every_case_alone_on_zfs_fuse_has_its_cpu_figures(lab, tmp_path):
     """A receive and a fio write, each alone: CPU seconds per GiB and per thousand operations (the
     machine's less zfsperf's), the zfs-fuse daemon's per GiB, in the record with how they were
     taken, in report's table and line, and judged by compare (lower is better)."""
-    from helpers import last_dir, records, write_runfile, zfsperf
-    res = zfsperf("run", "-r", str(write_runfile(tmp_path, CASES)), "-o", str(tmp_path / "o"), "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
-    d = last_dir(res.stdout)
-    recs = [r for r in records(d) if r["iteration"] >= 1]
-    assert len(recs) == 6
+    from helpers import zfsperf
+    d, recs = counted(tmp_path, CASES, 6)
     for r in recs:
         f, how = r["figures"], r["cpu"]
         assert f["cpu_s_per_gib"]["unit"] == "s/GiB" and f["cpu_s_per_gib"]["value"] > 0, r
@@ -149,12 +156,8 @@ def test_each_side_taking_turns_on_zfs_fuse_has_its_own_cpu_figures(lab, tmp_pat
     turns on one pool, each have their figures, and the daemon's CPU per GiB is the gzip side's
     larger (compression is CPU work in the daemon: the direction of a planted cost, not a size);
     a fio test in turns has its figures too, and compare judges them in the turns design."""
-    from helpers import last_dir, records, write_runfile, zfsperf
-    res = zfsperf("run", "-r", str(write_runfile(tmp_path, TURNS)), "-o", str(tmp_path / "o"), "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
-    d = last_dir(res.stdout)
-    recs = [r for r in records(d) if r["iteration"] >= 1]
-    assert len(recs) == 8
+    from helpers import zfsperf
+    d, recs = counted(tmp_path, TURNS, 8)
     for r in recs:
         f, how = r["figures"], r["cpu"]
         assert f["cpu_s_per_gib"]["unit"] == "s/GiB" and f["zfs_cpu_s_per_gib"]["value"] > 0, r
