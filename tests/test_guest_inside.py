@@ -63,3 +63,13 @@ def test_a_bisect_from_the_guest_lands_in_its_directory_and_a_resumed_one_keeps_
     assert (dest / "bisect.json").read_text() == \
         '{"steps": {"c1": {}, "c2": {"results_dir": "%s/runs/20261205T010000"}}}' % dest
     assert sorted(p.name for p in dest.iterdir()) == ["bisect.json", "runs"] and not xdir.exists()
+
+
+def test_a_runs_summary_waits_for_its_report_line_and_a_bisects_lines_do_not():
+    """A run's lines from "Log directory:" on are held for the Report line drawn on the host; a
+    bisect prints a "Log directory:" per step, and until 2026-12-05 every later step's lines waited
+    for the end of the whole bisect."""
+    from zfsperf.inguest import held
+    assert not held("run", True, [], "Test: recv [PASS]\n") and held("run", True, [], "Log directory:\tx\n")
+    assert held("run", True, ["Log directory:\tx\n"], "anything\n") and not held("run", False, [], "Log directory: x")
+    assert not held("bisect", True, [], "Log directory:\tx\n") and not held("bisect", True, ["x"], "bisect: measuring")

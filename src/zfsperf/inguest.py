@@ -77,6 +77,13 @@ def split_outdir(args: list[str]) -> tuple[list[str], Path | None]:
     return out, Path(dest).expanduser().resolve()
 
 
+def held(command: str, draw: bool, tail: list[str], line: str) -> bool:
+    """Whether a line the guest printed waits for the end: a run's summary from its "Log directory:"
+    line on, so that the Report line of the report.html drawn here goes where the runner puts it. A
+    bisect's lines never wait (its steps' runs each print one, and later steps' progress with them)."""
+    return draw and command == "run" and bool(tail or line.startswith("Log directory:"))
+
+
 def shadowed(path: str) -> str | None:
     """The guest mount that hides path from zfsperf inside the guest, or None."""
     for m in SHADOWED:
@@ -143,7 +150,7 @@ class InsideRun:
             for line in self.proc.stdout:
                 if dest is not None:
                     line = line.replace(str(xdir), str(dest))
-                if draw and (tail or line.startswith("Log directory:")):
+                if held(args[0], draw, tail, line):
                     tail.append(line)             # after the Report line, where the runner puts it
                     continue
                 sys.stdout.write(line)
