@@ -157,11 +157,16 @@ def _builds(items: list[str], target: str) -> dict[str, BuildRef]:
 
 
 def _defines(items: list[str]) -> dict[str, str]:
+    return _pairs(items, "-D", "NAME=VALUE")
+
+
+def _pairs(items: list[str], field: str, form: str, value_needed: bool = False) -> dict[str, str]:
+    """Options of the form NAME=VALUE, each checked (a name, and with value_needed a value)."""
     out = {}
     for it in items:
         name, sep, value = it.partition("=")
-        if not sep or not name:
-            raise InputError(f"-D takes NAME=VALUE, got {shown(it)}", field="-D")
+        if not sep or not name.strip() or (value_needed and not value.strip()):
+            raise InputError(f"{field} takes {form}, got {shown(it)}", field=field)
         out[name.strip()] = value.strip()
     return out
 
@@ -300,12 +305,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     from .report import fleet
     if args.fleet_action != "compare":
         raise InputError("fleet takes an action: compare (`zfsperf fleet compare --help`)", field="fleet")
-    classes = {}
-    for item in args.classes:
-        host, eq, label = item.partition("=")
-        if not eq or not host or not label:
-            raise InputError(f"takes HOST=CLASS, got {shown(item)}", field="--class")
-        classes[host] = label
+    classes = _pairs(args.classes, "--class", "HOST=CLASS", value_needed=True)
     if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
         raise InputError("--fail-on-regression takes a change in per cent, 0 or more", field="--fail-on-regression")
     fc = fleet.compare_fleet([Path(d) for d in args.dirs], args.case, args.figure, classes)

@@ -74,11 +74,11 @@ def compare_values(case: str, figure: str, unit: str, old: list[float], new: lis
     else:
         p = mann_whitney_p(a, b)
     return FigureChange(case=case, figure=figure, unit=unit, old=old, new=new, old_median=om, new_median=nm,
-                        change_pct=change, ci_pct=ci, p=p, verdict=_verdict(change, p, way, noise_pct),
+                        change_pct=change, ci_pct=ci, p=p, verdict=verdict_of(change, p, way, noise_pct),
                         detectable_pct=detectable)
 
 
-def _verdict(change_pct: float, p: float | None, way: int, noise_pct: float,
+def verdict_of(change_pct: float, p: float | None, way: int, noise_pct: float,
              alpha: float = ALPHA) -> ChangeVerdict:
     if way == 0:
         return ChangeVerdict.NONE
@@ -112,7 +112,7 @@ def from_estimate(case: str, figure: str, unit: str, old: list[float], new: list
         (om, nm), center = centers, "pairs"
     return FigureChange(case=case, figure=figure, unit=unit, old=old, new=new, old_median=om,
                         new_median=nm, change_pct=change, ci_pct=ci, p=est.p,
-                        verdict=_verdict(change, est.p, way, noise_pct, alpha), design=design,
+                        verdict=verdict_of(change, est.p, way, noise_pct, alpha), design=design,
                         test=f"{test}, {est.n}", detectable_pct=est.detectable_pct, pair_sd=est.sd,
                         pairs=est.pairs, center=center)
 

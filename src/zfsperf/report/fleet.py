@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..units import ChangeVerdict, better_or_worse, unit_direction
+from ..units import ChangeVerdict, unit_direction
 from ..workloads import headline
 from .abstats import ALPHA
+from .compare import verdict_of
 from .comparison import FigureChange
 from .model import RunData, load_run
 
@@ -110,9 +111,8 @@ def combine(label: str, hosts: list[Host], unit: str) -> Combined | None:
     if not eff:
         return None
     way = unit_direction(unit)
-    if len(eff) == 1:
-        (ln, var), h = eff[0]
-        ch = h.change
+    if len(eff) == 1:                      # one host: its own verdict
+        ch = eff[0][1].change
         assert ch is not None
         return Combined(label, 1, ch.change_pct, ch.ci_pct or (math.nan, math.nan), ch.p if ch.p is not None else 1.0,
                         ch.verdict)
@@ -132,8 +132,7 @@ def combine(label: str, hosts: list[Host], unit: str) -> Combined | None:
         half = t * math.sqrt(tau2 + se ** 2)
         pred = (math.expm1(mean - half) * 100, math.expm1(mean + half) * 100)
     change = math.expm1(mean) * 100
-    verdict = (better_or_worse(change, way) or ChangeVerdict.NOT_SIGNIFICANT) if p < ALPHA and way \
-        else ChangeVerdict.NOT_SIGNIFICANT if way else ChangeVerdict.NONE
+    verdict = verdict_of(change, p, way, 0.0)     # compare's rule: significant, then which way
     q = float(res.q)                       # Cochran's Q: I² = (Q - df) / Q, 0 where Q <= df
     i2 = max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0
     return Combined(label, k, change, (math.expm1(mean - z * se) * 100, math.expm1(mean + z * se) * 100), p, verdict,
