@@ -68,7 +68,7 @@ def no_run_outlives_its_test():
 
 
 NEEDS_A_DAEMON = frozenset({"session_env", "lab", "target", "openzfs_guest", "pg", "pg_url", "sshd", "loops",
-                            "idle_machine"})
+                            "idle_machine", "fleet_hosts"})
 LANE_FIXTURES = {"openzfs_guest": "guest", "idle_machine": "quiet"}
 
 

@@ -602,3 +602,12 @@ def table_row(table: str, figure: str) -> str:
             break
         row.append(ln)
     return flat(" ".join(row))
+
+
+def readme_command(start: str) -> list[str]:
+    """The README's command line that starts with `start`, as argv without the leading `zfsperf`."""
+    import shlex
+    found = [c for c in command_lines((Path(__file__).resolve().parents[1] / "README.md").read_text())
+             if c.startswith(start)]
+    assert len(found) == 1, (start, found)
+    return shlex.split(found[0])[1:]

@@ -62,7 +62,7 @@ HOST = "not slow and not fast and not quiet and not guest"
 # host2's files: about half the host tests' time (their durations in make test of 2026-12-05:
 # 794 of 1,756 s, the rest in host)
 HOST2_FILES = ("tests/test_compare_designs.py", "tests/test_verdicts_stored.py", "tests/test_ab_line.py",
-               "tests/test_user_path.py", "tests/test_fio.py", "tests/test_steady_real.py")
+               "tests/test_user_path.py", "tests/test_fio.py", "tests/test_steady_real.py", "tests/test_fleet_run.py")
 LANES = {
     "host": ["-m", HOST, *[f"--ignore={f}" for f in HOST2_FILES]],
     "host2": ["-m", HOST, *HOST2_FILES],

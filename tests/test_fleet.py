@@ -152,3 +152,112 @@ def test_run_class_is_recorded_by_a_real_run(lab, tmp_path):
     assert mc["given"] is False and mc["label"].startswith(f"{__import__('os').cpu_count()} × "), mc
     bad = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "c"), "--class", "two\nlines")
     assert bad.returncode == 2 and "--class" in bad.stderr and not (tmp_path / "c").exists(), bad.stderr
+
+
+def fleet_record(tmp: Path, hosts: dict[str, dict]) -> Path:
+    """A fleet's directory as `fleet run` writes it: fleet.json and each host's results under hosts/."""
+    d = tmp / "fleet-x"
+    (d / "hosts").mkdir(parents=True)
+    entries = {}
+    for name, e in hosts.items():
+        if "factor" in e:
+            run = host(d / "hosts" / name, name, e["factor"])
+            entries[name] = {"status": "ok", "dir": str(run.relative_to(d))}
+        else:
+            entries[name] = e
+    (d / "fleet.json").write_text(json.dumps({"format": 1, "fleet_id": "x", "hosts": entries}))
+    return d
+
+
+def test_a_fleet_s_directory_stands_for_its_hosts_and_names_the_one_that_did_not_run(tmp_path):
+    """`fleet compare FLEET-DIR` (issue 74, 1): the hosts by their inventory names, each host's own
+    verdict, a host that failed or could not be reached listed with its task and why (never
+    dropped); a fleet.json that is not one is an input error naming it."""
+    d = fleet_record(tmp_path, {"a": {"factor": 0.9}, "b": {"factor": 0.9},
+                                "c": {"status": "unreachable", "task": "zfsperf run", "why": "Connection refused"}})
+    fc = fleet.compare_fleet([d])
+    assert [h.name for h in fc.hosts] == ["a", "b", "c"]
+    assert fc.hosts[2].change is None and fc.hosts[2].why == "unreachable at 'zfsperf run': Connection refused"
+    assert fc.fleet is not None and fc.fleet.hosts == 2 and fc.classes == []
+    assert "c                        no verdict: unreachable at 'zfsperf run'" in fleet.text(fc)
+    (d / "fleet.json").write_text("{")
+    with pytest.raises(InputError, match="fleet.json: not a fleet record"):
+        fleet.compare_fleet([d])
+
+
+def test_an_inventory_ansible_cannot_read_is_refused_naming_it(tmp_path):
+    """ansible-inventory reads the inventory (issue 74, 1); a missing file, one it cannot parse and
+    one with no host are exit 2 naming the file; host variables for zfsperf must be one line."""
+    from zfsperf.fleetrun import engine
+    with pytest.raises(InputError, match="no such inventory file"):
+        engine.inventory(tmp_path / "nope.ini")
+    bad = tmp_path / "bad.yml"
+    bad.write_text("all:\n  hosts: [unclosed\n")
+    with pytest.raises(InputError, match=f"{bad}: Ansible cannot read this inventory"):
+        engine.inventory(bad)
+    empty = tmp_path / "empty.ini"
+    empty.write_text("[fleet]\n")
+    with pytest.raises(InputError, match="names no host"):
+        engine.inventory(empty)
+    ok = tmp_path / "hosts.ini"
+    ok.write_text("[a]\nh2 zfsperf_class=big\nh1\n[b]\nh3 ansible_port=2222\n")
+    hosts = engine.inventory(ok)
+    assert list(hosts) == ["h2", "h1", "h3"] and hosts["h2"]["zfsperf_class"] == "big"
+    ok.write_text("h1 zfsperf_class=''\n")
+    with pytest.raises(InputError, match="host h1: zfsperf_class must be one line of text"):
+        engine.inventory(ok)
+
+
+def test_each_host_s_outcome_is_read_from_the_callback_s_events(tmp_path):
+    """The events the callback wrote (shape as in a real fleet run): a host whose run failed is
+    failed at that task with its error's last lines; an unreachable one is unreachable; a host with
+    no event was not run; a failure the playbook let pass (ignored) is not the host's outcome."""
+    from zfsperf.fleetrun import engine
+    ev = tmp_path / "run.events.jsonl"
+    rows = [{"status": "ok", "host": "a", "task": "zfsperf found"},
+            {"status": "ok", "host": "a", "task": "zfsperf run", "rc": 0, "stdout": "Results Summary"},
+            {"status": "failed", "host": "b", "task": "zfsperf run", "rc": 1, "stderr": "x\nzfsperf: a case failed"},
+            {"status": "failed", "host": "a", "task": "the results packed", "ignored": True, "rc": 2},
+            {"status": "unreachable", "host": "c", "task": "zfsperf run", "msg": "Connection refused"},
+            {"status": "stats", "host": "a", "ok": 3}]
+    ev.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = engine.outcomes(ev, ["a", "b", "c", "d"])
+    assert (out["a"].status, out["a"].rc, out["a"].stdout) == ("ok", 0, "Results Summary")
+    assert (out["b"].status, out["b"].task, out["b"].why, out["b"].rc) == ("failed", "zfsperf run",
+                                                                          "x zfsperf: a case failed", 1)
+    assert (out["c"].status, out["c"].why) == ("unreachable", "Connection refused")
+    assert out["d"].status == "not run"
+
+
+def test_a_cgroup_s_cpu_limit_is_part_of_the_machine_s_class(tmp_path, monkeypatch):
+    """A host limited by its cgroup (a container, a slice, the fleet test's hosts) has fewer CPUs
+    than it shows: runinfo reads the least quota along its cgroup path (v1 cfs quota over period,
+    v2 cpu.max), and the class says it."""
+    from zfsperf import runinfo
+    from zfsperf.results.record import machine_label
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    (v1 / "a" / "b").mkdir(parents=True)
+    (v1 / "a" / "cpu.cfs_quota_us").write_text("150000\n")
+    (v1 / "a" / "cpu.cfs_period_us").write_text("100000\n")
+    (v1 / "a" / "b" / "cpu.cfs_quota_us").write_text("-1\n")
+    (v1 / "a" / "b" / "cpu.cfs_period_us").write_text("100000\n")
+    (v2 / "s").mkdir(parents=True)
+    (v2 / "s" / "cpu.max").write_text("50000 100000\n")
+    (v2 / "cpu.max").write_text("max 100000\n")
+    monkeypatch.setattr(runinfo, "CGROUP_ROOTS", {"v1": v1, "v2": v2})
+    cg = tmp_path / "cgroup"
+    cg.write_text("4:memory:/x\n1:cpu,cpuacct:/a/b\n")
+    assert runinfo.cpu_limit(cg) == 1.5
+    cg.write_text("0::/s\n")
+    assert runinfo.cpu_limit(cg) == 0.5
+    cg.write_text("0::/\n")
+    assert runinfo.cpu_limit(cg) is None
+    assert machine_label({"cpus": 2, "cpu_model": "EPYC", "cpu_limit": 0.5}, {}, {"implementation": "zfs-fuse"}) \
+        .startswith("2 × EPYC limited to 0.5 CPUs, ")
+
+
+def test_a_run_s_fleet_options_go_together(capsys):
+    """run --fleet-id and --fleet-host (given by fleet run) go together: one alone is exit 2."""
+    from zfsperf import cli
+    assert cli.main(["run", "--fleet-id", "x", "--dry-run"]) == 2
+    assert "--fleet-id and --fleet-host go together" in capsys.readouterr().err

@@ -8,12 +8,10 @@ of what the README shows (exit status, the lines and verdict words), never a mea
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 
-from helpers import command_lines, flat, records, zfsperf
+from helpers import flat, readme_command, records, zfsperf
 
-ROOT = Path(__file__).resolve().parents[1]
 FIO = """[[test]]
 name = "rr"
 workload = "fio"
@@ -23,13 +21,6 @@ size = "64M"
 runtime = "2s"
 iterations = 3
 """
-
-
-def readme_command(start: str) -> list[str]:
-    """The README's command line that starts with `start`, as argv without the leading `zfsperf`."""
-    found = [c for c in command_lines((ROOT / "README.md").read_text()) if c.startswith(start)]
-    assert len(found) == 1, (start, found)
-    return shlex.split(found[0])[1:]
 
 
 def log_dir(cwd: Path, stdout: str) -> Path:

@@ -27,15 +27,13 @@ step is kept in bisect.json in the output directory: the same command again resu
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
-import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Protocol
 
-from . import proc
+from . import control, proc
 from .errors import InputError, TargetError
 from .units import ChangeVerdict
 from .guest.build import VERSIONS, Builder, find_build
@@ -233,21 +231,6 @@ def print_ab(res: AbResult, sides: dict[str, BuildRef]) -> None:
     print(f"Log directory:\t{res.results_dir}")
 
 
-@contextlib.contextmanager
-def _stop_on_signals() -> Iterator[None]:
-    """A hangup or TERM while builds are made or the guest boots ends this command like Ctrl-C
-    (KeyboardInterrupt: the guest this command booted is stopped in its finally). While a run is
-    going the runner's own handlers take over and give these back afterwards."""
-    def stop(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
 def guest_ab(a: str, b: str, runfile: str, *, blocks: int = DEFAULT_BLOCKS, seed: int | None = None,
              outdir: str = "zfsperf-results", tags: list[str] | None = None, test: str | None = None,
              argv: list[str] | None = None, say: Callable[[str], None] = print, turns: bool = False,
@@ -266,7 +249,7 @@ def guest_ab(a: str, b: str, runfile: str, *, blocks: int = DEFAULT_BLOCKS, seed
     sb = SourceBuilder(say)
     side_a, side_b = resolve(a, "a", "--a", sb), resolve(b, "b", "--b", sb, rebuild=rebuild)
     sides = {"a": side_a.ref, "b": side_b.ref}
-    with _stop_on_signals():
+    with control.stop_on_signals():
         lab, booted = ensure_guest(side_a.series, say)
         twin, twin_booted = None, False
         try:
@@ -425,7 +408,7 @@ def bisect(bench: Bench, repo: str, good: str, bad: str, runfile: str, case: str
             say(f"bisect: resuming from {state_file} ({len(state['steps'])} step(s) measured)")
         else:
             raise InputError(f"{state_file} is a bisect with other settings: use another -o", field="-o")
-    with _stop_on_signals():
+    with control.stop_on_signals():
         try:
             return _bisect(bench, src, good, commits, runfile, case, figure, blocks, seed, out, argv or [], say,
                            state, state_file, detect=detect)

@@ -109,11 +109,23 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
                         arc_max_mb=args.arc_max),
         output=Output(outdir=args.outdir, keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet,
                       html=not args.no_html, store=None if args.no_history else (args.store or ""),
-                      profile=args.profile, machine_class=_label(args.machine_class, "--class")),
+                      profile=args.profile, machine_class=_label(args.machine_class, "--class"),
+                      fleet=_fleet_of(args)),
         resume=args.resume, cleanup=args.cleanup, dry_run=args.dry_run, check=args.check,
         argv=redact_argv(["zfsperf", *argv]), keep_signal_handlers=True,
         build_sources=_sources() if any(b.unbuilt() for b in builds.values()) else None)
     return Runner(opts).run()
+
+
+def _fleet_of(args: argparse.Namespace) -> dict[str, str] | None:
+    """run --fleet-id ID --fleet-host NAME (given by `zfsperf fleet run`, both or neither)."""
+    fid, host = getattr(args, "fleet_id", None), getattr(args, "fleet_host", None)
+    if fid is None and host is None:
+        return None
+    if not fid or not host:
+        raise InputError("--fleet-id and --fleet-host go together (`zfsperf fleet run` gives both)",
+                         field="--fleet-id" if not fid else "--fleet-host")
+    return {"id": _label(fid, "--fleet-id") or "", "host": _label(host, "--fleet-host") or ""}
 
 
 def _label(text: str | None, field: str) -> str | None:
@@ -300,11 +312,15 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
-    """`zfsperf fleet compare`: the hosts' own verdicts, then combined (report/fleet.py); the gate."""
+    """`zfsperf fleet run` (fleetrun/run.py) and `fleet compare`: the hosts' own verdicts, then combined
+    (report/fleet.py); the gate."""
     from pathlib import Path
     from .report import fleet
+    if args.fleet_action == "run":
+        from .fleetrun.run import fleet_run
+        return fleet_run(args, _defines(args.define))
     if args.fleet_action != "compare":
-        raise InputError("fleet takes an action: compare (`zfsperf fleet compare --help`)", field="fleet")
+        raise InputError("fleet takes an action: run or compare (`zfsperf fleet run --help`)", field="fleet")
     classes = _pairs(args.classes, "--class", "HOST=CLASS", value_needed=True)
     if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
         raise InputError("--fail-on-regression takes a change in per cent, 0 or more", field="--fail-on-regression")

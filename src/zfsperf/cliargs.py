@@ -71,6 +71,9 @@ def _add_run_place(p: argparse.ArgumentParser) -> None:
     p.add_argument("--class", dest="machine_class", metavar="LABEL",
                    help="this machine's class in run.json, which `fleet compare` combines verdicts by (default: "
                         "its CPUs, memory, disk and ZFS)")
+    p.add_argument("--fleet-id", metavar="ID", help="the fleet this run is one host's run of, in run.json "
+                   "(given by `zfsperf fleet run`, with --fleet-host)")
+    p.add_argument("--fleet-host", metavar="NAME", help="this host's name in the fleet's inventory (with --fleet-id)")
     p.add_argument("--target", default="auto",
                    help="auto | zfs-fuse | openzfs | guest (the OpenZFS guest) | ssh://user@host[:port] (default auto)")
     p.add_argument("--tunables-dir", dest="tunables_dir",
@@ -173,7 +176,8 @@ EXAMPLES = {
                 "zfsperf history runs"],
     "ab": ["zfsperf ab recordsize=8K,128K", "zfsperf ab --tunable zfs_recv_write_batch_size=128K,1M --target guest",
            "zfsperf ab compression=off,gzip --workload fio:randread --runfile-out ab.toml"],
-    "fleet": ["zfsperf fleet compare host1/current host2/current host3/current"],
+    "fleet": ["zfsperf fleet run -i hosts.ini -r ab.toml",
+              "zfsperf fleet compare host1/current host2/current host3/current"],
     "bisect": ["zfsperf bisect --zfs-src ~/src/zfs --good v2.3.1 --bad HEAD -r receive \\\n"
                "      --case recv --figure throughput"],
     "compare": ["zfsperf compare zfsperf-results/current       # the A/B pairs of one run (turns, duet, blocks)",
@@ -376,6 +380,35 @@ def _add_fleet(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--json", action="store_true", help="the comparison as JSON")
     c.add_argument("--fail-on-regression", type=float, metavar="PCT", help="exit 1 when the fleet, or any class, is "
                    "WORSE by at least PCT %%")
+    r = fsub.add_parser("run", help="run one runfile on every host of an Ansible inventory (each host paired within "
+                                    "itself), then compare the fleet",
+                        description="The same runfile, seed and arguments on every host of the inventory, through "
+                                    "Ansible (ansible-playbook, its ssh, its forks): every host is checked first "
+                                    "(zfsperf there, `zfsperf run --dry-run`: its ZFS, vdev room, the store) and any "
+                                    "that fails the check is exit 2 before a host runs anything; each host's results "
+                                    "come back under DIR/fleet-ID/hosts/NAME, a host that failed or could not be "
+                                    "reached is named in DIR/fleet-ID/fleet.json, and `zfsperf fleet compare "
+                                    "DIR/fleet-ID` combines the hosts' own verdicts. Host variables: zfsperf_bin "
+                                    "(zfsperf's path there), zfsperf_class (its machine class).",
+                        epilog="examples:\n  zfsperf fleet run -i hosts.ini -r ab.toml --store postgresql://db/zfsperf\n"
+                               "  zfsperf fleet compare zfsperf-results/fleet-20261205-120000-1a2b3c",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("-i", "--inventory", required=True, help="an Ansible inventory (INI or YAML)")
+    r.add_argument("-r", "--runfile", required=True, help="a runfile path (copied to each host) or a built-in name")
+    r.add_argument("-t", "--test", help="run only this test")
+    r.add_argument("-T", "--tags", help="comma-separated tags")
+    r.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE", help="as for run")
+    r.add_argument("-I", "--iterations", type=int, help="as for run")
+    r.add_argument("--interleave", action="store_true", help="as for run")
+    r.add_argument("--detect", metavar="PCT", help="as for run")
+    r.add_argument("--seed", type=int, help="the seed every host's run gets (default: drawn once, in fleet.json)")
+    r.add_argument("--store", help="the history store every host adds its run to (checked from each host first)")
+    r.add_argument("--no-history", action="store_true", help="as for run")
+    r.add_argument("--no-html", action="store_true", help="as for run")
+    r.add_argument("--target", help="each host's target (default: run's, auto)")
+    r.add_argument("-f", "--forks", type=int, default=5, help="hosts running at once (Ansible's forks; default 5)")
+    r.add_argument("--timeout", type=float, default=6 * 3600, help="seconds a host's run may take (default 21600)")
+    r.add_argument("-o", "--outdir", default="zfsperf-results", help="where the fleet's directory goes")
 
 
 def _add_bisect(sub: argparse._SubParsersAction) -> None:

@@ -8,10 +8,11 @@ summary (which still goes to summary.txt) never fail on a write to a dead termin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
-from typing import Any
+from typing import Any, Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
@@ -53,6 +54,21 @@ class Control:
 
     @staticmethod
     def restore(old: dict[int, Any]) -> None:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """A hangup or TERM ends a command that is not a run like Ctrl-C (KeyboardInterrupt, raised
+    where the command is: its finally blocks stop what it started: a guest it booted, the hosts
+    of a fleet). While a run is going the runner's own handlers take over and give these back."""
+    def stop(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
         for s, h in old.items():
             signal.signal(s, h)
 

@@ -76,7 +76,46 @@ def hardware() -> dict[str, Any]:
                 break
     except (OSError, ValueError):
         pass
-    return {"cpu_model": model or platform.processor() or None, "cpus": os.cpu_count(), "memory_bytes": mem}
+    hw = {"cpu_model": model or platform.processor() or None, "cpus": os.cpu_count(), "memory_bytes": mem}
+    limit = cpu_limit()
+    if limit is not None and limit < (os.cpu_count() or 0):
+        hw["cpu_limit"] = limit
+    return hw
+
+
+CGROUP_ROOTS = {"v1": Path("/sys/fs/cgroup/cpu"), "v2": Path("/sys/fs/cgroup")}
+
+
+def cpu_limit(cgroup_file: Path = Path("/proc/self/cgroup")) -> float | None:
+    """The CPUs this process's cgroup lets it use (a container's, a slice's or a test host's limit:
+    cgroup v2 cpu.max, v1 cpu.cfs_quota_us over cpu.cfs_period_us; the least along its path), or
+    None where nothing limits it."""
+    try:
+        lines = cgroup_file.read_text().splitlines()
+    except OSError:
+        return None
+    limits: list[float] = []
+    for ln in lines:
+        _id, ctrls, path = (ln.split(":", 2) + ["", ""])[:3]
+        v2 = ctrls == ""
+        if not v2 and "cpu" not in ctrls.split(","):
+            continue
+        root = CGROUP_ROOTS["v2" if v2 else "v1"]
+        d = root / path.lstrip("/")
+        while True:
+            try:
+                if v2:
+                    quota, period = (d / "cpu.max").read_text().split()[:2]
+                else:
+                    quota, period = ((d / f).read_text().strip() for f in ("cpu.cfs_quota_us", "cpu.cfs_period_us"))
+                if quota not in ("max", "-1") and float(period) > 0:
+                    limits.append(float(quota) / float(period))
+            except (OSError, ValueError):
+                pass
+            if d == root or root not in d.parents:
+                break
+            d = d.parent
+    return round(min(limits), 2) if limits else None
 
 
 def storage(path: str) -> dict[str, Any]:
@@ -121,9 +160,11 @@ def disk_kind(device: str | None) -> str | None:
 
 
 def run_info(rf: Runfile, target: Target, cases: list[Case], t_start: float, tun_names: list[str], *,
-             argv: list[str], selection: dict[str, Any], vdev_dir: str, klass: str | None = None) -> RunRecord:
+             argv: list[str], selection: dict[str, Any], vdev_dir: str, klass: str | None = None,
+             fleet: dict[str, str] | None = None) -> RunRecord:
     """run.json as a run starts. klass: the machine's class as the user names it (run --class),
-    else derived (results.record.machine_label)."""
+    else derived (results.record.machine_label); fleet: the fleet's id and this host's name in its
+    inventory (a run of `zfsperf fleet run`)."""
     fio = proc.run(["fio", "--version"])
     hw, st, tgt = hardware(), storage(vdev_dir), target.info()
     return RunRecord(
@@ -134,4 +175,5 @@ def run_info(rf: Runfile, target: Target, cases: list[Case], t_start: float, tun
         vdev_dir=vdev_dir, pools={t.name: t.pool.describe() for t in {c.test.name: c.test for c in cases}.values()},
         cases=[c.id for c in cases], tunables={"before": read_tunables(target, tun_names), "after": None},
         software=software(), hardware=hw, storage=st,
-        machine_class={"label": klass or machine_label(hw, st, tgt), "given": klass is not None})
+        machine_class={"label": klass or machine_label(hw, st, tgt), "given": klass is not None},
+        fleet=fleet or {})

@@ -78,6 +78,7 @@ class Output:
     store: str | None = None             # the history store the run is added to ("": the default; None: none)
     profile: bool = False                # --profile: on-CPU stacks of every counted iteration (perf), per side
     machine_class: str | None = None     # --class: the machine's class in run.json (else derived)
+    fleet: dict[str, str] | None = None  # --fleet-id/--fleet-host: a host's run of `zfsperf fleet run`
 
 
 @dataclass(kw_only=True)
@@ -293,7 +294,7 @@ class Runner:
         plan = self.plan
         info = runinfo.run_info(plan.runfile, target, cases, t_start, tun_names, argv=self.opts.argv,
                                 vdev_dir=self.opts.storage.vdev_dir, selection=plan.selection(),
-                                klass=self.opts.output.machine_class)
+                                klass=self.opts.output.machine_class, fleet=self.opts.output.fleet)
         info.history_store = store_url
         info.machine = {"before": self.before.as_dict() if self.before else None, "after": None}
         info.duets = sorted({c.test.name for c in cases if c.test.duet})   # compare pairs their sides

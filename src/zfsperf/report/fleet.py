@@ -16,6 +16,7 @@ or ran another runfile) is listed with why, never dropped silently."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,7 +121,10 @@ def combine(label: str, hosts: list[Host], unit: str) -> Combined | None:
     from statsmodels.stats.meta_analysis import combine_effects
     ys = np.array([e[0][0] for e in eff])
     vs = np.array([max(e[0][1], 1e-12) for e in eff])
-    res = combine_effects(ys, vs, method_re="iterated")
+    import warnings
+    with warnings.catch_warnings():          # its own I² divides by 0 for hosts that agree exactly (ours: below)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = combine_effects(ys, vs, method_re="iterated")
     mean, se = float(res.mean_effect_re), float(res.sd_eff_w_re)
     z = stats.norm.ppf(1 - ALPHA / 2)
     p = float(2 * stats.norm.sf(abs(mean / se))) if se > 0 else (0.0 if mean else 1.0)
@@ -140,18 +144,49 @@ def combine(label: str, hosts: list[Host], unit: str) -> Combined | None:
                     predict_pct=pred)
 
 
+def members(paths: list[Path]) -> list[tuple[str | None, Path | None, str | None]]:
+    """The hosts of the directories given: a fleet's directory (fleet.json, `fleet run`) stands for
+    its hosts, by inventory name, a host that did not run named with why; any other directory is
+    one host's results directory. Each (name or None, results directory or None, why not)."""
+    out: list[tuple[str | None, Path | None, str | None]] = []
+    for p in paths:
+        rec_path = p / "fleet.json"
+        if not rec_path.is_file():
+            out.append((None, p, None))
+            continue
+        try:
+            rec = json.loads(rec_path.read_text())
+            hosts = rec["hosts"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise InputError(f"{rec_path}: not a fleet record ({e})", field="RUN") from None
+        for name, e in hosts.items():
+            if e.get("status") == "ok" and e.get("dir"):
+                out.append((name, p / e["dir"], None))
+            else:
+                why = e.get("why") or "no results"
+                out.append((name, None, f"{e.get('status')}" + (f" at {e['task']!r}" if e.get("task") else "")
+                            + f": {why}"))
+    return out
+
+
 def compare_fleet(paths: list[Path], case: str | None = None, figure: str | None = None,
                   classes: dict[str, str] | None = None) -> FleetComparison:
-    """Each results directory a host's run of one A/B; classes: host name -> class, over what
-    run.json says."""
-    if len(paths) < 2:
-        raise InputError("a fleet comparison takes two or more hosts' results directories", field="RUN")
+    """Each results directory a host's run of one A/B, or a fleet's directory (its hosts); classes:
+    host name -> class, over what run.json says."""
+    found = members(paths)
+    if len(found) < 2:
+        raise InputError("a fleet comparison takes two or more hosts' results directories (or a fleet's)",
+                         field="RUN")
     hosts: list[Host] = []
     seen: dict[str, int] = {}
     unit, fig, case_name = "", figure or "", case or ""
-    for p in paths:
+    for given, p, not_run in found:
+        if p is None:
+            assert given is not None
+            hosts.append(Host(given, Path("-"), (classes or {}).get(given) or "-", None, not_run))
+            continue
         run = load_run(p)
-        name = run.run.host or run.path.name
+        name = given or str((run.run.fleet or {}).get("host") or run.run.host or run.path.name)
         seen[name] = seen.get(name, 0) + 1
         if seen[name] > 1:                    # one machine's two runs: told apart by their directories
             name = f"{name} ({run.path.name})"
@@ -166,7 +201,8 @@ def compare_fleet(paths: list[Path], case: str | None = None, figure: str | None
     out = FleetComparison(case_name, fig, unit, hosts, combine("fleet", hosts, unit))
     by_class: dict[str, list[Host]] = {}
     for h in hosts:
-        by_class.setdefault(h.klass, []).append(h)
+        if h.change is not None:
+            by_class.setdefault(h.klass, []).append(h)
     if len(by_class) > 1:
         out.classes = [c for k, hs in sorted(by_class.items()) if (c := combine(k, hs, unit)) is not None]
     return out

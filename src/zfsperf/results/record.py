@@ -356,6 +356,8 @@ def machine_label(hardware: dict[str, Any], storage: dict[str, Any], target: dic
     """A machine's class in words (a fleet's verdicts are combined per class): its CPUs, memory,
     the disk under its vdevs and the target's ZFS."""
     cpus = f"{hardware.get('cpus')} × {hardware.get('cpu_model')}" if hardware.get("cpus") else "CPUs not recorded"
+    if hardware.get("cpu_limit"):
+        cpus += f" limited to {hardware['cpu_limit']:g} CPUs"
     mem = f"{round(hardware['memory_bytes'] / 2 ** 30)} GiB" if hardware.get("memory_bytes") else "memory not recorded"
     impl, ver = str(target.get("implementation") or "target not recorded"), str(target.get("zfs_version") or "")
     disk = f", {storage['disk']} disk" if storage.get("disk") else ""
@@ -366,8 +368,8 @@ def machine_label(hardware: dict[str, Any], storage: dict[str, Any], target: dic
 _RUN_FIELDS = ("format", "zfsperf_version", "command_line", "host", "os", "kernel", "python", "target",
                "fio_version", "start", "end", "interrupted", "runfile", "selection", "params", "vdev_dir",
                "pools", "cases", "tunables", "machine", "duets", "turns", "ab", "history_store", "detect",
-               "resumed", "builds", "implementations", "software", "hardware", "storage", "machine_class", "inputs",
-               "verdicts")
+               "resumed", "builds", "implementations", "software", "hardware", "storage", "machine_class", "fleet",
+               "inputs", "verdicts")
 
 
 @dataclass(kw_only=True)
@@ -415,6 +417,8 @@ class RunRecord:
     # the machine's class (a fleet combines hosts' verdicts per class): label, and whether the user
     # gave it (run --class) or it was derived from hardware, storage and target (machine_label)
     machine_class: dict[str, Any] = field(default_factory=dict)
+    # a run of `zfsperf fleet run`: {"id": the fleet's id, "host": this host's inventory name}
+    fleet: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
     # each case's steady-state verdict across its iterations as the run judged it (steady/rounds.py
     # CaseSteady.as_dict: the rule, the window's iterations and figures, the line): read back as

@@ -15,13 +15,15 @@ Each stream's size and WRITE record count come from walking its record headers (
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import InputError, TargetError, shown
 from ..pool import PoolManager, PoolSpec
@@ -168,11 +170,33 @@ def make(target: Target, kind: str, size: int | str, *, seed: int = 1, vdev_dir:
     size = parse_size(size)
     if size < MIB:
         raise InputError(f"corpus size {size} is below 1M", field="corpus.size")
-    if out is None:
-        hit = cached(target, kind, size, seed)
-        if hit is not None:
-            return hit
     key = _key(target, kind, size, seed)
+    if out is not None:
+        return _make(target, kind, size, seed, key, Path(vdev_dir), out, progress)
+    with _making(key, progress):
+        hit = cached(target, kind, size, seed)
+        return hit if hit is not None else _make(target, kind, size, seed, key, Path(vdev_dir), None, progress)
+
+
+@contextlib.contextmanager
+def _making(key: str, progress=None) -> Iterator[None]:
+    """One zfsperf process at a time makes the cached corpus of one key; another (a run in another
+    mount namespace: a test lane, a fleet's hosts on one machine) waits, then takes it from the
+    cache. Two at once wrote one .partial file and one of them failed on it."""
+    d = cache_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / f"{key}.lock", "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if progress:
+                progress("waiting for another zfsperf process making the same corpus")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _make(target: Target, kind: str, size: int, seed: int, key: str, vdev_dir: Path, out: str | None,
+          progress=None) -> Corpus:
     dest_dir = Path(out).parent if out else cache_dir()
     dest_dir.mkdir(parents=True, exist_ok=True)
     stream_path = out or str(dest_dir / f"{key}.zfs")
