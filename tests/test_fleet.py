@@ -62,8 +62,14 @@ def test_each_host_first_then_the_fleet_and_the_class_that_differs(tmp_path):
     assert f is not None and f.hosts == 4 and f.tau_pct > 5 and f.i2 > 0.5       # the classes differ
     assert f.predict_pct[0] < min(h.change.change_pct for h in fc.hosts)
     assert f.predict_pct[1] > max(h.change.change_pct for h in fc.hosts)
+    b = fc.between                      # the subgroup test names the class that fares worst
+    assert b is not None and b["differ"] and b["df"] == 1 and b["worst"] == small.label and b["p"] < 0.05
+    assert aa.between is None           # one class: nothing to tell apart
     words = fleet.text(fc)
     assert "the fleet: " in words and "class 2 × " in words and "a new host would see [" in words, words
+    assert f"the classes differ (Q " in words and f"class {small.label} fares worst, " in words, words
+    same = fleet.compare_fleet([host(tmp_path, f"s{i}", 0.9) for i in (1, 2)] + [host(tmp_path, "s3", 0.9, cpus=4)])
+    assert same.between is not None and not same.between["differ"] and same.between["q"] == pytest.approx(0, abs=1e-9)
     assert json.loads(json.dumps(fc.as_dict()))["fleet"]["hosts"] == 4
 
 
@@ -261,3 +267,50 @@ def test_a_run_s_fleet_options_go_together(capsys):
     from zfsperf import cli
     assert cli.main(["run", "--fleet-id", "x", "--dry-run"]) == 2
     assert "--fleet-id and --fleet-host go together" in capsys.readouterr().err
+
+
+def test_the_store_answers_fleet_wide_trends_host_by_host_then_combined(tmp_path, capsys):
+    """Two fleet runs of the same three hosts in one store (issue 74, 3): between them the B side of
+    the two 2-CPU hosts lost half and the 4-CPU host's did not; `fleet history` gives each host's
+    own change, the fleet's combined one and each class's: the 2-CPU class WORSE by 50 %, the
+    A side unchanged everywhere. A store made before fleets (schema 4) gains the columns."""
+    from zfsperf import cli
+    from zfsperf.history.store import Store
+    from zfsperf.report.model import load_run
+    store = str(tmp_path / "h.sqlite")
+    for n, (fid, factors) in enumerate((("f1", {"a": 1.0, "b": 1.0, "c": 1.0}), ("f2", {"a": 0.5, "b": 0.5, "c": 1.0}))):
+        for name, f in factors.items():
+            d = host(tmp_path / fid, name, f, cpus=4 if name == "c" else 2)
+            run = json.loads((d / "run.json").read_text())
+            run["fleet"], run["start"] = {"id": fid, "host": name}, run["start"] + 3600 * n
+            (d / "run.json").write_text(json.dumps(run))
+            with Store.open(store) as st:
+                assert st.add(load_run(d)) is not None
+    assert cli.main(["fleet", "history", "--store", store, "--json"]) == 0
+    steps = {s["case"]: s for s in json.loads(capsys.readouterr().out)}
+    b, a = steps[B], steps["ab checksum=fletcher2"]
+    assert (b["before"], b["after"], b["figure"]) == ("f1", "f2", "throughput")
+    assert [(h["name"], round(h["change_pct"], 6)) for h in b["hosts"]] == [("a", -50.0), ("b", -50.0), ("c", 0.0)]
+    small = next(c for c in b["classes"] if c["label"].startswith("2 × "))
+    big = next(c for c in b["classes"] if c["label"].startswith("4 × "))
+    assert small["verdict"] == "worse" and small["change_pct"] == pytest.approx(-50.0) and small["hosts"] == 2
+    assert big["verdict"] == "not significant" and big["change_pct"] == pytest.approx(0.0, abs=1e-9)
+    assert b["fleet"]["hosts"] == 3 and b["fleet"]["tau_pct"] > 5
+    assert a["fleet"]["verdict"] == "not significant" and all(h["change_pct"] == pytest.approx(0.0, abs=1e-9) for h in a["hosts"])
+    assert cli.main(["fleet", "history", "--store", store, "--case", B]) == 0
+    out = capsys.readouterr().out
+    assert f"{B}, throughput (MiB/s): fleet f1 → f2" in out and "class 2 × " in out and "worse" in out, out
+    import sqlite3
+    old = tmp_path / "old.sqlite"
+    with Store.open(str(old)):
+        pass
+    con = sqlite3.connect(old)
+    for col in ("fleet_id", "fleet_host", "machine_class"):
+        con.execute(f"ALTER TABLE runs DROP COLUMN {col}")
+    con.execute("UPDATE zfsperf_meta SET value = '4' WHERE key = 'schema'")
+    con.commit()
+    con.close()
+    assert cli.main(["fleet", "history", "--store", str(old)]) == 0
+    assert "0 fleet run(s) in the store" in capsys.readouterr().out
+    cols = {r[1] for r in sqlite3.connect(old).execute("PRAGMA table_info(runs)")}
+    assert {"fleet_id", "fleet_host", "machine_class"} <= cols

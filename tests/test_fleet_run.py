@@ -126,6 +126,8 @@ def test_a_fleet_runs_on_every_host_and_a_host_killed_mid_run_is_named(tmp_path,
     with psycopg.connect(pg_url) as c:
         stored = c.execute("SELECT path FROM runs WHERE path LIKE %s", (f"%zfsperf-fleet-{rec['fleet_id']}-%",)).fetchall()
     assert len(stored) == 2, stored
+    hist = subprocess.run(ZFSPERF + ["fleet", "history", "--store", pg_url], capture_output=True, text=True)
+    assert hist.returncode == 0 and "1 fleet run(s) in the store: a trend needs two" in hist.stdout, hist
     cmp = subprocess.run(ZFSPERF + ["fleet", "compare", str(fleet_dir(out)), "--json"], capture_output=True, text=True)
     assert cmp.returncode == 0, cmp.stderr
     fc = json.loads(cmp.stdout)

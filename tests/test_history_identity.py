@@ -99,21 +99,22 @@ def test_runs_listed_removed_and_accepted_by_an_unambiguous_id(tmp_path):
     assert res.returncode == 2 and "no run \"1\"" in res.stderr
 
 
-def test_a_schema_3_store_gains_identities(tmp_path):
+def test_a_schema_3_store_gains_identities_and_fleet_columns(tmp_path):
     rng = random.Random(10)
     a = _results(tmp_path / "a", _level(100.0, rng), start=10.0)
     store = str(tmp_path / "h.sqlite")
     assert zfsperf("history", "import", str(a), "--store", store).returncode == 0
     con = sqlite3.connect(store)
     con.execute("DROP INDEX runs_identity")
-    con.execute("ALTER TABLE runs DROP COLUMN identity")
+    for col in ("identity", "fleet_id", "fleet_host", "machine_class"):      # as a schema 3 store had them
+        con.execute(f"ALTER TABLE runs DROP COLUMN {col}")
     con.execute("UPDATE zfsperf_meta SET value = '3' WHERE key = 'schema'")
     con.commit()
     con.close()
     copy = shutil.copytree(a, tmp_path / "copy")
     res = zfsperf("history", "import", str(copy), "--store", store)
     assert res.returncode == 0 and "1 run(s) added" in res.stdout, res.stderr    # the old row has no identity
-    assert sqlite3.connect(store).execute("SELECT value FROM zfsperf_meta WHERE key = 'schema'").fetchone() == ("4",)
+    assert sqlite3.connect(store).execute("SELECT value FROM zfsperf_meta WHERE key = 'schema'").fetchone() == ("5",)
     res = zfsperf("history", "import", str(shutil.copytree(a, tmp_path / "copy2")), "--store", store)
     assert "0 run(s) added, 1 already there" in res.stdout
 

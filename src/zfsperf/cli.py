@@ -319,8 +319,16 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     if args.fleet_action == "run":
         from .fleetrun.run import fleet_run
         return fleet_run(args, _defines(args.define))
+    if args.fleet_action == "history":
+        from .history.store import Store
+        with Store.open(args.store, create=False) as st:
+            rows = st.fleet_figures(args.case, args.figure)
+        steps = fleet.trend(rows, args.figure)
+        print(json.dumps([s.as_dict() for s in steps], indent=1) if args.json else
+              fleet.trend_text(steps, len({r["fleet"] for r in rows})))
+        return 0
     if args.fleet_action != "compare":
-        raise InputError("fleet takes an action: run or compare (`zfsperf fleet run --help`)", field="fleet")
+        raise InputError("fleet takes an action: run, compare or history (`zfsperf fleet run --help`)", field="fleet")
     classes = _pairs(args.classes, "--class", "HOST=CLASS", value_needed=True)
     if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
         raise InputError("--fail-on-regression takes a change in per cent, 0 or more", field="--fail-on-regression")

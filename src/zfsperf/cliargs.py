@@ -409,6 +409,19 @@ def _add_fleet(sub: argparse._SubParsersAction) -> None:
     r.add_argument("-f", "--forks", type=int, default=5, help="hosts running at once (Ansible's forks; default 5)")
     r.add_argument("--timeout", type=float, default=6 * 3600, help="seconds a host's run may take (default 21600)")
     r.add_argument("-o", "--outdir", default="zfsperf-results", help="where the fleet's directory goes")
+    h = fsub.add_parser("history", help="fleet-wide trends in the history store: each host against itself, "
+                                        "then combined, fleet run by fleet run",
+                        description="For each case and figure (its headline unless --figure) and each two "
+                                    "consecutive fleet runs in the store: each host's own change (its mean against "
+                                    "its own mean in the fleet before), then the hosts combined by the same "
+                                    "random-effects meta-analysis as `fleet compare`, over the fleet and per class.",
+                        epilog="examples:\n  zfsperf fleet history --store postgresql://db/zfsperf\n"
+                               "  zfsperf fleet history --case 'recv compression=off' --json",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    h.add_argument("--store", help="the history store (default $ZFSPERF_STORE, else $ZFSPERF_STATE/history.sqlite)")
+    h.add_argument("--case", metavar="CASE", help="one case (as the store names it)")
+    h.add_argument("--figure", metavar="NAME", help="the figure (default: each case's headline)")
+    h.add_argument("--json", action="store_true", help="the steps as JSON")
 
 
 def _add_bisect(sub: argparse._SubParsersAction) -> None:

@@ -3,7 +3,8 @@
 A store URL is a path (or sqlite:///PATH) for SQLite, or postgresql://… (psycopg 3). The same SQL
 runs on both (placeholders and the id column are the only dialect differences). Schema, version 4
 (version 1 had no case_seconds and accepted, version 2 no runs.accelerator, version 3 no
-runs.identity; opening an older store adds them):
+runs.identity, version 4 no runs.fleet_id, fleet_host, machine_class; opening an older store adds
+them):
 
   zfsperf_meta(key TEXT PRIMARY KEY, value TEXT)          -- "schema" = "1"
   runs(id            integer primary key,                 -- one row per results directory
@@ -18,8 +19,11 @@ runs.identity; opening an older store adds them):
        format        INTEGER,                             -- results format (run.json "format")
        imported      DOUBLE PRECISION,
        accelerator   TEXT,                                -- "tcg"/"kvm": a QEMU guest (schema 3)
-       identity      TEXT)                                -- host, start and its records' sha256: a
+       identity      TEXT,                                -- host, start and its records' sha256: a
                                                           -- copy of a run is the same run (schema 4)
+       fleet_id, fleet_host TEXT,                         -- a host's run of `fleet run`: the fleet's
+                                                          -- id, the host's inventory name (schema 5)
+       machine_class TEXT)                                -- run.json's class of the machine (schema 5)
   figures(run_id     INTEGER REFERENCES runs(id) ON DELETE CASCADE,
           test, workload, case_id, figure, unit TEXT,     -- case_id: the case as zfsperf names it
           n          INTEGER,                             -- PASS iterations the figure came from
@@ -53,10 +57,10 @@ from ..report.model import RunData
 from ..tunables.impls import chosen_all
 from ..metrics import counts, zil
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 RUN_COLUMNS = ("path", "name", "started", "host", "os", "kernel", "implementation", "zfs_version", "pool_version",
                "zfsperf_version", "runfile", "runfile_sha", "defines", "tunables", "format", "imported", "accelerator",
-               "identity")
+               "identity", "fleet_id", "fleet_host", "machine_class")
 FIGURE_COLUMNS = ("run_id", "test", "workload", "case_id", "figure", "unit", "n", "passed", "total", "median", "mean",
                   "stddev")
 
@@ -77,7 +81,8 @@ def _ddl(serial: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS runs (id {serial} PRIMARY KEY, path TEXT NOT NULL UNIQUE, name TEXT, "
         "started DOUBLE PRECISION, host TEXT, os TEXT, kernel TEXT, implementation TEXT, zfs_version TEXT, "
         "pool_version TEXT, zfsperf_version TEXT, runfile TEXT, runfile_sha TEXT, defines TEXT, tunables TEXT, "
-        "format INTEGER, imported DOUBLE PRECISION, accelerator TEXT, identity TEXT)",
+        "format INTEGER, imported DOUBLE PRECISION, accelerator TEXT, identity TEXT, fleet_id TEXT, fleet_host TEXT, "
+        "machine_class TEXT)",
         "CREATE INDEX IF NOT EXISTS runs_identity ON runs (identity)",
         "CREATE TABLE IF NOT EXISTS figures (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, "
         "test TEXT, workload TEXT, case_id TEXT NOT NULL, figure TEXT NOT NULL, unit TEXT, n INTEGER, passed INTEGER, "
@@ -210,10 +215,11 @@ class Store:
         row = None
         if self._has_table("zfsperf_meta"):
             row = self.execute("SELECT value FROM zfsperf_meta WHERE key = ?", ("schema",)).fetchone()
-        if row is not None and int(row[0]) < 4 and self._has_table("runs"):
-            if int(row[0]) < 3:
-                self.execute("ALTER TABLE runs ADD COLUMN accelerator TEXT")
-            self.execute("ALTER TABLE runs ADD COLUMN identity TEXT")
+        if row is not None and int(row[0]) < SCHEMA_VERSION and self._has_table("runs"):
+            have = self._columns("runs")
+            for col in ("accelerator", "identity", "fleet_id", "fleet_host", "machine_class"):   # schemas 3, 4, 5
+                if col not in have:
+                    self.execute(f"ALTER TABLE runs ADD COLUMN {col} TEXT")
         for q in _ddl(serial):
             self.execute(q)
         row = self.execute("SELECT value FROM zfsperf_meta WHERE key = ?", ("schema",)).fetchone()
@@ -226,6 +232,12 @@ class Store:
             self.execute("UPDATE zfsperf_meta SET value = ? WHERE key = ?", (str(SCHEMA_VERSION), "schema"))
         if commit:
             self.conn.commit()
+
+    def _columns(self, table: str) -> set[str]:
+        if self.dialect == "sqlite":
+            return {r[1] for r in self.execute(f"PRAGMA table_info({table})")}
+        return {r[0] for r in self.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+                                           "AND table_schema = current_schema()", (table,))}
 
     def _has_table(self, name: str) -> bool:
         if self.dialect == "sqlite":
@@ -262,7 +274,8 @@ class Store:
                info.zfsperf_version, info.runfile.get("source"),
                same["runfile_sha"], same["defines"],
                json.dumps(info.tunables.get("before") or {}, sort_keys=True),
-               info.format, time.time(), info.accelerator, identity)
+               info.format, time.time(), info.accelerator, identity, (info.fleet or {}).get("id"),
+               (info.fleet or {}).get("host"), info.class_label())
         cols = ", ".join(RUN_COLUMNS)
         marks = ", ".join("?" for _ in RUN_COLUMNS)
         run_id = int(self.execute(f"INSERT INTO runs ({cols}) VALUES ({marks}) RETURNING id", row).fetchone()[0])
@@ -366,6 +379,22 @@ class Store:
                                     r[6] or "", r[7] or "", r[8] or "", r[9] or "", json.loads(r[10] or "{}"),
                                     chosen_all(json.loads(r[11] or "{}")), r[12], r[13])
         return out
+
+    def fleet_figures(self, case: str | None = None, figure: str | None = None) -> list[dict[str, Any]]:
+        """Every figure of the store's fleet runs (`fleet run`), oldest fleet first: fleet id, host
+        (inventory name), class, start, case, figure, unit, workload, n, mean and sd."""
+        q = ("SELECT r.fleet_id, r.fleet_host, r.machine_class, r.started, f.case_id, f.figure, f.unit, f.workload, "
+             "f.n, f.mean, f.stddev FROM figures f JOIN runs r ON r.id = f.run_id WHERE r.fleet_id IS NOT NULL")
+        args: list[Any] = []
+        if case:
+            q += " AND f.case_id = ?"
+            args.append(case)
+        if figure:
+            q += " AND f.figure = ?"
+            args.append(figure)
+        keys = ("fleet", "host", "class", "started", "case", "figure", "unit", "workload", "n", "mean", "sd")
+        rows = [dict(zip(keys, r)) for r in self.execute(q + " ORDER BY r.started, r.id", args)]
+        return rows
 
     def figure_rows(self, case: str | None = None, figure: str | None = None) -> Iterator[tuple[Any, ...]]:
         q = "SELECT run_id, case_id, figure, unit, n, median, workload FROM figures"
