@@ -233,6 +233,8 @@ def test_each_host_s_outcome_is_read_from_the_callback_s_events(tmp_path):
                                                                           "x zfsperf: a case failed", 1)
     assert (out["c"].status, out["c"].why) == ("unreachable", "Connection refused")
     assert out["d"].status == "not run"
+    from zfsperf.fleetrun.run import _progress       # what a long fleet run says every minute
+    assert _progress(ev, {"a": {}, "b": {}, "c": {}, "d": {}}) == "3 of 4 hosts' runs ended (1 unreachable)"
 
 
 def test_a_cgroup_s_cpu_limit_is_part_of_the_machine_s_class(tmp_path, monkeypatch):

@@ -11,9 +11,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import InputError
 
@@ -21,6 +22,7 @@ HERE = Path(__file__).parent
 PLAYBOOK = HERE / "playbook.yml"
 STOP = HERE / "stop.yml"            # an interrupted fleet's hosts stopped
 CALLBACKS = HERE / "callback"
+TICK_S = 60.0                  # how often a long play says how far it is
 SSH_ARGS = "-C -o ControlMaster=auto -o ControlPersist=60s -o ServerAliveInterval=15 -o ServerAliveCountMax=4"
 HOST_VARS = ("zfsperf_bin", "zfsperf_class")       # what an inventory may say of a host for zfsperf
 
@@ -137,7 +139,7 @@ def _why(ev: dict[str, Any]) -> str:
 
 
 def play(inventory_path: Path, variables: dict[str, Any], work: Path, *, forks: int, limit: list[str] | None = None,
-         name: str, playbook: Path = PLAYBOOK) -> Path:
+         name: str, playbook: Path = PLAYBOOK, tick: Callable[[float], None] | None = None) -> Path:
     """ansible-playbook with a shipped playbook and these variables over the inventory (its
     output shown as it goes); the events file it wrote. Ctrl-C or a hangup stops Ansible and is
     raised on (the caller stops the hosts' runs)."""
@@ -149,8 +151,15 @@ def play(inventory_path: Path, variables: dict[str, Any], work: Path, *, forks: 
     if limit:
         argv += ["--limit", ",".join(limit)]
     p = subprocess.Popen(argv, env=environment(events), stdin=subprocess.DEVNULL, start_new_session=True)
+    t0 = time.monotonic()
     try:
-        p.wait()
+        while True:
+            try:
+                p.wait(TICK_S)
+                break
+            except subprocess.TimeoutExpired:
+                if tick is not None:        # a host's run prints nothing until it ends: say how long so far
+                    tick(time.monotonic() - t0)
     except BaseException:
         with _suppress():
             os.killpg(p.pid, signal.SIGINT)

@@ -29,6 +29,7 @@ from typing import Any
 
 from .. import control, runfile
 from ..errors import InputError
+from ..units import format_span
 from . import engine
 
 FORMAT = 1
@@ -90,7 +91,9 @@ def fleet_run(args: Namespace, defines: dict[str, str], say=print) -> int:
         try:            # (a relative fetch dest is Ansible's playbook directory's: made absolute)
             events = engine.play(inv, common | {"zfsperf_phase": "run",
                                                    "zfsperf_local_dir": str((out / "hosts").resolve())},
-                                 work, forks=args.forks, name="run")
+                                 work, forks=args.forks, name="run",
+                                 tick=lambda t: say(f"fleet {fleet_id}: {_progress(work / 'run.events.jsonl', hosts)}, "
+                                                    f"{format_span(t)} so far"))
         except KeyboardInterrupt:
             say(f"fleet {fleet_id}: interrupted: stopping every host's run (each restores what it changed)")
             record["interrupted"] = True
@@ -100,6 +103,14 @@ def fleet_run(args: Namespace, defines: dict[str, str], say=print) -> int:
             raise
         _collect(out, record, engine.outcomes(events, list(hosts)))
     return _summary(out, record, say)
+
+
+def _progress(events: Path, hosts: dict[str, Any]) -> str:
+    """How many hosts' runs have ended (ok or not) and how many hosts stopped answering."""
+    res = engine.outcomes(events, list(hosts))
+    ended = sum(1 for r in res.values() if r.rc is not None or r.status in ("failed", "unreachable"))
+    lost = sum(1 for r in res.values() if r.status == "unreachable")
+    return f"{ended} of {len(hosts)} hosts' runs ended" + (f" ({lost} unreachable)" if lost else "")
 
 
 def _collect(out: Path, record: dict[str, Any], results: dict[str, engine.HostResult]) -> None:
