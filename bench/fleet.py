@@ -29,28 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "src")]
 
-from fleethosts import fleet_host, inventory  # noqa: E402
+from fleethosts import ab_runfile as runfile, fleet_host, inventory  # noqa: E402
 
 ZFSPERF = str(Path(sys.executable).parent / "zfsperf")
-
-
-def runfile(iterations: int, dataset: str) -> str:
-    return f"""
-[defaults]
-iterations = {iterations}
-timeout = "20m"
-[defaults.pool]
-vdevs = 1
-vdev_size = "384M"
-[[test]]
-name = "recv"
-workload = "receive"
-corpus = {{ kind = "compressible", size = "16M", seed = 6 }}
-threads = 1
-duration = "2s"
-duet = "turns"
-dataset = {{ {dataset} }}
-"""
 
 
 def fleet(work: Path, name: str, text: str, seed: int) -> dict:

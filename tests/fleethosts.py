@@ -103,3 +103,24 @@ def fleet_host(name: str, d: Path, cpus: float | None = None, zfs: bool = True) 
         host.kill()
         with contextlib.suppress(OSError):
             cg.rmdir()
+
+
+def ab_runfile(iterations: int, dataset: str) -> str:
+    """The fleet's A/B: a receive of a small compressible corpus for 2 s a side, taking turns, with
+    the dataset table `dataset` (e.g. 'compression = ["off", "gzip-9"]')."""
+    return f"""
+[defaults]
+iterations = {iterations}
+timeout = "20m"
+[defaults.pool]
+vdevs = 1
+vdev_size = "384M"
+[[test]]
+name = "recv"
+workload = "receive"
+corpus = {{ kind = "compressible", size = "16M", seed = 6 }}
+threads = 1
+duration = "2s"
+duet = "turns"
+dataset = {{ {dataset} }}
+"""

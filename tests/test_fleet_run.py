@@ -17,27 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from fleethosts import fleet_host, inventory
+from fleethosts import ab_runfile, fleet_host, inventory
 from helpers import pg_cluster, readme_command
 
 ZFSPERF = [str(Path(sys.executable).parent / "zfsperf")]
 
-RUNFILE = """
-[defaults]
-iterations = 3
-timeout = "10m"
-[defaults.pool]
-vdevs = 1
-vdev_size = "384M"
-[[test]]
-name = "recv"
-workload = "receive"
-corpus = { kind = "compressible", size = "16M", seed = 6 }
-threads = 1
-duration = "2s"
-duet = "turns"
-dataset = { compression = ["off", "gzip-9"] }
-"""
+RUNFILE = ab_runfile(3, 'compression = ["off", "gzip-9"]')
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +156,7 @@ def test_an_interrupted_fleet_stops_every_host_s_run(tmp_path, fleet_hosts):
     """The README's `zfsperf fleet run -i hosts.ini -r ab.toml`; Ctrl-C to it while the hosts run: each host's zfsperf run is interrupted as Ctrl-C
     interrupts it (its pool gone, its vdev files removed), the fleet's directories on the hosts
     removed, fleet.json says interrupted, and no process of the fleet is left."""
-    (tmp_path / "ab.toml").write_text(RUNFILE.replace("iterations = 3", "iterations = 20"))
+    (tmp_path / "ab.toml").write_text(ab_runfile(20, 'compression = ["off", "gzip-9"]'))
     with fleet_hosts("a", tmp_path / "a") as a, fleet_hosts("b", tmp_path / "b") as b:
         inventory(tmp_path / "hosts.ini", [a.inventory_line(), b.inventory_line()])
         out = tmp_path / "zfsperf-results"
