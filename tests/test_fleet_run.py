@@ -61,7 +61,9 @@ def started(h, proc: subprocess.Popen, timeout: float = 240) -> None:
     """Wait until host h's zfsperf run of the fleet runs (its first iteration has begun)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        assert proc.poll() is None, "fleet run ended before the host's run began"
+        if proc.poll() is not None:
+            raise AssertionError(f"fleet run ended ({proc.returncode}) before {h.name}'s run began:\n"
+                                 + (proc.communicate()[0] or "")[-4000:])
         if fleet_procs([h]) and list(h.vdevs.rglob("*")):
             return
         time.sleep(0.3)

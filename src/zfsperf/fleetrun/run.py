@@ -29,11 +29,11 @@ from typing import Any
 
 from .. import control, runfile
 from ..errors import InputError
+from ..redact import redact_argv
 from ..units import format_span
 from . import engine
 
 FORMAT = 1
-DEFAULT_TIMEOUT = 6 * 3600           # seconds a host's run may take (Ansible's async limit)
 
 
 def _input(args: Namespace, defines: dict[str, str]) -> tuple[Path, str, str, dict[str, dict[str, Any]], list[str]]:
@@ -82,7 +82,7 @@ def fleet_run(args: Namespace, defines: dict[str, str], say=print) -> int:
         out = Path(args.outdir) / f"fleet-{fleet_id}"
         (out / "hosts").mkdir(parents=True)
         record: dict[str, Any] = {"format": FORMAT, "fleet_id": fleet_id, "inventory": str(inv.resolve()),
-                                  "runfile": src or name, "arguments": rest, "forks": args.forks,
+                                  "runfile": src or name, "arguments": redact_argv(rest), "forks": args.forks,
                                   "start": time.time(), "end": None, "interrupted": False,
                                   "hosts": {h: {"status": "running"} for h in hosts}}
         _write(out, record)
