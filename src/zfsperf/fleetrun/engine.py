@@ -56,6 +56,9 @@ def environment(events: Path) -> dict[str, str]:
         # Ansible's own ssh arguments, and keepalives: a host that dies mid-run is unreachable after
         # a minute without an answer (a user's ANSIBLE_SSH_ARGS is kept as it is)
         "ANSIBLE_SSH_ARGS": os.environ.get("ANSIBLE_SSH_ARGS", SSH_ARGS),
+        # a connection refused or reset once (a loaded host, a busy sshd) is tried again, 1-4 s apart,
+        # before the host is called unreachable
+        "ANSIBLE_SSH_RETRIES": os.environ.get("ANSIBLE_SSH_RETRIES", "3"),
     }
 
 
