@@ -129,7 +129,7 @@ def test_a_fleet_runs_on_every_host_and_a_host_killed_mid_run_is_named(tmp_path,
 
 def test_every_host_is_checked_before_any_runs(tmp_path, pg_url, fleet_hosts):
     """An unknown host, a host without ZFS and a store the hosts cannot reach: exit 2 naming each
-    host and why, and no host ran anything (no fleet directory, no pool, nothing in any vdev
+    host and why, and no host ran anything; `--dry-run` on good hosts: exit 0, nothing written (no fleet directory, no pool, nothing in any vdev
     directory, the store untouched)."""
     rf = tmp_path / "ab.toml"
     rf.write_text(RUNFILE)
@@ -146,6 +146,10 @@ def test_every_host_is_checked_before_any_runs(tmp_path, pg_url, fleet_hosts):
         assert "host ok1" not in err, err
         assert not out.exists() and not list(ok1.vdevs.iterdir()) and not list(nozfs.vdevs.iterdir())
         inv = inventory(tmp_path / "hosts2.ini", [ok1.inventory_line()])
+        r = subprocess.run(ZFSPERF + ["fleet", "run", "-i", str(inv), "-r", str(rf), "-o", str(out), "--dry-run"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and "every host checked (ok1); --dry-run: nothing run or written" in r.stdout, r
+        assert not out.exists() and not list(ok1.vdevs.iterdir())
         r = subprocess.run(ZFSPERF + ["fleet", "run", "-i", str(inv), "-r", str(rf), "-o", str(out),
                                       "--store", "postgresql://127.0.0.1:9/nowhere"],
                            capture_output=True, text=True, timeout=300)

@@ -409,6 +409,8 @@ def _add_fleet(sub: argparse._SubParsersAction) -> None:
     r.add_argument("-f", "--forks", type=int, default=5, help="hosts running at once (Ansible's forks; default 5)")
     r.add_argument("--timeout", type=float, default=6 * 3600, help="seconds a host's run may take (default 21600)")
     r.add_argument("-o", "--outdir", default="zfsperf-results", help="where the fleet's directory goes")
+    r.add_argument("--dry-run", action="store_true", help="check every host as a run would (zfsperf there, its "
+                   "`run --dry-run`), say so, and stop: exit 0, or 2 naming each host that failed")
     h = fsub.add_parser("history", help="fleet-wide trends in the history store: each host against itself, "
                                         "then combined, fleet run by fleet run",
                         description="For each case and figure (its headline unless --figure) and each two "

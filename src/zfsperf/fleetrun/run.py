@@ -79,6 +79,9 @@ def fleet_run(args: Namespace, defines: dict[str, str], say=print) -> int:
             raise InputError("no host ran anything: " + "; ".join(
                 f"host {r.host}: {r.status}" + (f" at {r.task!r}" if r.task else "") + f": {r.why}" for r in bad),
                 field="-i")
+        if args.dry_run:
+            say(f"fleet {fleet_id}: every host checked ({', '.join(hosts)}); --dry-run: nothing run or written")
+            return 0
         out = Path(args.outdir) / f"fleet-{fleet_id}"
         (out / "hosts").mkdir(parents=True)
         record: dict[str, Any] = {"format": FORMAT, "fleet_id": fleet_id, "inventory": str(inv.resolve()),
