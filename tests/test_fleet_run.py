@@ -217,3 +217,21 @@ def test_two_zfsperf_processes_make_one_corpus_at_once(tmp_path, fleet_hosts):
     assert all("waiting for another zfsperf process making the same corpus" in o for o in outs), outs
     streams = sorted(p.name for p in (cache / "corpus").glob("*.zfs"))
     assert len(streams) == 1 and not list((cache / "corpus").glob("*.partial*")), streams
+
+
+def test_a_run_past_its_timeout_is_failed_and_ended(tmp_path, fleet_hosts):
+    """`fleet run --timeout S`: a host whose run outlives it is failed at 'zfsperf run' (exit 1) and
+    its run is ended as Ctrl-C ends it, its fleet directory removed: nothing of the fleet is left
+    on the host."""
+    (tmp_path / "ab.toml").write_text(ab_runfile(20, 'compression = ["off", "gzip-9"]'))
+    with fleet_hosts("slow", tmp_path / "slow") as h:
+        inventory(tmp_path / "hosts.ini", [h.inventory_line()])
+        r = subprocess.run(ZFSPERF + ["fleet", "run", "-i", "hosts.ini", "-r", "ab.toml", "--no-history",
+                                      "--timeout", "15"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert fleet_procs([h]) == [], r.stdout
+        assert [f for f in h.vdevs.rglob("*") if f.is_file()] == [], r.stdout
+    rec = json.loads((fleet_dir(tmp_path / "zfsperf-results") / "fleet.json").read_text())
+    e = rec["hosts"]["slow"]
+    assert e["status"] == "failed" and e["task"] == "zfsperf run", e
+    assert not list(Path("/tmp").glob(f"zfsperf-fleet-{rec['fleet_id']}-*"))
