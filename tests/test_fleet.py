@@ -316,3 +316,35 @@ def test_the_store_answers_fleet_wide_trends_host_by_host_then_combined(tmp_path
     assert "0 fleet run(s) in the store" in capsys.readouterr().out
     cols = {r[1] for r in sqlite3.connect(old).execute("PRAGMA table_info(runs)")}
     assert {"fleet_id", "fleet_host", "machine_class"} <= cols
+
+
+def test_a_fleet_host_s_run_is_stopped_by_its_pid_and_nothing_else(tmp_path, capsys):
+    """`zfsperf fleet stop DIR` (the stop playbook's, on the host): the process whose pid and start
+    time DIR/run.pid holds gets SIGINT and ends; a pidfile whose pid is another process now (its
+    start time differs) signals nothing; no pidfile: nothing to do."""
+    import subprocess
+    import sys
+    from zfsperf import cli
+    from zfsperf.fleetrun import hoststop
+    from zfsperf.guard import start_time
+    mark = tmp_path / "got"
+    code = ("import os, signal, sys, time\n"
+            "def stop(*a):\n    open(sys.argv[1], 'w').write('SIGINT')\n    os._exit(7)\n"
+            "signal.signal(signal.SIGINT, stop)\nprint('up', flush=True)\ntime.sleep(60)")
+    p = subprocess.Popen([sys.executable, "-c", code, str(mark)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "up\n"
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / hoststop.PIDFILE).write_text(json.dumps({"pid": p.pid, "start": start_time(p.pid)}))
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / hoststop.PIDFILE).write_text(json.dumps({"pid": p.pid, "start": "1"}))
+    assert cli.main(["fleet", "stop", str(other), str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "its run (pid" in out and "has ended" in out and "no run there" in out and p.poll() is None, out
+    assert cli.main(["fleet", "stop", str(run)]) == 0
+    assert "interrupted and ended" in capsys.readouterr().out and mark.read_text() == "SIGINT"
+    p.wait(10)
+    me = tmp_path / "me.pid"
+    hoststop.write_pidfile(me)
+    assert json.loads(me.read_text()) == {"pid": __import__("os").getpid(), "start": start_time(__import__("os").getpid())}

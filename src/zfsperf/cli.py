@@ -114,7 +114,17 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
         resume=args.resume, cleanup=args.cleanup, dry_run=args.dry_run, check=args.check,
         argv=redact_argv(["zfsperf", *argv]), keep_signal_handlers=True,
         build_sources=_sources() if any(b.unbuilt() for b in builds.values()) else None)
-    return Runner(opts).run()
+    pidfile = getattr(args, "pidfile", None)
+    if pidfile is None:
+        return Runner(opts).run()
+    from .fleetrun.hoststop import write_pidfile
+    if not Path(pidfile).parent.is_dir():
+        raise InputError(f"--pidfile {pidfile}: its directory does not exist", field="--pidfile")
+    write_pidfile(Path(pidfile))
+    try:
+        return Runner(opts).run()
+    finally:
+        Path(pidfile).unlink(missing_ok=True)
 
 
 def _fleet_of(args: argparse.Namespace) -> dict[str, str] | None:
@@ -319,6 +329,11 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     if args.fleet_action == "run":
         from .fleetrun.run import fleet_run
         return fleet_run(args, _defines(args.define))
+    if args.fleet_action == "stop":
+        from .fleetrun.hoststop import stop_run
+        for d in args.dirs:
+            print(stop_run(Path(d)))
+        return 0
     if args.fleet_action == "history":
         from .history.store import Store
         with Store.open(args.store, create=False) as st:
@@ -328,7 +343,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
               fleet.trend_text(steps, len({r["fleet"] for r in rows})))
         return 0
     if args.fleet_action != "compare":
-        raise InputError("fleet takes an action: run, compare or history (`zfsperf fleet run --help`)", field="fleet")
+        raise InputError("fleet takes an action: run, compare, history or stop (`zfsperf fleet run --help`)",
+                         field="fleet")
     classes = _pairs(args.classes, "--class", "HOST=CLASS", value_needed=True)
     if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
         raise InputError("--fail-on-regression takes a change in per cent, 0 or more", field="--fail-on-regression")

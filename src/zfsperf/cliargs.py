@@ -74,6 +74,8 @@ def _add_run_place(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fleet-id", metavar="ID", help="the fleet this run is one host's run of, in run.json "
                    "(given by `zfsperf fleet run`, with --fleet-host)")
     p.add_argument("--fleet-host", metavar="NAME", help="this host's name in the fleet's inventory (with --fleet-id)")
+    p.add_argument("--pidfile", metavar="PATH", help="write this run's pid and start time to PATH while it runs "
+                   "(`zfsperf fleet stop` stops the run by it)")
     p.add_argument("--target", default="auto",
                    help="auto | zfs-fuse | openzfs | guest (the OpenZFS guest) | ssh://user@host[:port] (default auto)")
     p.add_argument("--tunables-dir", dest="tunables_dir",
@@ -424,6 +426,14 @@ def _add_fleet(sub: argparse._SubParsersAction) -> None:
     h.add_argument("--case", metavar="CASE", help="one case (as the store names it)")
     h.add_argument("--figure", metavar="NAME", help="the figure (default: each case's headline)")
     h.add_argument("--json", action="store_true", help="the steps as JSON")
+    st = fsub.add_parser("stop", help="on a fleet's host: end the fleet's run there by its pid (the stop playbook "
+                                      "runs it)",
+                         description="Each DIR is a fleet run's directory on this host; its run (DIR/run.pid: pid "
+                                     "and start time) gets SIGINT as Ctrl-C, SIGKILL after 120 s; a pid that is "
+                                     "another process now is left alone.",
+                         epilog="examples:\n  zfsperf fleet stop /tmp/zfsperf-fleet-20261206-101500-1a2b3c-x1y2",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    st.add_argument("dirs", nargs="+", metavar="DIR", help="a fleet run's directory on this host")
 
 
 def _add_bisect(sub: argparse._SubParsersAction) -> None:

@@ -141,8 +141,7 @@ def _why(ev: dict[str, Any]) -> str:
     return f"exit status {ev.get('rc')}"
 
 
-def play(inventory_path: Path, variables: dict[str, Any], work: Path, *, forks: int, name: str,
-         limit: list[str] | None = None, playbook: Path = PLAYBOOK, tick: Callable[[float], None] | None = None) -> Path:
+def play(inventory_path: Path, variables: dict[str, Any], work: Path, *, forks: int, name: str, playbook: Path = PLAYBOOK, tick: Callable[[float], None] | None = None) -> Path:
     """ansible-playbook with a shipped playbook and these variables over the inventory (its
     output shown as it goes); the events file it wrote. Ctrl-C or a hangup stops Ansible and is
     raised on (the caller stops the hosts' runs)."""
@@ -151,8 +150,6 @@ def play(inventory_path: Path, variables: dict[str, Any], work: Path, *, forks: 
     varfile.write_text(json.dumps(variables))
     argv = [tool("ansible-playbook"), "-i", str(inventory_path), str(playbook), "-e", f"@{varfile}",
             "--forks", str(forks)]
-    if limit:                              # these hosts only
-        argv += ["--limit", ",".join(limit)]
     p = subprocess.Popen(argv, env=environment(events), stdin=subprocess.DEVNULL, start_new_session=True)
     t0 = time.monotonic()
     try:

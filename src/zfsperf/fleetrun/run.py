@@ -104,13 +104,7 @@ def fleet_run(args: Namespace, defines: dict[str, str], say=print) -> int:
                         name="stop", playbook=engine.STOP)
             _collect(out, record, engine.outcomes(work / "run.events.jsonl", list(hosts)))
             raise
-        results = engine.outcomes(events, list(hosts))
-        left = [h for h, r in results.items() if r.status == "failed" and r.task == "zfsperf run"]
-        if left:        # a run past --timeout is not ended by Ansible: ended here as Ctrl-C would end it
-            say(f"fleet {fleet_id}: making sure no run is left on {', '.join(left)}")
-            engine.play(inv, {"zfsperf_fleet_id": fleet_id}, work, forks=max(args.forks, len(left)),
-                        name="stop", playbook=engine.STOP, limit=left)
-        _collect(out, record, results)
+        _collect(out, record, engine.outcomes(events, list(hosts)))
     return _summary(out, record, say)
 
 
