@@ -67,6 +67,34 @@ def no_run_outlives_its_test():
                 pass
 
 
+def _pools(lab) -> set[str]:
+    return set(lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.split())
+
+
+@pytest.fixture(autouse=True)
+def no_pool_outlives_its_test(request):
+    """A pool a test made on the session's lab and left there fails that test, and is destroyed:
+    CI of 2026-12-06 had one test's pool ("kst", its destroy refused as busy) fail three later
+    tests that wanted the lab without pools. A run's guard may still be removing a killed run's
+    pool when its test ends: that is waited for (up to 30 s) before anything is called left."""
+    if not {"lab", "target"} & set(request.fixturenames):
+        yield
+        return
+    lab = request.getfixturevalue("lab")
+    before = _pools(lab)
+    yield
+    left = _pools(lab) - before
+    deadline = time.monotonic() + 30
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = _pools(lab) - before
+    if left:
+        from zfsperf.pool import destroy_busy
+        for name in sorted(left):
+            destroy_busy(lab, name)
+        pytest.fail(f"the test left pools on the session's lab: {', '.join(sorted(left))} (destroyed)")
+
+
 NEEDS_A_DAEMON = frozenset({"session_env", "lab", "target", "openzfs_guest", "pg", "pg_url", "sshd", "loops",
                             "idle_machine", "fleet_hosts"})
 LANE_FIXTURES = {"openzfs_guest": "guest", "idle_machine": "quiet"}

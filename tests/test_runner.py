@@ -102,11 +102,14 @@ def test_tunable_restored_after_sigint(tmp_path, params, lab):
 
 
 def test_tunable_restored_by_next_run_after_kill9(tmp_path, params, lab):
+    before = set(lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.split())
     p = _start(tmp_path, params)
     _wait_changed(params, p)
-    # a case writes its tunables before it makes its pool: kill once both are there
+    # a case writes its tunables before it makes its pool: kill once both are there (its own pool,
+    # never one another test left: CI of 2026-12-06 killed the run before it had made one)
     deadline = time.monotonic() + 60
-    while not lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() and time.monotonic() < deadline:
+    while not set(lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.split()) - before \
+            and time.monotonic() < deadline:
         assert p.poll() is None, p.communicate()
         time.sleep(0.01)
     p.kill()
