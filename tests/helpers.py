@@ -416,6 +416,7 @@ class ScriptedWorkload:
     fields = {"level": ((int, float), True), "mode": (str, True)}
     duet_modes: tuple[str, ...] = ()
     turns_share_files = False
+    pool_counts_at_end = False
 
     def __init__(self, target: FakeTarget, script: Callable[[CaseContext], Figures] | None = None) -> None:
         self.target = target

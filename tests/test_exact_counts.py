@@ -7,7 +7,9 @@ import json
 import re
 
 from helpers import RECV, fixture
+from zfsperf import proc
 from zfsperf.metrics import counts
+from zfsperf.targets.base import Target
 from zfsperf.targets.kstat import parse_txgs
 
 ITER_A = {"space_per_byte": 1.0015, "payload_per_round": 4194304.0, "records_per_round": 32.0}
@@ -56,6 +58,67 @@ def test_what_the_pool_wrote_to_its_vdevs_from_the_captured_txgs_kstat():
     assert counts.of_txgs(txgs, 7, 0) is None
 
 
+class _Answers(Target):
+    """A target whose `zpool` answers are given: what zfs-fuse and OpenZFS 2.3.2 print."""
+    impl = "openzfs-linux"
+
+    def __init__(self, answers: dict[str, tuple[str, int]]) -> None:
+        super().__init__()
+        self.answers, self.asked = answers, []
+
+    def zfs_version(self) -> str:
+        return "?"
+
+    def kstat_sources(self) -> list[str]:
+        return []
+
+    def kstat(self, name: str) -> None:
+        return None
+
+    def run(self, argv, **_kw) -> proc.Completed:
+        self.asked.append(argv[1])
+        out, rc = self.answers.get(argv[1], ("", 1))
+        return proc.Completed(list(argv), rc, out, "" if rc == 0 else "no", 0.001)
+
+
+def _values(props: list[str]) -> str:
+    """`zpool get -Hp -o value P,Q tank` on OpenZFS 2.3.2: the value column of its `zpool get -Hp all`."""
+    rows = [line.split("\t") for line in fixture("openzfs-2.3.2", "zpool_get_-Hp_all_tank.txt").splitlines()]
+    return "".join(r[2] + "\n" for p in props for r in rows if r[1] == p)
+
+
+def test_the_pool_wide_counts_are_read_where_the_pool_has_them_and_tried_once_where_not():
+    """A dataset's `used` counts a deduplicated or cloned block in full: the dedup ratio and block
+    cloning's savings are the pool's. OpenZFS 2.3.2 has both; zfs-fuse's `zpool get` has no -H
+    (its cloning counters are tried once a target, never again)."""
+    openzfs = _Answers({"list": ("1.00x\n", 0), "get": (_values(["bcloneused", "bclonesaved"]), 0)})
+    assert openzfs.pool_sharing("tank") == {"dedupratio": 1.0, "bcloneused": 0.0, "bclonesaved": 0.0}
+    fuse = _Answers({"list": ("2.00x\n", 0)})
+    assert fuse.pool_sharing("p") == {"dedupratio": 2.0} and fuse.pool_sharing("p") == {"dedupratio": 2.0}
+    assert fuse.asked == ["list", "get", "list"]
+    assert _Answers({}).pool_sharing("p") is None
+    # as counts: a pool holding only the workload's 4 MiB, 1 MiB of it cloned
+    got = counts.of_receive([4200448.0], [4194304], [32], [{"dedupratio": 2.0, "bclonesaved": 2 ** 20}])
+    assert got["dedup_ratio"] == 2.0 and got["clone_saved_per_byte"] == 0.25
+    assert "dedup_ratio" not in counts.of_receive([4200448.0], [4194304], [32], [None])
+    shared = dict(got)
+    counts.drop_pool_wide(shared)             # a duet on one pool: the pool's counts are both sides'
+    assert "dedup_ratio" not in shared and "clone_saved_per_byte" not in shared and "space_per_byte" in shared
+
+
+def test_a_count_a_had_none_of_is_a_finding_when_b_has_some():
+    """Cloning that became a full copy (openzfs/zfs #19088) is A's savings against B's none; the
+    reverse, none against some, is a finding too, with no ratio to a zero."""
+    cloned = counts.merged([ITER_A | {"clone_saved_per_byte": 0.5}])
+    copied = counts.merged([ITER_A | {"clone_saved_per_byte": 0.0}])
+    (f,) = counts.findings(cloned, copied)
+    assert f["count"] == "clone_saved_per_byte" and f["ratio"] == 0.0
+    (g,) = counts.findings(copied, cloned)
+    assert g["ratio"] is None and counts.sentence(g) == (
+        "B's bytes block cloning saved per byte written is 0.5 B/B where A's is none (exact counts, 1 and 1 iterations)")
+    assert counts.findings(copied, copied) == []
+
+
 def test_the_report_line_says_each_count_with_its_unit():
     assert counts.line(counts.merged([ITER_A])) == (
         "exact counts (median per iteration): pool space per byte of data received 1.002 B/B; data (WRITE "
@@ -63,35 +126,46 @@ def test_the_report_line_says_each_count_with_its_unit():
     assert counts.line(None) is None
 
 
-# the helpers' receive test (1 iteration, a 4 MiB random corpus) swept over copies, and the same on a
-# 60 %-compressible corpus swept over compression
+# the helpers' receive test (1 iteration, a 4 MiB random corpus) swept over copies, the same on a
+# 60 %-compressible corpus swept over compression, and two streams of the same corpus a round (the
+# same blocks twice) swept over dedup
 RUNFILE = (RECV.replace('name = "recv"', 'name = "copies"') + 'dataset = { copies = ["1", "2"] }\n'
            + RECV.split("[[test]]")[1].replace('name = "recv"', 'name = "compression"')
            .replace('kind = "random"', 'kind = "compressible"').join(["[[test]]", ""])
-           + 'dataset = { compression = ["off", "on"] }\n')
+           + 'dataset = { compression = ["off", "on"] }\n'
+           + RECV.split("[[test]]")[1].replace('name = "recv"', 'name = "dedup"')
+           .replace("threads = 1", "threads = 2").join(["[[test]]", ""])
+           + 'dataset = { dedup = ["off", "on"] }\n')
 
 
 def test_copies_and_compression_are_seen_in_one_iteration_on_zfs_fuse(lab, tmp_path):
     """One iteration a case: copies=2 took about twice the pool space per byte received, compression
     on about 40 % less (the corpus is 60 % compressible), each said as a finding by compare (text and
     JSON) though no speed verdict is possible at one iteration; the stream's payload and records per
-    round, the same on both sides, are no finding; report shows each case's counts."""
+    round, the same on both sides, are no finding; report shows each case's counts. Dedup on, the
+    same blocks received twice: the datasets' space is the same (their `used` counts every block),
+    the pool's dedup ratio is 2 (pool-wide, issue 73, 2: what `used` never shows)."""
     from helpers import last_dir, records, write_runfile, zfsperf
     res = zfsperf("run", "-r", str(write_runfile(tmp_path, RUNFILE)), "-o", str(tmp_path / "o"), "--no-history")
     assert res.returncode == 0, res.stdout + res.stderr
     d = last_dir(res.stdout)
     space = {r["case"]: r["counts"]["space_per_byte"] for r in records(d)}
-    assert len(space) == 4 and all(v > 0 for v in space.values()), space
+    assert len(space) == 6 and all(v > 0 for v in space.values()), space
+    dedup = {r["sweep"]["dedup"]: r["counts"]["dedup_ratio"] for r in records(d) if "dedup" in r["sweep"]}
+    assert dedup["off"] == 1.0 and 1.9 < dedup["on"] <= 2.0, dedup
     cmp = zfsperf("compare", str(d), "--json")
     assert cmp.returncode == 0, cmp.stderr
     js = json.loads(cmp.stdout)
-    assert {f["count"] for f in js["findings"]} == {"space_per_byte"}, js["findings"]
-    by_test = {("copies" if "copies" in f["case"] else "compression"): f for f in js["findings"]}
+    assert sorted(f["count"] for f in js["findings"]) == ["dedup_ratio", "space_per_byte", "space_per_byte"], \
+        js["findings"]
+    (dd,) = [f for f in js["findings"] if f["count"] == "dedup_ratio"]
+    assert "dedup" in dd["case"] and 1.9 < dd["ratio"] <= 2.0, dd
+    by_test = {("copies" if "copies" in f["case"] else "compression"): f for f in js["findings"] if f is not dd}
     assert set(by_test) == {"copies", "compression"}, js["findings"]
     assert 1.9 < by_test["copies"]["ratio"] < 2.1, by_test
     assert 0.3 < by_test["compression"]["ratio"] < 0.8, by_test
     notes = [n for n in js["notes"] if n.startswith("Finding: ")]
-    assert len(notes) == 2 and any(re.search(r"copies=2: B's pool space per byte of data received is (1\.9\d|2\.0\d)× "
+    assert len(notes) == 3 and any(re.search(r"copies=2: B's pool space per byte of data received is (1\.9\d|2\.0\d)× "
                                              r"A's \(", n) for n in notes), notes
     text = zfsperf("compare", str(d))
     assert "Finding: " in text.stdout and "exact counts, beyond ±" in " ".join(text.stdout.split()), text.stdout

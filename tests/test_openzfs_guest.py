@@ -149,6 +149,8 @@ def test_copies_2_is_seen_in_what_the_pool_wrote_to_its_vdevs_in_one_iteration(g
     got = {r["sweep"]["copies"]: r["counts"] for r in records(d)}
     assert set(got) == {"1", "2"} and all(c["logical_bytes"] >= 2 ** 24 for c in got.values()), got
     assert 0.9 < got["1"]["vdev_written_per_byte"] < 1.3, got             # data and its metadata
+    # the pool-wide counts OpenZFS 2.3 keeps: no dedup (ratio 1), block cloning read (nothing cloned)
+    assert all(c["dedup_ratio"] == 1.0 and c["clone_saved_per_byte"] == 0.0 for c in got.values()), got
     # issue 73, 1: its CPU per GiB, and the kernel's ZFS threads by name (/proc/PID/stat in the guest)
     for r in records(d):
         assert r["figures"]["cpu_s_per_gib"]["value"] > 0 and r["figures"]["zfs_cpu_s_per_gib"]["value"] > 0, r

@@ -224,10 +224,12 @@ class Lifecycle:
                 out["taskqs"] = tq | ({"shared": True} if shared else {})
         return out
 
-    def vdev_counts(self, counts_: dict[str, float] | None) -> None:
+    def vdev_counts(self, counts_: dict[str, float] | None, *, pool_wide: bool = False) -> None:
         """Add to a case's exact counts (a pool of its own) the bytes its pool wrote to the vdevs per
         byte its workload wrote (metrics/counts.py), read from the txgs kstat
-        after a `zpool sync` (kernel OpenZFS; nothing elsewhere, or when the workload wrote nothing)."""
+        after a `zpool sync` (kernel OpenZFS; nothing elsewhere, or when the workload wrote nothing),
+        and with pool_wide (a workload whose data stays to the case's end) the pool's dedup ratio
+        and block cloning's savings then (Target.pool_sharing)."""
         if (not counts_ or not counts_.get("logical_bytes") or self.pool is None or self.txg0 is None
                 or not self.target.capabilities().txgs):
             return
@@ -240,6 +242,14 @@ class Lifecycle:
         more = counts.of_txgs(rows or [], self.txg0, counts_["logical_bytes"])
         if more is not None:
             counts_.update(more)
+        if pool_wide:
+            try:
+                reading = self.target.pool_sharing(self.pool.name)
+            except (ZfsperfError, OSError) as e:       # context: never the case's failure
+                self.log.write(f"# the pool's dedup and cloning counters could not be read: {e}")
+                return
+            if reading is not None:
+                counts_.update(counts.of_sharing(reading, counts_["logical_bytes"]))
 
     def zil_growth(self, root: str) -> dict[str, Any] | None:
         """The ZIL counters' growth since measuring() of the datasets at and under root (a side's
@@ -522,7 +532,9 @@ class CaseRunner:
             for c in cases:
                 ctxs[c.id].extra.update(seen[id(lives[c.id])])
                 if not sides.one_pool:                 # a side alone on its pool: what it wrote to the vdevs
-                    lives[c.id].vdev_counts(ctxs[c.id].extra.get("counts"))
+                    lives[c.id].vdev_counts(ctxs[c.id].extra.get("counts"), pool_wide=wl.pool_counts_at_end)
+                else:                                  # the pool-wide counts would be both sides'
+                    counts.drop_pool_wide(ctxs[c.id].extra.get("counts"))
                 z = lives[c.id].zil_growth(ctxs[c.id].pool.root)      # each side's datasets' own
                 if z is not None:
                     ctxs[c.id].extra["zil"] = z

@@ -10,6 +10,13 @@ for a case alone on its pool (a receive or a fio job), the bytes the pool wrote 
 the workload wrote (the txgs kstat, after a `zpool sync`). `logical_bytes`
 in a record's counts is that denominator, kept and never compared.
 
+Pool-wide, for a case alone on its pool (what a dataset's `used` never shows, since it counts a
+deduplicated or cloned block in full): the pool's dedup ratio, and where the pool has block cloning
+(OpenZFS 2.2+) the bytes cloning saved per byte the workload wrote (Target.pool_sharing). A receive
+reads them after an iteration's first round (its data then all the pool holds); fio and the mix at
+the case's end after a `zpool sync` (kernel OpenZFS: zfs-fuse has no `zpool sync`, and its dedup
+statistics lag until a txg commits).
+
 A and B are compared exactly: a count whose medians differ by more than the tolerance is a finding
 of its own, whatever the speed verdict says. The tolerance is derived from the workload's
 determinism: the spread of each side's own iterations (the same case repeated: an A/A) times
@@ -31,20 +38,49 @@ COUNTS: dict[str, tuple[str, str]] = {
     "payload_per_round": ("data (WRITE payload) per round", "B"),
     "records_per_round": ("WRITE records per round", "records"),
     "vdev_written_per_byte": ("bytes written to the vdevs per byte the workload wrote", "B/B"),
+    "dedup_ratio": ("pool's dedup ratio", "x"),
+    "clone_saved_per_byte": ("bytes block cloning saved per byte written", "B/B"),
 }
 FLOOR_PCT = 1.0          # the least tolerance: metadata's share moves with the pool's layout
 SPREAD_FACTOR = 3.0      # a side's own iterations' relative range, times this
 
 
-def of_receive(allocated: list[float | None], payload: list[int], records: list[int]) -> dict[str, float] | None:
+def of_receive(allocated: list[float | None], payload: list[int], records: list[int],
+               sharing: list[dict[str, float] | None] | None = None) -> dict[str, float] | None:
     """A receive's counts over its rounds: each round's Δused of the received datasets, WRITE
-    payload bytes and WRITE records. None when a round's space could not be read."""
+    payload bytes and WRITE records, and the pool-wide counts of the rounds that read them (the
+    first: Target.pool_sharing). None when a round's space could not be read."""
     if not payload or any(a is None for a in allocated) or not sum(payload):
         return None
     n = len(payload)
-    return {"space_per_byte": round(sum(a for a in allocated if a is not None) / sum(payload), 6),
-            "payload_per_round": sum(payload) / n, "records_per_round": sum(records) / n,
-            "logical_bytes": float(sum(payload))}
+    out = {"space_per_byte": round(sum(a for a in allocated if a is not None) / sum(payload), 6),
+           "payload_per_round": sum(payload) / n, "records_per_round": sum(records) / n,
+           "logical_bytes": float(sum(payload))}
+    for reading, logical in zip(sharing or [], payload):
+        if reading is not None:
+            out.update(of_sharing(reading, logical))
+            break
+    return out
+
+
+def of_sharing(reading: dict[str, float], logical: float) -> dict[str, float]:
+    """The pool-wide counts from one Target.pool_sharing reading of a pool that holds only the
+    workload's data, `logical` bytes of it: its dedup ratio, and the bytes block cloning saved per
+    byte (where the pool shows cloning)."""
+    out = {"dedup_ratio": reading["dedupratio"]}
+    if "bclonesaved" in reading and logical:
+        out["clone_saved_per_byte"] = round(reading["bclonesaved"] / logical, 6)
+    return out
+
+
+POOL_WIDE = ("dedup_ratio", "clone_saved_per_byte")
+
+
+def drop_pool_wide(counts_: dict[str, float] | None) -> None:
+    """A side that shares its pool with the other (a duet on one pool): the pool-wide counts are
+    both sides' together, so they are not the side's."""
+    for name in POOL_WIDE:
+        (counts_ or {}).pop(name, None)
 
 
 def of_txgs(txgs: list[Txg], after: int, logical: float) -> dict[str, float] | None:
@@ -86,9 +122,14 @@ def findings(a: dict[str, dict[str, float]] | None, b: dict[str, dict[str, float
     if not a or not b:
         return out
     for name, (what, unit) in COUNTS.items():
-        if name not in a or name not in b or not a[name]["median"]:
+        if name not in a or name not in b:
             continue
         ma, mb = a[name], b[name]
+        if not ma["median"]:           # none on A (no block cloned): a finding when B has any
+            if mb["median"]:
+                out.append({"count": name, "what": what, "unit": unit, "old": ma["median"], "new": mb["median"],
+                            "ratio": None, "tolerance_pct": 0.0, "iterations": [int(ma["n"]), int(mb["n"])]})
+            continue
         ratio = mb["median"] / ma["median"]
         tol = max(FLOOR_PCT, SPREAD_FACTOR * max(spread_pct(ma), spread_pct(mb)))
         if abs(ratio - 1) * 100 > tol:
@@ -100,11 +141,16 @@ def findings(a: dict[str, dict[str, float]] | None, b: dict[str, dict[str, float
 
 def number(v: float, unit: str) -> str:
     """A count with its unit, as a reader wants it (bytes in binary units)."""
+    if unit == "x":                   # a ratio as zpool prints it: 2.00x
+        return f"{v:.2f}x"
     return format_bytes(v) if unit == "B" else f"{v:.4g} {unit}"
 
 
 def sentence(f: dict[str, Any]) -> str:
     """A finding in words: "B took 2.00× the pool space per byte of data received of A (…)"."""
+    if f["ratio"] is None:
+        return (f"B's {f['what']} is {number(f['new'], f['unit'])} where A's is none (exact counts, "
+                f"{f['iterations'][0]} and {f['iterations'][1]} iterations)")
     return (f"B's {f['what']} is {f['ratio']:.2f}× A's ({number(f['old'], f['unit'])} → "
             f"{number(f['new'], f['unit'])}; exact counts, beyond ±{f['tolerance_pct']:g} %, "
             f"{f['iterations'][0]} and {f['iterations'][1]} iterations)")

@@ -88,6 +88,7 @@ class Target(ABC):
     remote: bool = False            # commands run on another machine, through a transport (ssh)
     owns_daemon: bool = False       # this target started its embedded daemon and stops it at close()
     host_root: str = ""             # where the target reads this host's files ("/hostroot" in the guest)
+    _bclone: bool | None = None     # its pools show block cloning's counters (pool_sharing): None untried
 
     def __init__(self, log: proc.CommandLog = proc.NULL_LOG) -> None:
         self.log = log
@@ -217,6 +218,28 @@ class Target(ABC):
         """The ZIL's counters of each of the pool's datasets ({dataset name: {field: value}},
         metrics/zil.py), or None where the target publishes none."""
         return None
+
+    def pool_sharing(self, pool: str) -> dict[str, float] | None:
+        """What the pool shares between blocks, pool-wide (a dataset's `used` shows neither): its
+        dedup ratio (`zpool list -H -o dedupratio`, which zfs-fuse and every OpenZFS print as
+        "2.00x") and, where the pool has block cloning (OpenZFS 2.2+), the bytes cloned blocks use
+        and the bytes cloning saved (`zpool get -Hp -o value bcloneused,bclonesaved`; zfs-fuse's
+        `zpool get` has no -H and OpenZFS 2.1 no such property: tried once a target). None where
+        even the dedup ratio cannot be read."""
+        res = self.run(["zpool", "list", "-H", "-o", "dedupratio", pool], log=proc.NULL_LOG, timeout=60)
+        try:
+            out = {"dedupratio": float(res.stdout.strip().rstrip("x"))} if res.ok else None
+        except ValueError:
+            out = None
+        if out is None or self._bclone is False:
+            return out
+        res = self.run(["zpool", "get", "-Hp", "-o", "value", "bcloneused,bclonesaved", pool],
+                       log=proc.NULL_LOG, timeout=60)
+        vals = res.stdout.split() if res.ok else []
+        self._bclone = len(vals) == 2 and all(v.isdigit() for v in vals)
+        if self._bclone:
+            out.update(bcloneused=float(vals[0]), bclonesaved=float(vals[1]))
+        return out
 
     def txg(self, pool: str) -> int | None:
         """The pool's current (last synced) txg number, or None where it cannot be read."""

@@ -187,6 +187,10 @@ class Workload(Protocol):
     # in a module tunable then run on one set of datasets; False where each round makes fresh
     # datasets named per side (receive), which keeps a dataset a side
     turns_share_files: bool
+    # its data stays on the pool to the case's end (fio's files, the mix's): the pool-wide exact
+    # counts (dedup ratio, block cloning) are read then, after a `zpool sync` (metrics/counts.py);
+    # False where each round reads them itself before it removes its datasets (receive)
+    pool_counts_at_end: bool
 
     def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
         """Workload-specific checks beyond types; raise InputError with where(field)."""

@@ -359,6 +359,7 @@ class FioWorkload:
     duet_modes = ("together", "turns")
     turns_across_guests = False          # its turns assume one pool (not yet for build turns)
     turns_share_files = True             # its slices keep their files: tunable turns share them
+    pool_counts_at_end = True            # its files stay to the case's end
     directions = {"iops": 1, "bw": 1, "hosts": 0, "sync_ops": 0, "latency_target_iops": 1}
     figure_units = FIGURE_UNITS
     fields = FIO_FIELDS

@@ -47,6 +47,7 @@ class MixedWorkload:
     duet_modes = ("turns",)                  # its reader and writer already share one pool: never "together"
     turns_across_guests = False          # its turns assume one pool (not yet for build turns)
     turns_share_files = True             # its turns keep the reader's and writer's files: tunable turns share them
+    pool_counts_at_end = True            # its files stay to the case's end
 
     def validate(self, test: dict[str, Any], where: Callable[[str], dict]) -> None:
         for role in ("reader", "writer"):

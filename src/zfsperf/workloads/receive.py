@@ -55,6 +55,7 @@ class Round:
     pool_bytes: float | None = None      # logical bytes the pool took for them: Δused × compressratio
     compressratio: float = 1.0           # of the received datasets (zfs prints it to 2 decimals)
     allocated: float | None = None       # Δused of the received datasets (exact, zfs get -Hp)
+    sharing: dict[str, float] | None = None   # the pool's dedup ratio and block cloning (pool_sharing) after it
 
 
 class ReceiveWorkload:
@@ -66,6 +67,7 @@ class ReceiveWorkload:
     duet_modes = ("together", "turns")   # both sides at once, or round by round (run_turns)
     turns_across_guests = True           # run_turns reads each side's own pool (build turns)
     turns_share_files = False            # each round receives into fresh datasets, named per side
+    pool_counts_at_end = False           # a round reads the pool-wide counts before it destroys its datasets
     directions = {"throughput": 1, "per_stream": 1, "blocks": 1, "bytes": 0, "txgs": 0, "receive_time": -1}
     figure_units = (("throughput", "MiB/s"), ("per_stream", "MiB/s"), ("blocks", "blocks/s"), ("bytes", "B"),
                     ("txgs", "TXGs/s"), ("receive_time", "s"), *CPU_FIGURE_UNITS)
@@ -260,6 +262,7 @@ class ReceiveWorkload:
         txg_rate: float | None = None
         if ctx.phase != "measure" or not (duration or count > 1):
             rounds = [self._round(ctx, keep=ctx.phase == "measure")]
+            self._sharing(ctx, rounds[0])
             if rounds[0].txgs is not None:
                 txg_rate = rounds[0].txgs / rounds[0].elapsed
         else:
@@ -280,6 +283,8 @@ class ReceiveWorkload:
                                                   "another (make vdev_size larger)")
                     break
                 rounds.append(self._round(ctx, keep=True, txgs=False))
+                if len(rounds) == 1:
+                    self._sharing(ctx, rounds[0])
             t1, txg1 = time.monotonic(), ctx.target.txg(ctx.pool.name)
             if txg0 is not None and txg1 is not None:      # over the rounds' whole span, gaps included
                 txg_rate = (txg1 - txg0) / (t1 - t0)
@@ -327,7 +332,7 @@ class ReceiveWorkload:
             ctx.extra["rounds"] = len(rounds)
             ctx.extra["work"] = {"bytes": float(sum(r.nbytes for r in rounds)), "ops": float(sum(r.writes for r in rounds))}
             exact = counts.of_receive([r.allocated for r in rounds], [r.write_bytes for r in rounds],
-                                      [r.writes for r in rounds])
+                                      [r.writes for r in rounds], [r.sharing for r in rounds])
             if exact is not None:
                 ctx.extra["counts"] = exact
         figs: Figures = {
@@ -342,6 +347,15 @@ class ReceiveWorkload:
         if txg_rate is not None:
             figs["txgs"] = figure(txg_rate, "TXGs/s")
         return figs
+
+    @staticmethod
+    def _sharing(ctx: CaseContext, first: Round) -> None:
+        """The pool-wide exact counts (Target.pool_sharing) after a measured iteration's first round,
+        while its data is all the pool holds (a fresh pool each iteration; later rounds pile up on it
+        and would count the rounds, not the work: the same stream received into a deduplicating
+        pool n times is a dedup ratio of n)."""
+        if ctx.phase == "measure":
+            first.sharing = ctx.target.pool_sharing(ctx.pool.name)
 
     @staticmethod
     def _space(ctx: CaseContext, dataset: str) -> tuple[float | None, float | None]:
