@@ -49,22 +49,24 @@ def test_build_turns_refuse_a_workload_whose_turns_share_one_pool_and_bisect(tmp
 def two_qemus(tmp_path):
     """Two real QEMU processes with a QMP socket each where Guest expects it, nothing booted."""
     procs, guests = [], []
-    for name in ("guest", "twin"):
-        root = tmp_path / name
-        root.mkdir()
-        g = Guest(root)
-        procs.append(subprocess.Popen(["qemu-system-x86_64", "-machine", "none", "-nodefaults", "-display", "none",
-                                       "-qmp", f"unix:{g.qmp_socket},server=on,wait=off"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        guests.append(g)
-    deadline = time.monotonic() + 30
-    while not all(g.qmp_socket.exists() for g in guests):
-        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "qemu did not start"
-        time.sleep(0.05)
-    yield guests
-    for p in procs:
-        p.kill()
-        p.wait()
+    try:                # stopped however the test ends, its set-up too (a SIGTERM to make test left both)
+        for name in ("guest", "twin"):
+            root = tmp_path / name
+            root.mkdir()
+            g = Guest(root)
+            procs.append(subprocess.Popen(["qemu-system-x86_64", "-machine", "none", "-nodefaults", "-display",
+                                           "none", "-qmp", f"unix:{g.qmp_socket},server=on,wait=off"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            guests.append(g)
+        deadline = time.monotonic() + 30
+        while not all(g.qmp_socket.exists() for g in guests):
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "qemu did not start"
+            time.sleep(0.05)
+        yield guests
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def test_a_turn_pauses_the_other_guest_and_reads_both_back(two_qemus):
