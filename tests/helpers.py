@@ -472,6 +472,18 @@ RECEIVE_COST = ("\treturn (SET_ERROR(EINVAL));\n\n\tif (rwa->heal) {",
                 "\treturn (SET_ERROR(EINVAL));\n\n\tdelay(MAX(1, MSEC_TO_TICK(100)));\n\n\tif (rwa->heal) {")
 
 
+def meta_repo(path: Path) -> str:
+    """A git repository of one commit holding only an OpenZFS META file (2.4.99): source as
+    zfsperf validates it, never compiled. Returns the commit."""
+    path.mkdir()
+    (path / "META").write_text("Meta: 1\nName: zfs\nVersion: 2.4.99\nRelease: 1\n")
+    for args in (["init", "-q"], ["add", "META"], ["commit", "-qm", "import"]):
+        subprocess.run(["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args],
+                       check=True)
+    return subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
 def openzfs_repo(dest: Path) -> dict[str, str]:
     """A git repository of Debian's zfs-dkms 2.3 source with four commits: the import ("base"), a
     comment in dmu_recv.c ("comment": recompiled, no cost), the receive cost above ("cost") and a

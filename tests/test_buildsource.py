@@ -11,27 +11,15 @@ import subprocess
 
 import pytest
 
-from helpers import RECV
+from helpers import RECV, meta_repo
 from zfsperf import buildsource
 from zfsperf.buildref import BuildRef
 from zfsperf.errors import InputError
 
-META = "Meta: 1\nName: zfs\nVersion: 2.4.99\nRelease: 1\n"
-
-
-def repo(path):
-    path.mkdir()
-    (path / "META").write_text(META)
-    for args in (["init", "-q"], ["add", "META"], ["commit", "-qm", "import"]):
-        subprocess.run(["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args],
-                       check=True)
-    return subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
-
 
 def test_a_commit_built_for_the_running_kernel_is_found_in_the_cache(tmp_path, monkeypatch):
     src = tmp_path / "zfs"
-    full = repo(src)
+    full = meta_repo(src)
     cache = tmp_path / "cache"
     monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(cache))
     monkeypatch.setattr(buildsource, "running_kernel", lambda: "6.1.0-57-amd64")
@@ -57,7 +45,7 @@ def test_a_commit_built_for_the_running_kernel_is_found_in_the_cache(tmp_path, m
 
 def test_source_for_a_kernel_without_headers_here_is_refused(tmp_path, monkeypatch):
     src = tmp_path / "zfs"
-    repo(src)
+    meta_repo(src)
     monkeypatch.setattr(buildsource, "running_kernel", lambda: "0.0.0-no-such-kernel")
     builds = {"a": buildsource.source_ref("a", str(src), "auto"), "b": BuildRef("b", "m", "/m")}
     with pytest.raises(InputError) as e:
@@ -82,7 +70,7 @@ def test_bisect_on_a_machine_without_kernel_openzfs_is_refused_before_anything(t
     can run, nothing written; a missing option is named first."""
     from zfsperf import cli
     src = tmp_path / "zfs"
-    repo(src)
+    meta_repo(src)
     monkeypatch.chdir(tmp_path)
     argv = ["bisect", "--zfs-src", str(src), "--good", "HEAD", "--bad", "HEAD", "-r", "receive", "--case", "recv",
             "--figure", "throughput"]
@@ -116,7 +104,7 @@ def test_bisect_here_finds_a_cached_commit_and_is_never_resumed_as_a_guest_bisec
         pytest.skip("the guest kernel's headers are fetched by `zfsperf guest build`")
     _local(monkeypatch, tmp_path)
     src = tmp_path / "zfs"
-    full = repo(src)
+    full = meta_repo(src)
     built = tmp_path / "cache" / f"src-{full[:12]}-6.1.0-57-amd64"
     (built / "modules").mkdir(parents=True)
     for m in ("spl.ko", "zfs.ko"):

@@ -21,6 +21,8 @@ import pytest
 
 from helpers import after_compare_title, table_row, why
 from helpers import RECV, last_dir, openzfs_repo, records, write_runfile, zfsperf
+from zfsperf.buildref import BuildRef
+from zfsperf.buildsource import stage_on_host
 from zfsperf.guest.vm import Guest, open_guest_target
 from zfsperf.leftovers import leftover_pools
 from zfsperf.sshlink import Ssh
@@ -345,6 +347,53 @@ def test_a_local_build_ab_killed_with_9_is_undone_by_the_next_start_a_bisect_her
     again = zfsperf(*argv, timeout=600)                      # the state on the host: resumed, nothing measured
     assert again.returncode == 0 and "(1 step(s) measured)" in again.stdout, why(again)
     assert f"first worse commit: {commits['cost']}" in again.stdout and "bisect: measuring" not in again.stdout
+
+
+def test_source_here_is_compiled_for_an_ssh_hosts_kernel_and_copied_there(lab, tmp_path, monkeypatch):
+    """Issue 72, 1 on an ssh host: the guest reached as `--target ssh://` (a kernel-OpenZFS machine
+    without the source or a compiler). `run --build` of two commits of a repository on this machine
+    (the base import and the planted receive pause): both compiled here for the host's running
+    kernel, read over ssh while the input is checked (found in the build cache: this host builds for
+    the guest's kernel), their modules copied to the host's /var/tmp/zfsperf-builds, and swapped
+    there between blocks (each block's srcversion in the case log); the pause's build is slower in
+    every block (a 100 ms sleep per WRITE record: deterministic, so no verdict is needed to say so),
+    and the host's own build is loaded back at the end. The next run's copy sends nothing again."""
+    import shlex
+    repo, commits, g = lab
+    own = srcversion(g)
+    monkeypatch.setenv("ZFSPERF_SSH_OPTS", shlex.join(g.ssh_options()))
+    url = g.state().url()
+    rf = write_runfile(tmp_path, BUILD_RECV.replace('name = "recv"', 'name = "remote"'))
+    argv = ("run", "--target", url, "-r", str(rf), "--no-history", "--no-html", "--seed", "3",
+            "--build", f"base={repo}@{commits['base']}", "--build", f"cost={repo}@{commits['cost']}")
+    res = zfsperf(*argv, "-o", str(tmp_path / "o"), timeout=1800)
+    assert res.returncode == 0, why(res)
+    assert re.search(r"build cost: copying zfs\.ko to ssh://\S+:/var/tmp/zfsperf-builds/src-%s-6\.\S+ \.\.\."
+                     % commits["cost"][:12], res.stdout), res.stdout
+    d = last_dir(res.stdout)
+    run = json.loads((d / "run.json").read_text())
+    builds = run["builds"]
+    for name in ("base", "cost"):
+        info = builds[name]["info"]
+        assert info["kind"] == "source" and info["kernel"] == g.state().kernel, info
+        assert info["copied_to"] == builds[name]["modules"] and info["copied_to"].startswith("/var/tmp/zfsperf-builds/")
+        assert Path(info["compiled_here"]).is_dir(), info
+    assert builds["cost"]["srcversion"] != builds["base"]["srcversion"], builds
+    by_block: dict[int, dict[str, float]] = {}
+    for r in records(d):
+        assert r["status"] == "PASS", r
+        side = next(v for v in r["sweep"].values() if v in ("base", "cost"))
+        by_block.setdefault(r["iteration"], {})[side] = r["figures"]["throughput"]["value"]
+    assert len(by_block) >= 6 and all(b["cost"] < b["base"] for b in by_block.values()), by_block
+    log = "".join(p.read_text() for p in sorted((d / "logs").glob("*.log")))
+    assert f"build cost, srcversion {builds['cost']['srcversion']}" in log, log[-3000:]
+    assert srcversion(g) == own                                   # the host's own build loaded back
+    # the next run's copy: the host's files are the same (sha256), so nothing is sent again
+    said: list[str] = []
+    info = builds["cost"]["info"]
+    again = BuildRef("cost", "again", info["compiled_here"], {k: v for k, v in info.items() if k != "copied_to"})
+    stage_on_host(url, again, said.append)
+    assert said == [] and again.modules == info["copied_to"], said
 
 
 def test_build_a_b_refuses_duet_and_mixed_series_before_building(tmp_path):

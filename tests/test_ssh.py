@@ -201,3 +201,28 @@ def test_remote_receive_reads_a_copy_on_the_remote_host(sshd, lab, tmp_path):
     # the copy is on the remote machine (here the same machine, reached over ssh) at full size
     copied = [ln.split("< ")[-1] for ln in receives]
     assert all(Path(c).stat().st_size == recv["figures"]["bytes"]["value"] / 2 for c in copied)
+
+
+def test_source_for_an_ssh_hosts_kernel_needs_its_headers_here(sshd, tmp_path):
+    """`run --build` of source here against an ssh host (issue 72, 1): compiled here for the host's
+    running kernel, which is read over ssh while the input is checked; without that kernel's headers
+    here, exit 2 naming the kernel, before anything is made (no results directory). This sshd's
+    host is this machine, whose own kernel has no headers installed here."""
+    import os
+    from helpers import meta_repo
+    from zfsperf.buildsource import kernel_headers
+    kv = os.uname().release
+    if kernel_headers(kv) is not None:
+        pytest.skip(f"this machine has its kernel's headers ({kv}): the refusal needs a kernel without")
+    src = tmp_path / "zfs"
+    meta_repo(src)
+    rf = write_runfile(tmp_path, SSH_RUN)
+    res = zfsperf("run", "--target", sshd, "-r", str(rf), "-o", str(tmp_path / "o"),
+                  "--build", f"a={src}@HEAD", "--build", f"b={src}@HEAD")
+    assert res.returncode == 2, why(res)
+    assert f"compiled for the host's kernel {kv}, whose headers are not here" in res.stderr, res.stderr
+    assert not (tmp_path / "o").exists()
+    # a DIR that is no source here is the host's directory of modules: its check comes later, there
+    res = zfsperf("run", "--target", sshd, "-r", str(rf), "-o", str(tmp_path / "o"), "--dry-run",
+                  "--build", "a=/nowhere/a", "--build", "b=/nowhere/b")
+    assert "headers" not in res.stderr, why(res)

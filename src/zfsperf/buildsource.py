@@ -3,11 +3,19 @@ what is checked out there) or one commit of a git repository (`DIR@REV`), compil
 running kernel of the machine zfsperf runs on (its headers where its headers package links them:
 /lib/modules/<kernel>/build), with that machine's own ZFS userland for both sides.
 
+On an ssh host (`--target ssh://`, a Linux host) a side whose DIR is OpenZFS source *here* is
+compiled here for the host's running kernel (`uname -r` there, read while the input is checked;
+its headers here: Debian's linux-headers-<kernel>, as the guest's build fetches them for the
+guest's kernel) and its two modules copied to the host under REMOTE_BUILDS, kept there by build
+(as streams are kept in /var/tmp/zfsperf-streams): the host needs neither a compiler nor the
+source. A DIR that is not OpenZFS source here is a directory of modules on the host.
+
 Validated with the rest of the input (the tree's META, the commit, the kernel's headers: exit 2,
 nothing written), compiled once the input is whole and before the target is touched, incrementally
 and cached by commit and kernel as `guest build` does (guest/source.py: the same cache, so a build
-made on the host for the guest's kernel is found by zfsperf running inside that guest). A remote
-machine's kernel is not this one's: over ssh a side is a directory of modules built there.
+made on the host for the guest's kernel is found by zfsperf running inside that guest). Over ssh,
+source here is compiled for the host's kernel and copied there (above); any other DIR is a
+directory of modules on the host.
 
 `zfsperf bisect` is `guest bisect` on this machine (LocalBench): each step's commit compiled for the
 running kernel, measured in interleaved blocks with the module swapped between cases
@@ -21,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import proc
 from .buildref import SOURCE_KIND, BuildRef
-from .errors import InputError
+from .errors import InputError, TargetError
 from .guest.source import MODULES, SourceBuilder, commit_meta, commit_of, kernel_headers, read_meta
 
 if TYPE_CHECKING:                       # buildab imports this module's neighbours, not this one
@@ -41,6 +49,7 @@ def source_ref(name: str, spec: str, target: str) -> BuildRef:
     OpenZFS tree (its META) or commit, on a machine whose running kernel has its headers here."""
     path, _, rev = spec.partition("@")
     src = Path(path)
+    where = "the host's kernel" if target.startswith("ssh://") else "this machine's kernel"
     if target == "guest":
         raise InputError(f"build {name}: {spec} is source: `zfsperf guest ab` builds source for the guest "
                          "(run --build takes directories of modules there)", field="--build")
@@ -58,29 +67,55 @@ def source_ref(name: str, spec: str, target: str) -> BuildRef:
         version, _series = read_meta(src, any_series=True)
         full = ""
         label = f"OpenZFS {version} (the tree in {src})"
-    return BuildRef(name, f"{label}, compiled for this machine's kernel", None,
+    return BuildRef(name, f"{label}, compiled for {where}", None,
                     {"kind": SOURCE_KIND, "spec": spec, "src": str(src.resolve()), "rev": full, "version": version})
 
 
-def check_headers(builds: dict[str, BuildRef]) -> None:
-    """A side given as source needs the running kernel's headers here (once the target is known to
-    be kernel OpenZFS: zfs-fuse's own refusal comes first)."""
-    kv = running_kernel()
+def is_source_here(where: str) -> bool:
+    """DIR or DIR@REV names OpenZFS source on this machine: a tree with META, or a git repository
+    (its commit checked by source_ref)."""
+    path, at, _rev = where.partition("@")
+    return os.path.isfile(os.path.join(path, "META")) or (bool(at) and os.path.isdir(os.path.join(path, ".git")))
+
+
+def host_kernel(target: str) -> str:
+    """The running kernel of the ssh host `target` (`uname -s -r` there: nothing is changed), for
+    builds compiled here for it; a host that is not Linux, or cannot be reached, is bad input."""
+    from .sshlink import Ssh
+    ssh = Ssh(target)
+    try:
+        res = ssh.run(["uname", "-s", "-r"], timeout=60)
+    finally:
+        ssh.close()
+    system, _, release = res.stdout.strip().partition(" ")
+    if not res.ok or not release:
+        raise InputError(f"{target}: its kernel could not be read (uname -s -r: {res.error_text()})", field="--target")
+    if system != "Linux":
+        raise InputError(f"{target} runs {system}: a build given as source is compiled here for a Linux host's "
+                         "kernel; build on the host and name its directory of modules", field="--build")
+    return release
+
+
+def check_headers(builds: dict[str, BuildRef], kv: str | None = None, where: str = "this machine's") -> None:
+    """A side given as source needs the headers of the kernel it is compiled for here (the running
+    kernel, or kv: an ssh host's), once the target is known to be kernel OpenZFS (zfs-fuse's own
+    refusal comes first)."""
+    kv = kv or running_kernel()
     b = next((b for b in builds.values() if b.unbuilt()), None)
     if b is not None and kernel_headers(kv) is None:
-        raise InputError(f"build {b.name}: {b.info['spec']} is source, compiled for this machine's kernel {kv}, "
-                         f"whose headers are not here (/lib/modules/{kv}/build): install them, or name a "
-                         "directory of built modules", field="--build")
+        raise InputError(f"build {b.name}: {b.info['spec']} is source, compiled for {where} kernel {kv}, "
+                         f"whose headers are not here (/usr/src/linux-headers-{kv}, or /lib/modules/{kv}/build): "
+                         "install them, or name a directory of built modules", field="--build")
 
 
 def compile_sources(builds: dict[str, BuildRef], say: Callable[[str], None],
-                    log: proc.CommandLog = proc.NULL_LOG) -> None:
-    """Each side given as source compiled (or found cached) for the running kernel: its modules'
-    directory set, what it was built from kept in its info."""
+                    log: proc.CommandLog = proc.NULL_LOG, kv: str | None = None) -> None:
+    """Each side given as source compiled (or found cached) for the running kernel (or kv, an ssh
+    host's): its modules' directory set, what it was built from kept in its info."""
     todo = [b for b in builds.values() if b.unbuilt()]
     if not todo:
         return
-    kv = running_kernel()
+    kv = kv or running_kernel()
     sb = SourceBuilder(say, log, kernel=kv, any_series=True, what="build")
     for b in todo:
         src, rev = Path(b.info["src"]), b.info["rev"]
@@ -90,14 +125,58 @@ def compile_sources(builds: dict[str, BuildRef], say: Callable[[str], None],
         b.info = {**b.info, **mb.info()}
 
 
+REMOTE_BUILDS = "/var/tmp/zfsperf-builds"
+
+
+def stage_on_host(target: str, b: BuildRef, say: Callable[[str], None]) -> None:
+    """A side compiled here for an ssh host: its modules copied there (REMOTE_BUILDS/<its cache
+    directory's name>/), each file only when the host's copy differs (sha256); the side then names
+    the host's directory, and where it was compiled stays in its info."""
+    import hashlib
+    from .sshlink import STAGE_SCRIPT, Ssh
+    assert b.modules is not None
+    here = Path(b.modules)
+    there = f"{REMOTE_BUILDS}/{here.parent.name}"
+    ssh = Ssh(target)
+    try:
+        have = ssh.run(["sh", "-c", 'cd -- "$1" 2>/dev/null && sha256sum -- "$@"', "sh", there, *MODULES],
+                       timeout=300, log=proc.NULL_LOG)
+        theirs = {f: h for h, f in (line.split(None, 1) for line in have.stdout.splitlines() if " " in line)}
+        for m in MODULES:
+            if theirs.get(m) == hashlib.sha256((here / m).read_bytes()).hexdigest():
+                continue
+            say(f"build {b.name}: copying {m} to {target}:{there} ...")
+            with open(here / m, "rb") as f:
+                res = proc.run(ssh.wrap(["sh", "-c", STAGE_SCRIPT, "sh", f"{there}/{m}"]), stdin=f, timeout=1800)
+            if not res.ok:
+                raise TargetError(f"build {b.name}: copying {m} to {target}:{there} failed: {res.error_text()}")
+    finally:
+        ssh.close()
+    b.info = {**b.info, "compiled_here": str(here), "copied_to": there}
+    b.modules = there
+
+
 class Sources:
-    """buildref.BuildSources for the runner: check_headers and compile_sources."""
+    """buildref.BuildSources for the runner: check_headers and compile_sources, for this machine's
+    kernel or (target an ssh host) the host's, the modules then copied there."""
+
+    def __init__(self, target: str = "auto") -> None:
+        self.target = target
+        self.kernel: str | None = None           # an ssh host's, read while the input is checked
 
     def check(self, builds: dict[str, BuildRef]) -> None:
-        check_headers(builds)
+        if self.target.startswith("ssh://"):
+            self.kernel = host_kernel(self.target)
+            check_headers(builds, self.kernel, "the host's")
+        else:
+            check_headers(builds)
 
     def compile(self, builds: dict[str, BuildRef], say: Callable[[str], None]) -> None:
-        compile_sources(builds, say)
+        todo = [b for b in builds.values() if b.unbuilt()]
+        compile_sources(builds, say, kv=self.kernel)
+        if self.target.startswith("ssh://"):
+            for b in todo:
+                stage_on_host(self.target, b, say)
 
 
 class LocalBench:

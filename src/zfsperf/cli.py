@@ -113,7 +113,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
                       fleet=_fleet_of(args)),
         resume=args.resume, cleanup=args.cleanup, dry_run=args.dry_run, check=args.check,
         argv=redact_argv(["zfsperf", *argv]), keep_signal_handlers=True,
-        build_sources=_sources() if any(b.unbuilt() for b in builds.values()) else None)
+        build_sources=_sources(args.target) if any(b.unbuilt() for b in builds.values()) else None)
     pidfile = getattr(args, "pidfile", None)
     if pidfile is None:
         return Runner(opts).run()
@@ -147,19 +147,20 @@ def _label(text: str | None, field: str) -> str | None:
     return text.strip()
 
 
-def _sources() -> Any:
+def _sources(target: str) -> Any:
     from .buildsource import Sources
-    return Sources()
+    return Sources(target)
 
 
 def _builds(items: list[str], target: str) -> dict[str, BuildRef]:
     """--build NAME=DIR, two or more: the sides of a build A/B, each a directory of an OpenZFS
     build's kernel modules (on this machine: its spl.ko and zfs.ko are there; over ssh the run
     checks them on the target before the first unload) or, on this machine, OpenZFS source (DIR or
-    DIR@REV: buildsource.py); checked before anything starts."""
+    DIR@REV: buildsource.py; over ssh, source here compiled here for the host's kernel and copied
+    there); checked before anything starts."""
     if not items:
         return {}
-    from .buildsource import is_modules_dir, source_ref
+    from .buildsource import is_modules_dir, is_source_here, source_ref
     out: dict[str, BuildRef] = {}
     for it in items:
         name, eq, where = it.partition("=")
@@ -169,7 +170,7 @@ def _builds(items: list[str], target: str) -> dict[str, BuildRef]:
             raise InputError(f"build {name} is given twice", field="--build")
         if not os.path.isabs(where):
             raise InputError(f"build {name}: DIR must be an absolute path, got {shown(where)}", field="--build")
-        if target.startswith("ssh://") or is_modules_dir(where):
+        if (target.startswith("ssh://") and not is_source_here(where)) or is_modules_dir(where):
             out[name] = BuildRef(name, f"the modules in {where}", where.rstrip("/") or "/")
         else:                                # OpenZFS source, compiled for this machine's kernel
             out[name] = source_ref(name, where, target)

@@ -28,8 +28,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--build", action="append", default=[], metavar="NAME=DIR",
                    help="a build A/B on kernel OpenZFS (repeat: two or more): each test runs once per build in "
                         "interleaved blocks, the zfs module swapped between cases; DIR holds the build's spl.ko "
-                        "and zfs.ko, compiled for the target's running kernel (on this machine; the guest reads "
-                        "it through its view of this machine's root)")
+                        "and zfs.ko, compiled for the target's running kernel (on this machine, or on an ssh "
+                        "host; the guest reads it through its view of this machine's root), or is OpenZFS "
+                        "source here (DIR, DIR@REV), compiled here for the target's kernel (an ssh host's: "
+                        "copied there)")
     p.add_argument("--seed", type=int, help="--interleave: the seed of the order inside the blocks (default: "
                    "drawn, and recorded in run.json)")
     p.add_argument("--precision", metavar="PCT", help="adaptive: iterate until the 95%% CI half-width of each "

@@ -61,6 +61,11 @@ def parse_url(url: str) -> tuple[str | None, str, int]:
     return m.group("user"), m.group("host").strip("[]"), port
 
 
+# a file of this host written whole on the remote one from the command's stdin, its path the one
+# positional parameter (a copy cut short is never taken for the file): streams, a build's modules
+STAGE_SCRIPT = 'mkdir -p -- "${1%/*}" && cat > "$1.part" && mv -f -- "$1.part" "$1"'
+
+
 class Ssh:
     """The ssh transport and the remote file operations (FileOps) it gives."""
 

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from .. import proc
 from ..errors import TargetError
-from ..sshlink import ZFS_FUSE_SOCKET, Ssh, retry_ssh_failure
+from ..sshlink import STAGE_SCRIPT, ZFS_FUSE_SOCKET, Ssh, retry_ssh_failure
 from .base import Target
 from .kstat import parse_zdb_txg
 from ..tunables import FileTunables, SysctlTunables
@@ -46,7 +46,6 @@ class _SshMixin:
     # a file on the remote machine as a command's stdin, without a shell string built from input:
     # the script is fixed, the path and the argv are its positional parameters
     _FROM_FILE = 'f=$1; shift; exec "$@" < "$f"'
-    _STAGE = 'mkdir -p -- "${1%/*}" && cat > "$1.part" && mv -f -- "$1.part" "$1"'
     STREAM_DIR = "/var/tmp/zfsperf-streams"
 
     def stage_stream(self, local_path: str) -> str:
@@ -57,7 +56,7 @@ class _SshMixin:
         have = self.ssh.run(["stat", "-c", "%s", "--", remote], log=proc.NULL_LOG)
         if have.ok and have.stdout.strip() == str(size):
             return remote
-        res = Target.run(self, ["sh", "-c", self._STAGE, "sh", remote], stdin_file=local_path,  # type: ignore[arg-type]
+        res = Target.run(self, ["sh", "-c", STAGE_SCRIPT, "sh", remote], stdin_file=local_path,  # type: ignore[arg-type]
                          timeout=3600)
         if not res.ok:
             raise TargetError(f"copying {local_path} to {self.ssh.url}:{remote} failed: {res.error_text()}")
