@@ -98,9 +98,9 @@ def test_the_pool_wide_counts_are_read_where_the_pool_has_them_and_tried_once_wh
     assert fuse.asked == ["list", "get", "list"]
     assert _Answers({}).pool_sharing("p") is None
     # as counts: a pool holding only the workload's 4 MiB, 1 MiB of it cloned
-    got = counts.of_receive([4200448.0], [4194304], [32], [{"dedupratio": 2.0, "bclonesaved": 2 ** 20}])
+    got = counts.of_receive([4200448.0], [4194304], [32], {"dedupratio": 2.0, "bclonesaved": 2 ** 20})
     assert got["dedup_ratio"] == 2.0 and got["clone_saved_per_byte"] == 0.25
-    assert "dedup_ratio" not in counts.of_receive([4200448.0], [4194304], [32], [None])
+    assert "dedup_ratio" not in counts.of_receive([4200448.0], [4194304], [32], None)
     shared = dict(got)
     counts.drop_pool_wide(shared)             # a duet on one pool: the pool's counts are both sides'
     assert "dedup_ratio" not in shared and "clone_saved_per_byte" not in shared and "space_per_byte" in shared

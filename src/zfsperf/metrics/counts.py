@@ -46,20 +46,18 @@ SPREAD_FACTOR = 3.0      # a side's own iterations' relative range, times this
 
 
 def of_receive(allocated: list[float | None], payload: list[int], records: list[int],
-               sharing: list[dict[str, float] | None] | None = None) -> dict[str, float] | None:
+               first_sharing: dict[str, float] | None = None) -> dict[str, float] | None:
     """A receive's counts over its rounds: each round's Δused of the received datasets, WRITE
-    payload bytes and WRITE records, and the pool-wide counts of the rounds that read them (the
-    first: Target.pool_sharing). None when a round's space could not be read."""
+    payload bytes and WRITE records, and the pool-wide counts read after the first round
+    (Target.pool_sharing, over that round's payload). None when a round's space could not be read."""
     if not payload or any(a is None for a in allocated) or not sum(payload):
         return None
     n = len(payload)
     out = {"space_per_byte": round(sum(a for a in allocated if a is not None) / sum(payload), 6),
            "payload_per_round": sum(payload) / n, "records_per_round": sum(records) / n,
            "logical_bytes": float(sum(payload))}
-    for reading, logical in zip(sharing or [], payload):
-        if reading is not None:
-            out.update(of_sharing(reading, logical))
-            break
+    if first_sharing is not None:
+        out.update(of_sharing(first_sharing, payload[0]))
     return out
 
 

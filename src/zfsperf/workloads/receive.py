@@ -55,7 +55,7 @@ class Round:
     pool_bytes: float | None = None      # logical bytes the pool took for them: Δused × compressratio
     compressratio: float = 1.0           # of the received datasets (zfs prints it to 2 decimals)
     allocated: float | None = None       # Δused of the received datasets (exact, zfs get -Hp)
-    sharing: dict[str, float] | None = None   # the pool's dedup ratio and block cloning (pool_sharing) after it
+    sharing: dict[str, float] | None = None   # the first measured round's: the pool's dedup ratio and cloning after it
 
 
 class ReceiveWorkload:
@@ -332,7 +332,7 @@ class ReceiveWorkload:
             ctx.extra["rounds"] = len(rounds)
             ctx.extra["work"] = {"bytes": float(sum(r.nbytes for r in rounds)), "ops": float(sum(r.writes for r in rounds))}
             exact = counts.of_receive([r.allocated for r in rounds], [r.write_bytes for r in rounds],
-                                      [r.writes for r in rounds], [r.sharing for r in rounds])
+                                      [r.writes for r in rounds], rounds[0].sharing)
             if exact is not None:
                 ctx.extra["counts"] = exact
         figs: Figures = {
