@@ -18,7 +18,7 @@ Phase 2, alone:
                                                              (nothing runs beside them); measured
                                                              figures are bench/'s, never a test's
 
-The guest lane runs in a cpu cgroup of its own with 4 times a session's CPU share (GUEST_SHARE):
+The guest lane runs in a cpu cgroup of its own with 16 times a session's CPU share (GUEST_SHARE):
 QEMU, in a session of its own, would otherwise get one autogroup's share among the other lanes' and
 their daemons' sessions; a cgroup its children cannot leave (the build A/B from module directories
 beside three busy sessions: 583 s at equal shares, 176 s in the cgroup, 151 s alone; 2026-12-05).
@@ -108,7 +108,10 @@ def own_run_dir(argv: list[str], vdevs: Path) -> list[str]:
 # own, and the kernel's autogroups share the CPU between sessions, so niceness cannot favour it;
 # a cgroup can, and its children (QEMU) cannot leave it
 SHARE_LANES = {"guest"}                         # lanes in a cgroup of their own, GUEST_SHARE times the CPU
-GUEST_SHARE = 4                                 # times a session's share (cgroup v1 cpu.shares 4096, v2 cpu.weight 400)
+# times a session's share (cgroup v1 cpu.shares, v2 cpu.weight): beside three busy sessions a group
+# of two busy processes got 1.16 cores at 4 and 1.67 at 16 (2026-12-06); at 4 the guest lane took
+# 24.9 min beside the host lanes, 17.3 alone
+GUEST_SHARE = 16
 CGROUP_V1 = Path("/sys/fs/cgroup/cpu")
 CGROUP_V2 = Path("/sys/fs/cgroup")
 
