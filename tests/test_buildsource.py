@@ -43,6 +43,43 @@ def test_a_commit_built_for_the_running_kernel_is_found_in_the_cache(tmp_path, m
     assert not (cache / "stage").exists() and not (cache / "trees").exists()   # nothing exported or compiled
 
 
+def test_rebuild_compiles_the_second_side_of_one_source_into_a_cache_entry_of_its_own(tmp_path, monkeypatch):
+    """run --rebuild (the A/A′ of the rebuild floor on a kernel-OpenZFS machine): two sides of one
+    commit, the second looked up (and compiled) as a second build, never the first's cache entry;
+    refused before anything is written (exit 2, --rebuild named) for two different sources, a
+    directory of modules, or no --build at all."""
+    from zfsperf import cli
+    src = tmp_path / "zfs"
+    full = meta_repo(src)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(cache))
+    monkeypatch.setattr(buildsource, "running_kernel", lambda: "6.1.0-57-amd64")
+    mods = tmp_path / "m"
+    mods.mkdir()
+    for m in ("spl.ko", "zfs.ko"):
+        (mods / m).write_bytes(b"\x7fELF")
+    for bad in ([f"a={src}@HEAD", f"b={mods}"], [f"a={src}@HEAD", f"b={src}"], []):
+        with pytest.raises(InputError) as e:
+            cli._builds(bad, "auto", rebuild=True)
+        assert e.value.field == "--rebuild", (bad, e.value)
+    assert not cache.exists()
+    builds = cli._builds([f"a={src}@HEAD", f"b={src}@{full[:8]}"], "auto", rebuild=True)
+    assert "rebuilt" not in builds["a"].info and builds["b"].info["rebuilt"] is True
+    for again in ("", "-rebuilt"):
+        built = cache / f"src-{full[:12]}{again}-6.1.0-57-amd64"
+        (built / "modules").mkdir(parents=True)
+        for m in ("spl.ko", "zfs.ko"):
+            (built / "modules" / m).write_bytes(b"\x7fELF" + again.encode())
+        (built / "build.json").write_text(json.dumps({
+            "format": 1, "kind": "source", "label": f"OpenZFS 2.4.99-1 @ {full[:12]}", "kernel": "6.1.0-57-amd64",
+            "dir": str(built), "path": str(src), "version": "2.4.99-1", "series": "2.4", "commit": full,
+            "dirty": False, "content_hash": None, "rebuilt": bool(again)}))
+    buildsource.compile_sources(builds, lambda _m: None)
+    assert builds["a"].modules == str(cache / f"src-{full[:12]}-6.1.0-57-amd64" / "modules")
+    assert builds["b"].modules == str(cache / f"src-{full[:12]}-rebuilt-6.1.0-57-amd64" / "modules")
+    assert builds["b"].info["rebuilt"] is True and "second time" in builds["b"].label
+
+
 def test_source_for_a_kernel_without_headers_here_is_refused(tmp_path, monkeypatch):
     src = tmp_path / "zfs"
     meta_repo(src)

@@ -112,7 +112,9 @@ def test_a_count_a_had_none_of_is_a_finding_when_b_has_some():
     cloned = counts.merged([ITER_A | {"clone_saved_per_byte": 0.5}])
     copied = counts.merged([ITER_A | {"clone_saved_per_byte": 0.0}])
     (f,) = counts.findings(cloned, copied)
-    assert f["count"] == "clone_saved_per_byte" and f["ratio"] == 0.0
+    assert f["count"] == "clone_saved_per_byte" and f["ratio"] == 0.0 and counts.sentence(f) == (
+        "B's bytes block cloning saved per byte written is none where A's is 0.5 B/B (exact counts, 1 and 1 "
+        "iterations)")
     (g,) = counts.findings(copied, cloned)
     assert g["ratio"] is None and counts.sentence(g) == (
         "B's bytes block cloning saved per byte written is 0.5 B/B where A's is none (exact counts, 1 and 1 iterations)")

@@ -349,6 +349,49 @@ def test_a_local_build_ab_killed_with_9_is_undone_by_the_next_start_a_bisect_her
     assert f"first worse commit: {commits['cost']}" in again.stdout and "bisect: measuring" not in again.stdout
 
 
+@pytest.mark.slow
+def test_run_build_rebuild_on_the_machine_keeps_its_floor_and_a_later_build_run_states_it(lab, tmp_path):
+    """Issue 72, 1 on a kernel-OpenZFS machine (the guest, zfsperf in it as a local process):
+    `run --build a=REPO@base --build b=REPO@base --rebuild` loads the base commit's build and its
+    second build (its own cache entry, compiled here for the guest's kernel) in interleaved blocks,
+    keeps the A/A′'s floor and prints it; `compare` of that run says it is the A/A′'s own; a later
+    `run --build` of base against the pause's commit says the floor that holds it and is WORSE. Slow (about 5 min under TCG, caches warm): `make test PYTEST_ARGS="-m slow
+    tests/test_guest_builds.py -k rebuild_on_the_machine"`; the floor's rules on the fake target in
+    seconds (tests/test_lifecycle.py), --rebuild's input in tests/test_buildsource.py."""
+    from zfsperf.guest.source import SourceBuilder
+    repo, commits, g = lab
+    sb = SourceBuilder()
+    one, again = (sb.build_commit(repo, commits["base"], rebuild=r) for r in (False, True))
+    sb.build_commit(repo, commits["cost"])
+    assert one.modules != again.modules
+    rf = write_runfile(tmp_path, BUILD_RECV.replace('name = "recv"', 'name = "rrb"'))
+    base = f"{repo}@{commits['base']}"
+    aa = zfsperf("guest", "run", "--", "run", "-r", str(rf), "-o", str(tmp_path / "aa"), "--build", f"a={base}",
+                 "--build", f"b={base}", "--rebuild", "--no-history", timeout=1800)
+    assert aa.returncode == 0, why(aa)
+    m = re.search(r"^builds of one source differ by up to ([0-9.]+) % here \(rrb, throughput\): recorded in \S+",
+                  aa.stdout, re.M)
+    assert m, aa.stdout
+    d_aa = last_dir(aa.stdout)
+    built = json.loads((d_aa / "run.json").read_text())["builds"]
+    assert built["a"]["info"]["commit"] == built["b"]["info"]["commit"] == commits["base"], built
+    assert built["b"]["info"]["rebuilt"] and not built["a"]["info"].get("rebuilt"), built
+    assert built["a"]["modules"] != built["b"]["modules"], built
+    own = json.loads(zfsperf("compare", str(d_aa), "--json").stdout)
+    assert any(f"up to {m.group(1)} % here (rrb, throughput): this run's A/A′" in n for n in own["notes"]), own["notes"]
+    ab = zfsperf("guest", "run", "--", "run", "-r", str(rf), "-o", str(tmp_path / "ab"), "--build", f"base={base}",
+                 "--build", f"cost={repo}@{commits['cost']}", "--no-history", timeout=1800)
+    assert ab.returncode == 0, why(ab)
+    # the floor the A/A′ kept in the guest's build cache (the guest's writes to this host's root
+    # land in its own overlay: a compare here reads this host's cache, not the guest's) is said
+    # by the run that it holds
+    assert re.search(r"^builds of one source differ by up to %s %% here \(rrb, throughput: an A/A′ rebuild of 6 "
+                     r"pairs, " % re.escape(m.group(1)), ab.stdout, re.M), ab.stdout
+    ch = next(c for c in json.loads(zfsperf("compare", str(last_dir(ab.stdout)), "--json").stdout)["changes"]
+              if c["figure"] == "throughput")
+    assert ch["verdict"] == "worse" and ch["ci_pct"][1] < 0, ch
+
+
 def test_source_here_is_compiled_for_an_ssh_hosts_kernel_and_copied_there(lab, tmp_path, monkeypatch):
     """Issue 72, 1 on an ssh host: the guest reached as `--target ssh://` (a kernel-OpenZFS machine
     without the source or a compiler). `run --build` of two commits of a repository on this machine

@@ -993,6 +993,49 @@ def test_a_rebuild_floor_is_not_inherited_by_another_definition_of_the_same_test
 
 
 
+def test_run_build_rebuild_keeps_its_floor_and_compare_holds_a_later_build_run_to_it(h, tmp_path, monkeypatch,
+                                                                                     capsys):
+    """Issue 72, 1 on a kernel-OpenZFS machine: `run --build a=SRC --build b=SRC --rebuild` (the
+    second side compiled again) keeps the A/A′'s floor in the build cache and says it; a later
+    `run --build` whose B is 1 % slower in every pair -- significant, inside the floor -- is
+    "within noise" in `zfsperf compare RUN`, the floor stated (until 2026-12-06 only `guest ab`
+    kept and applied floors: compare called it WORSE)."""
+    from zfsperf import cli, machine
+    from zfsperf.buildref import BuildRef
+    monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(machine, "RunLock", lambda: RunLock(tmp_path / "run.lock"))
+    noise = [1.0, 1.03, 0.99, 1.02, 0.98, 1.01]
+    slower = [1.0]
+
+    def script(ctx):
+        b = "build=b" in ctx.case_id
+        return {"throughput": figure(100 * (noise[(ctx.iteration - 1) % 6] if b else 1.0) * (slower[0] if b else 1.0),
+                                     "MiB/s")}
+    h.wl.script = script
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=6)
+    src = {"kind": "source", "src": "/src/zfs", "rev": "c" * 40}
+
+    def run(out: str, rebuilt: bool) -> Path:
+        builds = {"a": BuildRef("a", "OpenZFS @ c", "/builds/a", dict(src)),
+                  "b": BuildRef("b", "OpenZFS @ c again", "/builds/b", {**src, "rebuilt": rebuilt})}
+        o = runner_mod.RunOptions.of(runfile=str(rf), outdir=str(tmp_path / out), vdev_dir=str(tmp_path / "vdev"),
+                                     check="off", store=None, quiet=True, argv=["run"], iterations=6,
+                                     interleave=True, seed=1, builds=builds)
+        assert cli._run(o, builds) == 0
+        return (tmp_path / out / "current").resolve()
+    run("aa", True)
+    said = capsys.readouterr().out
+    assert "builds of one source differ by up to" in said and "recorded in" in said, said
+    noise[:] = [1.0] * 6
+    slower[0] = 0.99
+    ab = run("ab", False)
+    said = capsys.readouterr().out                   # an A/B keeps no floor, and says the one that holds it
+    assert "recorded in" not in said and "builds of one source differ by up to" in said, said
+    assert cli.main(["compare", str(ab), "--json"]) == 0
+    ch = next(c for c in json.loads(capsys.readouterr().out)["changes"] if c["figure"] == "throughput")
+    assert ch["verdict"] == "within noise" and "within the rebuild floor" in ch["note"], ch
+
+
 def test_detect_decides_same_only_within_the_change_it_asks_for(h, tmp_path):
     """--detect 3 asks to see a change of 3 %: an interval inside ±5 % (compare's default margin)
     but not inside ±3 % decides nothing. The defect: a B 1.5 % slower, whose run stopped at the 6th

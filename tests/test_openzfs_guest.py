@@ -134,6 +134,14 @@ size = "16M"
 runtime = "3s"
 steady = { mode = "off" }
 dataset = { copies = ["1", "2"] }
+[[test]]
+name = "cp"
+workload = "copy"
+size = "8M"
+files = 2
+across = false
+steady = { mode = "off" }
+tunables = { zfs_bclone_enabled = ["1", "0"] }
 """
 
 
@@ -141,13 +149,25 @@ def test_copies_2_is_seen_in_what_the_pool_wrote_to_its_vdevs_in_one_iteration(g
     """Issue 73, 2 on kernel OpenZFS: a fio write alone on its pool, the bytes its pool wrote to the
     vdevs (the txgs kstat after a zpool sync) per byte fio wrote: copies=2 about twice copies=1,
     a finding of compare's in one iteration a side; each case's counts in the report. And (issue
-    73, 1) each case's CPU per GiB with the kernel's ZFS threads named."""
+    73, 1) each case's CPU per GiB with the kernel's ZFS threads named. And a copy (the copy
+    workload's `cp --reflink=auto`, within one dataset: the guest's cp is BusyBox's, whose FICLONE
+    the kernel refuses between two datasets) that block cloning makes a clone, and a full copy with
+    cloning turned off (zfs_bclone_enabled 0; openzfs/zfs #19088 lost it across datasets by
+    mistake): cloning's savings about half of what the case wrote (the source and its copy)
+    against none, and about half the bytes written to the vdevs, both findings of compare's in one
+    iteration a side."""
     res = zfsperf("run", "--target", "guest", "-r", str(write_runfile(tmp_path, COPIES)), "-o", str(tmp_path / "o"),
                   "--no-history", timeout=1800)
     assert res.returncode == 0, why(res)
     d = last_dir(res.stdout)
-    got = {r["sweep"]["copies"]: r["counts"] for r in records(d)}
+    got = {r["sweep"]["copies"]: r["counts"] for r in records(d) if r["test"] == "w"}
     assert set(got) == {"1", "2"} and all(c["logical_bytes"] >= 2 ** 24 for c in got.values()), got
+    cp = {r["sweep"]["zfs_bclone_enabled"]: r for r in records(d) if r["test"] == "cp"}
+    assert {k: r["status"] for k, r in cp.items()} == {"1": "PASS", "0": "PASS"}, cp
+    cloned, copied = cp["1"]["counts"], cp["0"]["counts"]
+    assert cloned["logical_bytes"] == copied["logical_bytes"] == 2 * 2 * 8 * 2 ** 20, cp
+    assert 0.45 < cloned["clone_saved_per_byte"] <= 0.5 and copied["clone_saved_per_byte"] == 0.0, cp
+    assert cloned["vdev_written_per_byte"] < 0.75 * copied["vdev_written_per_byte"], cp
     assert 0.9 < got["1"]["vdev_written_per_byte"] < 1.3, got             # data and its metadata
     # the pool-wide counts OpenZFS 2.3 keeps: no dedup (ratio 1), block cloning read (nothing cloned)
     assert all(c["dedup_ratio"] == 1.0 and c["clone_saved_per_byte"] == 0.0 for c in got.values()), got
@@ -156,8 +176,10 @@ def test_copies_2_is_seen_in_what_the_pool_wrote_to_its_vdevs_in_one_iteration(g
         assert r["figures"]["cpu_s_per_gib"]["value"] > 0 and r["figures"]["zfs_cpu_s_per_gib"]["value"] > 0, r
         assert {"txg_sync", "z_wr_iss"} & set(r["cpu"]["zfs_threads"]), r["cpu"]
     js = json.loads(zfsperf("compare", str(d), "--json").stdout)
-    (f,) = js["findings"]
+    (f,) = [f for f in js["findings"] if "copies" in f["case"]]
     assert 1.8 < f["ratio"] < 2.2, f
+    lost = {f["count"]: f for f in js["findings"] if "zfs_bclone_enabled" in f["case"]}
+    assert lost["clone_saved_per_byte"]["ratio"] in (0, None) and lost["vdev_written_per_byte"]["ratio"] > 1.3, lost
     assert any(n.startswith("Finding: ") and "bytes written to the vdevs per byte the workload wrote" in n
                for n in js["notes"]), js["notes"]
     rep = " ".join(zfsperf("report", str(d)).stdout.split())

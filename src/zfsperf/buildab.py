@@ -164,13 +164,11 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     otherwise the floors kept so far are applied to its verdicts (report/buildfloor.py). cleanup: -x,
     what earlier zfsperf runs left in the guests is removed first. target: the guest, or this
     machine's kernel OpenZFS ("openzfs": a bisect on the machine zfsperf runs on)."""
-    from .report import buildfloor
     from .report import compare
     from .report.pairing import ab_pairs
     from .tunables import impls
     from .report.model import load_run
     from .runner import RunOptions, Runner
-    from .runfile import load as load_runfile
     if blocks < 2:
         raise InputError("--blocks takes a whole number >= 2", field="--blocks")
     seed = seed if seed is not None else random.SystemRandom().randrange(2 ** 31)
@@ -186,22 +184,57 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
     run = load_run(runner.results_dir)
     pairs = ab_pairs(run)
     cmp = compare.compare_within(run, pairs)       # each case: first build -> second
-    tests = {f"{a.case} → {b.case}": a.test for a, b in pairs}
-    definitions = {t.name: t.definition() for t in load_runfile(runfile, defines).tests}
-    accel = run.run.accelerator
-    floors_file = cache_root() / FLOORS
-    if rebuild:                  # an A/A′: what it measured is the floor of every later build verdict
-        floors = buildfloor.measured(cmp, tests, definitions, accel, str(runner.results_dir))
-        buildfloor.save(floors_file, floors)
-        said = [f"builds of one source differ by up to {f['floor_pct']:.1f} % here ({k.split('|')[0]}, "
-                f"{k.split('|')[1]}): recorded in {floors_file}" for k, f in sorted(floors.items())]
-    else:
-        said = buildfloor.apply(cmp, buildfloor.load(floors_file), tests, definitions, accel)
+    said = build_floors(run, cmp, pairs, keep=rebuild)
     pins = impls.summary(run.run.implementations)
     if pins:
         said.append(pins)
     (runner.results_dir / "compare.md").write_text(markdown(cmp, sides, said), encoding="utf-8")
     return AbResult(rc, runner.results_dir, cmp, said)
+
+
+def is_rebuild(run: Any) -> bool:
+    """The run (report.model.Run) was an A/A′: one of its builds is a source compiled a second time."""
+    return any((b.get("info") or {}).get("rebuilt") for b in (run.run.builds or {}).values() if isinstance(b, dict))
+
+
+def build_floors(run: Any, cmp: Any, pairs: list[Any], keep: bool = False) -> list[str]:
+    """The rebuild floors of a build A/B's paired comparison (report/buildfloor.py), in words for
+    above its table. An A/A′ (one source built twice, is_rebuild; or `keep`: the run that measured
+    it, which keeps what it measured in the build cache as the floor of every later build verdict
+    of its tests): what it measured. Any other build A/B: the floors kept so far applied to its
+    verdicts. The tests' definitions are read from the runfile run.json keeps, with its -D values."""
+    from .report import buildfloor
+    from .runfile import loads
+    if not run.run.builds:
+        return []
+    rf, defines = run.run.runfile or {}, run.run.selection.get("defines") or {}
+    try:
+        loaded = loads(rf["text"], rf.get("source", "<runfile>"), defines)
+    except (KeyError, TypeError, InputError) as e:
+        return [f"no rebuild floor: the run's runfile does not load here ({e})"]
+    definitions = {t.name: t.definition() for t in loaded.tests}
+    tests = {f"{a.case} → {b.case}": a.test for a, b in pairs}
+    floors_file = cache_root() / FLOORS
+    if keep or is_rebuild(run):  # an A/A′: what it measured is the floor of every later build verdict
+        floors = buildfloor.measured(cmp, tests, definitions, run.run.accelerator, str(run.path))
+        if keep:
+            buildfloor.save(floors_file, floors)
+        return [f"builds of one source differ by up to {f['floor_pct']:.1f} % here ({k.split('|')[0]}, "
+                f"{k.split('|')[1]}): " + (f"recorded in {floors_file}" if keep else "this run's A/A′")
+                for k, f in sorted(floors.items())]
+    return buildfloor.apply(cmp, buildfloor.load(floors_file), tests, definitions, run.run.accelerator)
+
+
+def run_floors(results_dir: Path) -> list[str]:
+    """What a finished `run --build` says last: of one source built twice (--rebuild), the rebuild
+    floors its paired comparison measured, kept in the build cache; of any other build A/B, the
+    floors kept so far that hold its verdicts (as `compare` of it states them), in words."""
+    from .report import compare
+    from .report.model import load_run
+    from .report.pairing import ab_pairs
+    run = load_run(results_dir)
+    pairs = ab_pairs(run)
+    return build_floors(run, compare.compare_within(run, pairs), pairs, keep=is_rebuild(run))
 
 
 def markdown(cmp: Any, sides: dict[str, BuildRef], floors: list[str] | None = None) -> str:

@@ -71,6 +71,22 @@ def source_ref(name: str, spec: str, target: str) -> BuildRef:
                     {"kind": SOURCE_KIND, "spec": spec, "src": str(src.resolve()), "rev": full, "version": version})
 
 
+def mark_rebuild(builds: dict[str, BuildRef]) -> None:
+    """run --rebuild: two sides given as one OpenZFS source (the same tree, or the same commit of
+    one repository); the second is compiled again in a build tree of its own (guest/source.py
+    `rebuilt`: its own cache entry), the A/A′ whose interval is the rebuild floor."""
+    sides = list(builds.values())
+    same = (len(sides) == 2 and all(b.info.get("kind") == SOURCE_KIND for b in sides)
+            and (sides[0].info["src"], sides[0].info["rev"]) == (sides[1].info["src"], sides[1].info["rev"]))
+    if not same:
+        raise InputError("--rebuild compiles one source twice: give two builds of the same OpenZFS source "
+                         "(--build a=DIR@REV --build b=DIR@REV), not " + " and ".join(
+                             b.info.get("spec", b.modules or b.label) for b in sides), field="--rebuild")
+    b = sides[1]
+    b.info = {**b.info, "rebuilt": True}
+    b.label += " (compiled a second time, in a build tree of its own)"
+
+
 def is_source_here(where: str) -> bool:
     """DIR or DIR@REV names OpenZFS source on this machine: a tree with META, or a git repository
     (its commit checked by source_ref)."""
@@ -120,7 +136,8 @@ def compile_sources(builds: dict[str, BuildRef], say: Callable[[str], None],
     for b in todo:
         src, rev = Path(b.info["src"]), b.info["rev"]
         say(f"build {b.name}: {b.info['spec']} for kernel {kv} ...")
-        mb = sb.build_commit(src, rev) if rev else sb.build(src)
+        again = bool(b.info.get("rebuilt"))
+        mb = sb.build_commit(src, rev, rebuild=again) if rev else sb.build(src, rebuild=again)
         b.modules = str(mb.modules)
         b.info = {**b.info, **mb.info()}
 

@@ -98,7 +98,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
     if args.arc_max is not None and not 16 <= args.arc_max <= 16384:
         raise InputError(f"--arc-max takes zfs-fuse's range, 16 to 16384 MB, not {args.arc_max}", field="--arc-max")
     disks = [] if args.files else disks_from_env()
-    builds = _builds(getattr(args, "build", []) or [], args.target)
+    builds = _builds(getattr(args, "build", []) or [], args.target, getattr(args, "rebuild", False))
     opts = RunOptions(
         choice=Choice(runfile=name or args.runfile, text=text, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
                       defines=_defines(args.define), precision=precision,
@@ -116,15 +116,26 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
         build_sources=_sources(args.target) if any(b.unbuilt() for b in builds.values()) else None)
     pidfile = getattr(args, "pidfile", None)
     if pidfile is None:
-        return Runner(opts).run()
+        return _run(opts, builds)
     from .fleetrun.hoststop import write_pidfile
     if not Path(pidfile).parent.is_dir():
         raise InputError(f"--pidfile {pidfile}: its directory does not exist", field="--pidfile")
     write_pidfile(Path(pidfile))
     try:
-        return Runner(opts).run()
+        return _run(opts, builds)
     finally:
         Path(pidfile).unlink(missing_ok=True)
+
+
+def _run(opts: Any, builds: dict[str, BuildRef]) -> int:
+    """The run (opts: runner.RunOptions). A build A/B says its rebuild floors last: one source built
+    twice (--rebuild) keeps the A/A′'s for the later build verdicts of its tests; any other, those
+    kept so far that hold its verdicts."""
+    from .runner import Runner
+    if builds:
+        from .buildab import run_floors
+        opts.closing = run_floors
+    return Runner(opts).run()
 
 
 def _fleet_of(args: argparse.Namespace) -> dict[str, str] | None:
@@ -152,13 +163,17 @@ def _sources(target: str) -> Any:
     return Sources(target)
 
 
-def _builds(items: list[str], target: str) -> dict[str, BuildRef]:
+def _builds(items: list[str], target: str, rebuild: bool = False) -> dict[str, BuildRef]:
     """--build NAME=DIR, two or more: the sides of a build A/B, each a directory of an OpenZFS
     build's kernel modules (on this machine: its spl.ko and zfs.ko are there; over ssh the run
     checks them on the target before the first unload) or, on this machine, OpenZFS source (DIR or
     DIR@REV: buildsource.py; over ssh, source here compiled here for the host's kernel and copied
-    there); checked before anything starts."""
+    there); checked before anything starts. rebuild: two sides, one source, the second compiled
+    again in a build tree of its own (the A/A′ of the rebuild floor)."""
     if not items:
+        if rebuild:
+            raise InputError("--rebuild compiles one source twice: give it as two builds (--build a=DIR@REV "
+                             "--build b=DIR@REV)", field="--rebuild")
         return {}
     from .buildsource import is_modules_dir, is_source_here, source_ref
     out: dict[str, BuildRef] = {}
@@ -176,6 +191,9 @@ def _builds(items: list[str], target: str) -> dict[str, BuildRef]:
             out[name] = source_ref(name, where, target)
     if len(out) == 1:
         raise InputError("two builds or more to compare (--build a=DIR --build b=DIR)", field="--build")
+    if rebuild:
+        from .buildsource import mark_rebuild
+        mark_rebuild(out)
     return out
 
 

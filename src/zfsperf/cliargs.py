@@ -32,6 +32,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                         "host; the guest reads it through its view of this machine's root), or is OpenZFS "
                         "source here (DIR, DIR@REV), compiled here for the target's kernel (an ssh host's: "
                         "copied there)")
+    p.add_argument("--rebuild", action="store_true", help="with two --build sides naming one OpenZFS source (DIR "
+                   "or DIR@REV, given twice): the second compiled again in a build tree of its own, an A/A′ whose "
+                   "interval is kept as the rebuild floor of that test's later build verdicts (compare states it)")
     p.add_argument("--seed", type=int, help="--interleave: the seed of the order inside the blocks (default: "
                    "drawn, and recorded in run.json)")
     p.add_argument("--precision", metavar="PCT", help="adaptive: iterate until the 95%% CI half-width of each "

@@ -47,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("a run is compared with itself (or a copy of it: the same results): give two different "
                          "runs, or one run alone to compare its own cases", field="dirs")
     if bases is news:
-        cmp = compare.compare_within(bases[0], ab_pairs(bases[0], args.cases), args.noise, args.margin)
+        pairs = ab_pairs(bases[0], args.cases)
+        cmp = compare.compare_within(bases[0], pairs, args.noise, args.margin)
+        _rebuild_floors(cmp, bases[0], pairs)
     else:
         cmp = compare.compare_runs(bases, news, args.noise, history=_noise_history(args, bases + news),
                                    drift_floor_pct=floor,
@@ -75,6 +77,17 @@ def run(args: argparse.Namespace) -> int:
         print("zfsperf: no case matches between the two directories", file=sys.stderr)
         return 2
     return _gate(args, cmp) if args.fail_on_regression is not None else 0
+
+
+def _rebuild_floors(cmp: Any, run: Any, pairs: list[Any]) -> None:
+    """A build A/B's verdicts held to the rebuild floors kept so far (or, of an A/A′ of one source
+    built twice, the floors it measured), each floor said once in the comparison's context."""
+    if not run.run.builds:
+        return
+    from .buildab import build_floors
+    for line in build_floors(run, cmp, pairs):
+        if not any(ch.note and line in ch.note for ch in cmp.changes) and line not in cmp.context:
+            cmp.context.append(line)
 
 
 def _allowed_setup_changes(value: str | None) -> set[str]:

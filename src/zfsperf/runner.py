@@ -14,7 +14,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import proc
 from .errors import InputError, ZfsperfError
@@ -97,6 +97,9 @@ class RunOptions:
     # lands after the summary is moot instead of killing a run that had finished
     keep_signal_handlers: bool = False
     build_sources: BuildSources | None = None   # how --build sides given as source are compiled (buildsource.py)
+    # what a finished run says last, before its Log directory, read from its results directory (a
+    # build A/B of one source built twice: the rebuild floors it kept, buildab.keep_floors)
+    closing: Callable[[Path], list[str]] | None = None
 
     @classmethod
     def of(cls, **flat: Any) -> "RunOptions":
@@ -730,6 +733,8 @@ class Runner:
             lines.append(f"History:\tadded to {stored[0]}" if not history_failed else
                          f"History:\tNOT added to {stored[0]}: {stored[1]} -- this run is not in the history "
                          f"(add it later with `zfsperf history import {rd.path}`)")
+        if self.opts.closing is not None and not interrupted:
+            lines += self.opts.closing(rd.path)
         lines.append(f"Log directory:\t{rd.shown()}")
         text_table = "\n".join(self.ui.render_table(t) for t in tables)
         summary = "\n".join(status_line(r, HEADLINE.get(r.workload)) for r in records)

@@ -149,6 +149,9 @@ def sentence(f: dict[str, Any]) -> str:
     if f["ratio"] is None:
         return (f"B's {f['what']} is {number(f['new'], f['unit'])} where A's is none (exact counts, "
                 f"{f['iterations'][0]} and {f['iterations'][1]} iterations)")
+    if f["ratio"] == 0:              # B has none (a clone become a full copy)
+        return (f"B's {f['what']} is none where A's is {number(f['old'], f['unit'])} (exact counts, "
+                f"{f['iterations'][0]} and {f['iterations'][1]} iterations)")
     return (f"B's {f['what']} is {f['ratio']:.2f}× A's ({number(f['old'], f['unit'])} → "
             f"{number(f['new'], f['unit'])}; exact counts, beyond ±{f['tolerance_pct']:g} %, "
             f"{f['iterations'][0]} and {f['iterations'][1]} iterations)")

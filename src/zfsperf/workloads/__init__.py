@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..units import unit_direction
 from .base import Workload
+from .copy import CopyWorkload
 from .fio import FioWorkload
 from .mixed import MixedWorkload
 from .receive import ReceiveWorkload
@@ -12,6 +13,7 @@ WORKLOADS: dict[str, Workload] = {
     "receive": ReceiveWorkload(),
     "fio": FioWorkload(),
     "mixed": MixedWorkload(),
+    "copy": CopyWorkload(),
 }
 
 
