@@ -34,23 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-RUNFILE = """
-[defaults]
-iterations = 1
-max_iterations = {max_blocks}
-timeout = "10m"
-[defaults.pool]
-vdevs = 1
-vdev_size = "128M"
-[[test]]
-name = "recv"
-workload = "receive"
-corpus = {{ kind = "random", size = "1M", seed = 7 }}
-threads = 1
-steady = {{ mode = "off" }}
-"""
-
-CHECKED = "\treturn (SET_ERROR(EINVAL));\n\n\tif (rwa->heal) {"
+def runfile(max_blocks: int) -> str:
+    """tests/test_guest_builds.py's build receive (a 1 MiB corpus), up to max_blocks blocks."""
+    from helpers import RECV
+    return RECV.replace('size = "4M"', 'size = "1M"').replace("iterations = 1\n",
+                                                               f"iterations = 1\nmax_iterations = {max_blocks}\n")
 
 
 def planted_repo(dest: Path, pause_us: int) -> dict[str, str]:
@@ -92,7 +80,7 @@ def main() -> None:
     for name in ("note", "planted"):                # compiled here for the guest's kernel, found cached inside
         sb.build_commit(repo, commits[name])
     rf = out / "bisect.toml"
-    rf.write_text(RUNFILE.format(max_blocks=args.max_blocks))
+    rf.write_text(runfile(args.max_blocks))
     t0 = time.monotonic()
     argv = [sys.executable, "-m", "zfsperf.cli", "guest", "run", "--", "bisect", "--zfs-src", str(repo),
             "--good", commits["note"], "--bad", commits["planted"], "-r", str(rf), "--case", "recv",

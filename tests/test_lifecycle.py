@@ -915,23 +915,31 @@ def test_build_turns_set_up_one_guest_after_the_other(h, tmp_path, monkeypatch):
         assert mine and switches == 1, (it, mine)       # all of one guest's set-up, then all of the other's
 
 
+def _builds_apart(h, tmp_path, monkeypatch, noise: list[float], slower: list[float]) -> None:
+    """A build A/B on the fake target whose build b reads noise[k] * slower[0] of a's 100 MiB/s in
+    block k (both lists changed in place by the test between runs), its floors in a cache of the
+    test's own, its run lock the harness's."""
+    from zfsperf import machine
+    monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(machine, "RunLock", lambda: RunLock(tmp_path / "run.lock"))
+
+    def script(ctx):
+        b = "build=b" in ctx.case_id
+        return {"throughput": figure(100 * (noise[(ctx.iteration - 1) % len(noise)] * slower[0] if b else 1.0),
+                                     "MiB/s")}
+    h.wl.script = script
+
+
 def test_a_rebuild_a_a_keeps_its_floor_and_a_later_build_change_inside_it_is_not_called(h, tmp_path, monkeypatch):
     """run_ab on the fake target: an A/A′ (rebuild) whose pairs differ by up to 3 % keeps the far end
     of its interval as the floor of the test's headline (in the build cache); a later A/B whose B
     is 1 % slower in every pair -- significant, and inside the floor -- is "within noise", said in
     its note and in compare.md; one 30 % slower stays WORSE with the floor beside it."""
-    from zfsperf import buildab, machine
+    from zfsperf import buildab
     from zfsperf.report import buildfloor
-    monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(machine, "RunLock", lambda: RunLock(tmp_path / "run.lock"))    # the harness's lock
     noise = [1.0, 1.03, 0.99, 1.02, 0.98, 1.01, 1.0, 0.97, 1.02, 0.99, 1.03, 0.98]
     slower = [1.0]
-
-    def script(ctx):
-        n = ctx.iteration - 1
-        b = "build=b" in ctx.case_id
-        return {"throughput": figure(100 * (noise[n % len(noise)] if b else 1.0) * (slower[0] if b else 1.0), "MiB/s")}
-    h.wl.script = script
+    _builds_apart(h, tmp_path, monkeypatch, noise, slower)
     rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=6)
     sides = _builds()
 
@@ -962,17 +970,10 @@ def test_a_rebuild_floor_is_not_inherited_by_another_definition_of_the_same_test
     later A/B of a test also named "t" on another pool (another workload, never measured twice)
     took that floor and called its B, 1 % slower in every pair, "within noise" instead of WORSE.
     Now a floor belongs to the test's definition: the other "t" gets none, and is told why."""
-    from zfsperf import buildab, machine
-    monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(machine, "RunLock", lambda: RunLock(tmp_path / "run.lock"))
+    from zfsperf import buildab
     noise = [1.0, 1.03, 0.99, 1.02, 0.98, 1.01]
     slower = [1.0]
-
-    def script(ctx):
-        b = "build=b" in ctx.case_id
-        return {"throughput": figure(100 * (noise[(ctx.iteration - 1) % 6] if b else 1.0) * (slower[0] if b else 1.0),
-                                     "MiB/s")}
-    h.wl.script = script
+    _builds_apart(h, tmp_path, monkeypatch, noise, slower)
 
     def ab(rebuild: bool, vdev_size: str) -> buildab.AbResult:
         rf = runfile(tmp_path / f"r{vdev_size}.toml", f'[[test]]\nname = "t"\nworkload = "scripted"\n'
@@ -1000,18 +1001,11 @@ def test_run_build_rebuild_keeps_its_floor_and_compare_holds_a_later_build_run_t
     `run --build` whose B is 1 % slower in every pair -- significant, inside the floor -- is
     "within noise" in `zfsperf compare RUN`, the floor stated (until 2026-12-06 only `guest ab`
     kept and applied floors: compare called it WORSE)."""
-    from zfsperf import cli, machine
+    from zfsperf import cli
     from zfsperf.buildref import BuildRef
-    monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(machine, "RunLock", lambda: RunLock(tmp_path / "run.lock"))
     noise = [1.0, 1.03, 0.99, 1.02, 0.98, 1.01]
     slower = [1.0]
-
-    def script(ctx):
-        b = "build=b" in ctx.case_id
-        return {"throughput": figure(100 * (noise[(ctx.iteration - 1) % 6] if b else 1.0) * (slower[0] if b else 1.0),
-                                     "MiB/s")}
-    h.wl.script = script
+    _builds_apart(h, tmp_path, monkeypatch, noise, slower)
     rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=6)
     src = {"kind": "source", "src": "/src/zfs", "rev": "c" * 40}
 
