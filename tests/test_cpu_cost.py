@@ -23,6 +23,43 @@ def test_the_machines_busy_time_from_this_machines_proc_stat():
             busy_seconds(bad)
 
 
+# FreeBSD's sysctl(8) output (kernel-only interfaces, replayed): kern.clockrate as the FreeBSD
+# Handbook shows it on 16.0-CURRENT; kern.cp_time in sysctl's array form (user nice system
+# interrupt idle, ticks of stathz over every CPU: kvm_getcptime(3)), numbers of our own
+CLOCKRATE = "{ hz = 100, tick = 10000, profhz = 8128, stathz = 127 }\n"
+
+
+def test_the_machines_busy_time_on_freebsd_from_kern_cp_time():
+    """A FreeBSD target's CPU figures (issue 73, 1): busy ticks (all but idle) at kern.clockrate's
+    stathz, the clock rate read once; a sysctl that fails, or says something else, gives none
+    (the case has no CPU figures, never wrong ones)."""
+    from zfsperf import proc
+    from zfsperf.targets.kstat import cp_time_busy, stathz
+    from zfsperf.targets.openzfs_freebsd import OpenZfsFreeBsdTarget
+    assert stathz(CLOCKRATE) == 127
+    assert cp_time_busy("254 0 127 127 9000\n", 127) == 4.0
+    for bad in ("1 2 3 4", "1 2 x 4 5", ""):
+        with pytest.raises(ValueError):
+            cp_time_busy(bad, 127)
+    with pytest.raises(ValueError):
+        stathz("{ hz = 100, tick = 10000 }")
+    answers = {"kern.clockrate": CLOCKRATE, "kern.cp_time": "1270 0 254 0 10000\n"}
+    asked: list[str] = []
+
+    class Replayed(OpenZfsFreeBsdTarget):
+        def run(self, argv, **kw):
+            asked.append(argv[-1])
+            out = answers.get(argv[-1])
+            return proc.Completed(list(argv), 0 if out is not None else 1, out or "", "", 0.001)
+    t = Replayed()
+    assert t.busy_cpu_seconds() == 12.0 and t.busy_cpu_seconds() == 12.0
+    assert asked == ["kern.clockrate", "kern.cp_time", "kern.cp_time"]
+    answers["kern.cp_time"] = "not a counter\n"
+    assert t.busy_cpu_seconds() is None
+    del answers["kern.cp_time"]
+    assert t.busy_cpu_seconds() is None and t.zfs_cpu() is None
+
+
 def test_zfs_threads_are_kernel_threads_by_name_and_nothing_else():
     """Lines as /proc/PID/stat prints them (here: this machine's own, which has no ZFS threads, and
     the form of a kernel thread's): only a child of kthreadd (pid 2) with a ZFS name counts."""

@@ -203,8 +203,8 @@ class Target(ABC):
         return None
 
     def busy_cpu_seconds(self) -> float | None:
-        """Every CPU's busy time on the target's machine so far (its /proc/stat), or None where
-        it cannot be read (FreeBSD has no /proc/stat)."""
+        """Every CPU's busy time on the target's machine so far (its /proc/stat; FreeBSD's target:
+        kern.cp_time), or None where it cannot be read."""
         try:
             return busy_seconds(self.files.read_text("/proc/stat"))
         except (OSError, ValueError):

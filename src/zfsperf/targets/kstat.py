@@ -200,6 +200,26 @@ def busy_seconds(proc_stat: str) -> float:
     return (user + nice + system + irq + softirq) / USER_HZ
 
 
+def cp_time_busy(cp_time: str, stathz: int) -> float:
+    """Every CPU's busy time in seconds on FreeBSD, from `sysctl -n kern.cp_time`: CPUSTATES (5)
+    counters of the statistics clock's ticks, summed over every CPU, in sysctl(8)'s array form,
+    space-separated: user nice system interrupt idle. Busy: all but idle, at stathz ticks a second."""
+    f = cp_time.split()
+    if len(f) != 5 or not all(x.isdigit() for x in f) or stathz <= 0:
+        raise ValueError(f"kern.cp_time: expected 5 tick counters, got {cp_time.strip()[:80]!r}")
+    user, nice, system, intr, _idle = (int(x) for x in f)
+    return (user + nice + system + intr) / stathz
+
+
+def stathz(clockrate: str) -> int:
+    """The statistics clock's rate from `sysctl -n kern.clockrate` (FreeBSD: "{ hz = 100, tick =
+    10000, profhz = 8128, stathz = 127 }"): the rate kern.cp_time counts at."""
+    m = re.search(r"\bstathz = (\d+)", clockrate)
+    if m is None or int(m.group(1)) <= 0:
+        raise ValueError(f"kern.clockrate: no stathz in {clockrate.strip()[:80]!r}")
+    return int(m.group(1))
+
+
 def thread_name(comm: str) -> str:
     """A thread's name without its instance number (z_wr_iss_3 -> z_wr_iss)."""
     return re.sub(r"(_\d+)+$", "", comm)
