@@ -98,7 +98,7 @@ class RunOptions:
     keep_signal_handlers: bool = False
     build_sources: BuildSources | None = None   # how --build sides given as source are compiled (buildsource.py)
     # what a finished run says last, before its Log directory, read from its results directory (a
-    # build A/B of one source built twice: the rebuild floors it kept, buildab.keep_floors)
+    # build A/B: the rebuild floors it kept or that hold it, buildab.run_floors)
     closing: Callable[[Path], list[str]] | None = None
 
     @classmethod

@@ -1,7 +1,8 @@
-"""Copying files from one dataset to another with `cp` (coreutils): where the pool has block
+"""Copying files from one dataset to another with the target's `cp`: where the pool has block
 cloning (OpenZFS 2.2+, `zfs_bclone_enabled`), `cp --reflink=auto` (coreutils' default since 9.0)
-clones the source's blocks (FICLONE, copy_file_range) instead of writing them again; elsewhere it
-copies them. The copy's speed, and above all the case's exact counts (block cloning's savings and
+clones the source's blocks instead of writing them again; elsewhere it copies them. Within one
+dataset a FICLONE clones; across two the kernel refuses FICLONE (two filesystems) and only a `cp`
+that falls back to copy_file_range (coreutils 9; not BusyBox's) gets OpenZFS's clone. The copy's speed, and above all the case's exact counts (block cloning's savings and
 the bytes written to the vdevs, per byte: metrics/counts.py), show a clone that silently became a
 full copy (openzfs/zfs #19088, 2.3.9) in one iteration.
 
