@@ -178,6 +178,7 @@ class Lane:
                 with out_lock:
                     sys.stdout.write(f"[{self.name}] {line}")
                     sys.stdout.flush()
+            self.t1 = time.monotonic()          # its output ended with it: its own time, whenever it is waited for
             log.close()
         self.pump = threading.Thread(target=pump, daemon=True)
         self.pump.start()
@@ -186,7 +187,6 @@ class Lane:
         assert self.proc is not None
         self.rc = self.proc.wait()
         self.pump.join()
-        self.t1 = time.monotonic()
         return self.rc
 
     def ok(self) -> bool:
