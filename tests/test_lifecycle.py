@@ -712,6 +712,32 @@ def test_detect_stops_on_a_decision_at_a_spent_level(h, tmp_path, b_level, verdi
     assert ch.verdict == verdict and f"α = {det['sequential']['alpha']:.4f}" in ch.note, ch
 
 
+def test_detect_records_the_level_it_decided_at_and_compare_calls_what_it_decided(h, tmp_path):
+    """A change every block showed (B a fifth of A) under --detect with up to 126 blocks: the sign-flip
+    p beyond 16 pairs is a Monte Carlo share, at least 1/65536, so the run decides at the 26th block,
+    whose level (1.53e-05) is the first above it. run.json rounded that level to six decimals
+    (1.5e-05, below the p), and compare then called the change the run had decided "not
+    significant" (`zfsperf bisect --detect` of a commit 5 times slower, 2026-12-06). The level is
+    kept whole now, compare calls it WORSE, and both say it as 1.5e-05, not 0.0000."""
+    from zfsperf.report import sequential
+    from zfsperf.report.compare import compare_within
+    from zfsperf.report.pairing import ab_pairs
+    from zfsperf.report.model import load_run
+    import random as _random
+    rng = _random.Random(5)
+    h.wl.script = lambda ctx: {"throughput": figure(float(ctx.fields["level"]) * (1 + rng.gauss(0, 0.05)), "MiB/s")}
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nmax_iterations = 126\n'
+                 'level = [100, 20]\n', iterations=1)
+    code, d, _recs = h.run(rf, interleave=True, detect=5.0, seed=3)
+    assert code == 0
+    det = json.loads((d / "run.json").read_text())["detect"]
+    assert det["stopped_by"] == "decided" and det["blocks"] == 26, det
+    assert det["sequential"]["alpha"] == sequential.level(26, 6, 126, final=False), det
+    run = load_run(d)
+    (ch,) = [c for c in compare_within(run, ab_pairs(run)).changes if c.figure == "throughput"]
+    assert ch.verdict == "worse" and "α = 1.5e-05" in ch.note, ch
+
+
 class RepeatingTransport(FakeTarget):
     """A target whose transport runs `zpool create` twice and answers the second (ssh's retry of a
     quick exit 255 after the command had already run on the guest: CI at 2c32097)."""

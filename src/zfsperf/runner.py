@@ -49,7 +49,7 @@ from .workloads import SUMMARY_FIGURES, WORKLOADS
 from .workloads.corpus import Corpus, cache_dir
 from .steady.rounds import case_verdict, case_verdicts
 from .results.record import STATUSES, CaseRecord, PrecisionVerdict, RunRecord, Status, StopReason
-from .report.abstats import ALPHA, MIN_BLOCKS
+from .report.abstats import ALPHA, MIN_BLOCKS, alpha_text
 
 HEADLINE = {name: wl.headline for name, wl in WORKLOADS.items()}     # the workloads say which figure
 
@@ -218,7 +218,7 @@ def detect_line(d: dict[str, Any]) -> str:
     seq = d.get("sequential")
     return (f"Detect:\t\t{d['target_pct']:.3g} % wanted (\"same\": within ±{d['target_pct']:.3g} %), {worst} reached "
             f"after {d['blocks']} blocks (stopped by {d['stopped_by'] or 'the end of the run'})"
-            + (f"; judged at α = {seq['alpha']:.4f}, look {seq['looks']} of at most "
+            + (f"; judged at α = {alpha_text(seq['alpha'])}, look {seq['looks']} of at most "
                f"{seq['max_blocks'] - seq['first_look'] + 1} (α spent across looks)" if seq else ""))
 
 

@@ -369,7 +369,7 @@ def _paired_change(a: CaseData, b: CaseData, name: str, design: Design, noise_pc
                        figure_direction(a.workload, name, a.unit(name)), noise_pct, design,
                        "sign-flip permutation on log ratios (exact)", alpha, pairs=slices or (old, newv))
     if alpha != ALPHA:
-        ch.note = f"judged at α = {alpha:.4f}, interval {(1 - alpha) * 100:.1f} %: {look}"
+        ch.note = f"judged at α = {abstats.alpha_text(alpha)}, interval {(1 - alpha) * 100:.1f} %: {look}"
     if len(blocks) < abstats.MIN_BLOCKS:
         ch.note = f"{len(blocks)} blocks: p < {ALPHA} needs ≥ {abstats.MIN_BLOCKS}"
         ch.verdict = ChangeVerdict.TOO_FEW if ch.verdict != ChangeVerdict.NONE else ch.verdict

@@ -62,5 +62,5 @@ def look(run: RunData, target: float, blocks: int, n_max: int, *, at_cap: bool =
                                 "achieved_pct": {k: None if v is None else round(v, 3) for k, v in achieved.items()}}
     if alpha is not None and blocks >= MIN_BLOCKS:
         detected["sequential"] = {"method": sequential.METHOD, "looks": blocks - MIN_BLOCKS + 1,
-                                  "first_look": MIN_BLOCKS, "max_blocks": n_max, "alpha": round(alpha, 6)}
+                                  "first_look": MIN_BLOCKS, "max_blocks": n_max, "alpha": float(alpha)}    # unrounded: compare judges at it
     return why, detected
