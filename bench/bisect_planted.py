@@ -7,17 +7,17 @@ cache inside), each step a `run --build` A/B of GOOD's build against the step's 
 blocks, the module swapped between cases. TCG: emulated CPU work, relative figures only.
 
 The repository is tests/helpers.openzfs_repo's (Debian's zfs-dkms 2.3 source: base, comment, the
-100 ms pause, note) with one more commit on top of "note": an hrtimer sleep of --pause-us
-microseconds (zfs_sleep_until) per WRITE record of a receive, after the record is checked, sized to
-cost about 5 % of the 1 MiB receive of tests/test_guest_builds.py under TCG. GOOD is "note", BAD
-the planted commit: a range of one commit, so BAD's own step decides (a longer range adds steps
-of the same kind, each as long). --detect: the step runs blocks until its verdict is decided or it
+100 ms pause, note) with one more commit on a branch from "comment" (the last before the 100 ms
+pause): an hrtimer sleep of --pause-us microseconds (zfs_sleep_until) per WRITE record of a
+receive, after the record is checked, sized to cost about 5 % of the 1 MiB receive of
+tests/test_guest_builds.py under TCG. GOOD is "comment", BAD the planted commit: a range of one
+commit, so BAD's own step decides (a longer range adds steps of the same kind, each as long). --detect: the step runs blocks until its verdict is decided or it
 could see that change (runner --detect), up to the runfile's max_iterations.
 
 Prints: the bisect's outcome and first worse commit, BAD's step (its change, interval, p, blocks,
 the change it could see) and the machine time.
 
-Usage: bench/bisect_planted.py [--pause-us 1100] [--detect 5] [--max-blocks 126] [--seed 5] [--keep DIR]
+Usage: bench/bisect_planted.py [--pause-us 1250] [--detect 5] [--max-blocks 126] [--seed 5] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -42,20 +42,22 @@ def runfile(max_blocks: int) -> str:
 
 
 def planted_repo(dest: Path, pause_us: int) -> dict[str, str]:
-    """tests/helpers.openzfs_repo's four commits and the planted one ("planted") on top of them."""
-    from helpers import openzfs_repo
+    """tests/helpers.openzfs_repo's four commits, and the planted one ("planted") on a branch of its
+    own from "comment" (the last commit before the 100 ms pause): GOOD..BAD is that one commit."""
+    from helpers import RECEIVE_COST, openzfs_repo
     commits = openzfs_repo(dest)
-    recv = dest / "module" / "zfs" / "dmu_recv.c"
-    text = recv.read_text()
-    # the 100 ms pause of "cost" is in this file since that commit: the planted sleep goes in its place
-    pause = "\tdelay(MAX(1, MSEC_TO_TICK(100)));\n\n"
-    assert pause in text, "the test repository's pause is not where it was"
-    recv.write_text(text.replace(pause, f"\tzfs_sleep_until(gethrtime() + USEC2NSEC({pause_us}));\n\n", 1))
     when = {"GIT_AUTHOR_DATE": "2026-01-02T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-02T00:00:00Z"}
     git = ["git", "-C", str(dest), "-c", "user.name=zfsperf bench", "-c", "user.email=bench@zfsperf.invalid"]
     env = {**os.environ, **when}
-    subprocess.run([*git, "commit", "-qam", f"dmu_recv: {pause_us} us per WRITE record, not 100 ms"], check=True,
-                   env=env)
+    subprocess.run([*git, "checkout", "-q", "-b", "planted", commits["comment"]], check=True, env=env)
+    recv = dest / "module" / "zfs" / "dmu_recv.c"
+    text = recv.read_text()
+    checked = RECEIVE_COST[0]                   # after the record is checked, before it is written
+    assert checked in text, "the test repository's receive path is not where it was"
+    sleep = checked.replace("\n\n\tif (rwa->heal) {",
+                            f"\n\n\tzfs_sleep_until(gethrtime() + USEC2NSEC({pause_us}));\n\n\tif (rwa->heal) {{")
+    recv.write_text(text.replace(checked, sleep, 1))
+    subprocess.run([*git, "commit", "-qam", f"dmu_recv: a {pause_us} us pause per WRITE record"], check=True, env=env)
     commits["planted"] = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
                                         text=True).stdout.strip()
     return commits
@@ -63,7 +65,7 @@ def planted_repo(dest: Path, pause_us: int) -> dict[str, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pause-us", type=int, default=1100)
+    ap.add_argument("--pause-us", type=int, default=1250)
     ap.add_argument("--detect", type=float, default=5.0)
     ap.add_argument("--max-blocks", type=int, default=126)
     ap.add_argument("--seed", type=int, default=5)
@@ -77,13 +79,13 @@ def main() -> None:
     commits = planted_repo(repo, args.pause_us) if not repo.exists() else json.loads((out / "commits.json").read_text())
     (out / "commits.json").write_text(json.dumps(commits, indent=1))
     sb = SourceBuilder(print)
-    for name in ("note", "planted"):                # compiled here for the guest's kernel, found cached inside
+    for name in ("comment", "planted"):             # compiled here for the guest's kernel, found cached inside
         sb.build_commit(repo, commits[name])
     rf = out / "bisect.toml"
     rf.write_text(runfile(args.max_blocks))
     t0 = time.monotonic()
     argv = [sys.executable, "-m", "zfsperf.cli", "guest", "run", "--", "bisect", "--zfs-src", str(repo),
-            "--good", commits["note"], "--bad", commits["planted"], "-r", str(rf), "--case", "recv",
+            "--good", commits["comment"], "--bad", commits["planted"], "-r", str(rf), "--case", "recv",
             "--figure", "throughput", "--seed", str(args.seed), "--detect", str(args.detect), "-x",
             "-o", str(out / "bisect")]
     res = subprocess.run(argv, capture_output=True, text=True)
@@ -100,7 +102,7 @@ def main() -> None:
                                     capture_output=True, text=True, check=True).stdout)
     ch = next(c for c in cmp["changes"] if c["figure"] == "throughput")
     found = f"first worse commit: {commits['planted']}" in res.stdout
-    print(f"planted: {args.pause_us} us a WRITE record ({commits['planted'][:12]}); range note..planted, one commit")
+    print(f"planted: {args.pause_us} us a WRITE record ({commits['planted'][:12]}); range comment..planted, one commit")
     print(f"bisect: {'found it' if found else 'did NOT name it'}; step verdict {step['verdict']}")
     print(f"BAD's step: {ch['change_pct']:+.1f} % [{ch['ci_pct'][0]:+.1f} … {ch['ci_pct'][1]:+.1f}] p {ch.get('p')}, "
           f"{ch.get('pairs')} blocks, could see {ch.get('detectable_pct')} %")
