@@ -47,12 +47,6 @@ import numpy as np
 from ..results.stats import chi2_ppf, norm_ppf, t_quantile, t_sf
 
 ALPHA = 0.05
-
-
-def alpha_text(alpha: float) -> str:
-    """A level as said: four decimals, or two significant digits below 0.0001 (an early --detect
-    look's, which four decimals would show as 0.0000)."""
-    return f"{alpha:.4f}" if alpha >= 1e-4 else f"{alpha:.2g}"
 POWER = 0.80
 EXACT_SIGN_FLIPS = 16          # up to 2^16 sign vectors enumerated; beyond, a seeded Monte Carlo
 MIN_BLOCKS = 6                 # 2 / 2^6 = 0.031: the fewest pairs with which p < 0.05 is possible
@@ -101,6 +95,12 @@ def _t_ci(mean: float, se: float, df: float) -> tuple[float, float] | None:
         return None
     h = t_quantile(1 - ALPHA / 2, df) * se
     return (float(math.exp(mean - h)), float(math.exp(mean + h)))
+
+
+def alpha_text(alpha: float) -> str:
+    """A level as said: four decimals, or two significant digits below 0.0001 (an early --detect
+    look's, which four decimals would show as 0.0000)."""
+    return f"{alpha:.4f}" if alpha >= 1e-4 else f"{alpha:.2g}"
 
 
 @functools.cache
