@@ -6,9 +6,13 @@ compression on against off) is seen in one iteration on real zfs-fuse."""
 import json
 import re
 
+import pytest
+
 from helpers import RECV, fixture
 from zfsperf import proc
+from zfsperf.errors import TargetError
 from zfsperf.metrics import counts
+from zfsperf.metrics.iostat import parse_hp_request_counts
 from zfsperf.targets.base import Target
 from zfsperf.targets.kstat import parse_txgs
 
@@ -121,6 +125,37 @@ def test_a_count_a_had_none_of_is_a_finding_when_b_has_some():
     assert counts.findings(copied, copied) == []
 
 
+def test_io_counts_per_class_are_per_mib_written_and_read_and_a_tiny_difference_is_none():
+    """`zpool iostat -Hp -r` as OpenZFS 2.3.2 printed it, read through the target (a pool just
+    imported before it: no I/Os): each class's I/Os per MiB of the work of its kind; a workload
+    that read nothing has no read counts. A count of I/Os or misses per MiB whose medians differ by
+    less than counts.ABS_MIN is no finding, however large their ratio."""
+    mib = counts.MIB
+    t = _Answers({"iostat": (fixture("openzfs-2.3.2", "zpool_iostat_-Hp_-r_tank.txt"), 0)})
+    after = parse_hp_request_counts(t.request_sizes("tank"), "tank")
+    before = dict.fromkeys(after, 0)
+    assert counts.of_ios(before, after, 64 * mib, 2 * mib) == {
+        "async_write_ios_per_mib": round((7525 + 324) / 64, 4), "sync_read_ios_per_mib": 3.0,
+        "async_read_ios_per_mib": 0.0}          # not sync writes (the txgs' labels: time, not work)
+    assert set(counts.of_ios(before, after, 64 * mib, 0)) == {"async_write_ios_per_mib"}
+    with pytest.raises(TargetError, match="zpool iostat -Hp -r tank failed"):
+        _Answers({}).request_sizes("tank")
+    assert counts.of_arc(100.0, 1124.0, 64 * mib) == {"arc_misses_per_mib": 16.0}
+    assert counts.of_arc(100.0, 1124.0, 0) == {}
+
+    def m(name: str, v: float) -> dict:
+        return counts.merged([{name: v}])
+    assert counts.findings(m("arc_misses_per_mib", 0.002), m("arc_misses_per_mib", 0.004)) == []
+    assert counts.findings(m("async_read_ios_per_mib", 0.0), m("async_read_ios_per_mib", 0.05)) == []
+    # I/Os a MiB are held to at least 15 % (the vdev queue's aggregation is timing), misses to 3 %
+    assert counts.findings(m("async_write_ios_per_mib", 22.4), m("async_write_ios_per_mib", 25.1)) == []
+    (g,) = counts.findings(m("async_write_ios_per_mib", 21.1), m("async_write_ios_per_mib", 30.5))
+    assert g["tolerance_pct"] == 15.0 and g["ratio"] == round(30.5 / 21.1, 4)
+    (f,) = counts.findings(m("arc_misses_per_mib", 0.002), m("arc_misses_per_mib", 16.0))
+    assert f["unit"] == "misses/MiB" and counts.sentence(f).startswith(
+        "B's ARC misses per MiB read is 8000.00× A's (0.002 misses/MiB → 16 misses/MiB;")
+
+
 def test_the_report_line_says_each_count_with_its_unit():
     assert counts.line(counts.merged([ITER_A])) == (
         "exact counts (median per iteration): pool space per byte of data received 1.002 B/B; data (WRITE "
@@ -174,3 +209,39 @@ def test_copies_and_compression_are_seen_in_one_iteration_on_zfs_fuse(lab, tmp_p
     rep = zfsperf("report", str(d))
     assert rep.returncode == 0 and "exact counts (median per iteration): pool space per byte" in \
         " ".join(rep.stdout.split()), rep.stdout
+
+
+ARC_RUNFILE = """
+[defaults]
+iterations = 1
+timeout = "5m"
+[defaults.pool]
+layout = "stripe"
+vdevs = 1
+vdev_size = "256M"
+[[test]]
+name = "cache"
+workload = "fio"
+rw = "randread"
+bs = "64k"
+size = "16M"
+runtime = 2
+dataset = { primarycache = ["all", "metadata"] }
+"""
+
+
+def test_arc_misses_per_mib_read_show_a_cache_turned_off_in_one_iteration_on_zfs_fuse(lab, tmp_path):
+    """64k random reads of a 16M file that fio laid out: with primarycache=all they come from the
+    ARC (about no misses), with metadata every one misses (16 a MiB). One iteration a case: no speed
+    verdict, and compare says the count's finding."""
+    from helpers import last_dir, records, write_runfile, zfsperf
+    res = zfsperf("run", "-r", str(write_runfile(tmp_path, ARC_RUNFILE)), "-o", str(tmp_path / "o"), "--no-history")
+    assert res.returncode == 0, res.stdout + res.stderr
+    d = last_dir(res.stdout)
+    got = {r["sweep"]["primarycache"]: r["counts"] for r in records(d)}
+    assert got["all"]["arc_misses_per_mib"] < 1 and got["metadata"]["arc_misses_per_mib"] >= 15, got
+    assert all(c["read_bytes"] > 0 and "sync_read_ios_per_mib" not in c for c in got.values()), got   # no -r
+    js = json.loads(zfsperf("compare", str(d), "--json").stdout)
+    (f,) = [f for f in js["findings"] if f["count"] == "arc_misses_per_mib"]
+    assert f["ratio"] is None or f["ratio"] > 10, f
+    assert any("ARC misses per MiB read" in n for n in js["notes"] if n.startswith("Finding: ")), js["notes"]

@@ -7,7 +7,8 @@ import pytest
 
 from helpers import VERSIONS, fixture
 from zfsperf.errors import InputError
-from zfsperf.metrics.iostat import parse_hp_reports, parse_human_reports, pool_metrics
+from zfsperf.metrics.iostat import (RQ_CLASSES, parse_hp_reports, parse_hp_request_counts, parse_human_reports,
+                                    pool_metrics)
 from zfsperf.pool import destroy_busy
 
 
@@ -63,6 +64,19 @@ def test_latency_histogram_header_and_rows(version, rebuild):
     assert sum(n for _b, n in hist["total_wait_write"]) > 0
     with pytest.raises(InputError):
         parse_hp_histogram(fixture(version, "zpool_iostat_-Hp_-w_-y_tank_5_1.txt"), cols[:-1])
+
+
+@pytest.mark.parametrize("version,async_write", [("openzfs-2.1.11", 7146 + 446), ("openzfs-2.3.2", 7525 + 324)])
+def test_request_counts_per_class_from_r(version, async_write):
+    """`zpool iostat -Hp -r`, as 2.1.11 (12 columns: no rebuild) and 2.3.2 (14) print it: each
+    class's individual and aggregated I/Os summed over the size buckets (the captures' sums)."""
+    text = fixture(version, "zpool_iostat_-Hp_-r_tank.txt")
+    got = parse_hp_request_counts(text, "tank")
+    assert list(got) == list(RQ_CLASSES[:7 if version == "openzfs-2.3.2" else 6])
+    assert (got["sync_read"], got["sync_write"], got["async_read"], got["async_write"]) == (6, 158, 0, async_write)
+    cut = "\n".join("\t".join(ln.split("\t")[:-1]) if "\t" in ln else ln for ln in text.splitlines())
+    with pytest.raises(InputError, match="ind and agg"):          # an odd width: not this table
+        parse_hp_request_counts(cut, "tank")
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import proc, steady
 from .control import Control, Interrupted
 from .errors import InputError, TargetError, Unavailable, ZfsperfError
-from .metrics import counts, cpucost, crosscheck, taskq, txgtable, zil
+from .metrics import counts, cpucost, crosscheck, iostat, taskq, txgtable, zil
 from .metrics.profile import Profiler, add_folded, fold, named_share, write_folded
 from .metrics.sampler import Sampler
 from .tunables import Journal, applied_entry
@@ -113,6 +113,8 @@ class Lifecycle:
         self.t_measure = 0.0                 # the sampler's clock then
         self.zil0: dict[str, dict[str, float]] | None = None     # the pool's ZIL counters then
         self.zil1: dict[str, dict[str, float]] | None = None     # and once the workload ended
+        self.io0: dict[str, int] | None = None     # the pool's I/Os per request class then (-r)
+        self.arc0: float | None = None             # the ARC's misses then
         self.profiler: Profiler | None = None     # --profile: perf record over the counted workload
         self.cpu0: cpucost.Reading | None = None  # the CPU readings when the counted workload started
         self.cpu1: cpucost.Reading | None = None  # and when it ended (work_done), else when cpu_cost asks
@@ -175,6 +177,7 @@ class Lifecycle:
                 self.log.write(f"# the txgs kstat could not be read at the start: {e}")
         if self.pool is not None:
             self.zil0, self.zil1 = self._zil_counters(), None
+            self.io0, self.arc0 = self._io_counts(), self._arc_misses()
         self.cpu0, self.cpu1 = self.cpu_reading(), None
         if self.sampler is not None:
             self.t_measure = self.sampler.elapsed()
@@ -224,32 +227,64 @@ class Lifecycle:
                 out["taskqs"] = tq | ({"shared": True} if shared else {})
         return out
 
-    def vdev_counts(self, counts_: dict[str, float] | None, *, pool_wide: bool = False) -> None:
-        """Add to a case's exact counts (a pool of its own) the bytes its pool wrote to the vdevs per
-        byte its workload wrote (metrics/counts.py), read from the txgs kstat
-        after a `zpool sync` (kernel OpenZFS; nothing elsewhere, or when the workload wrote nothing),
-        and with pool_wide (a workload whose data stays to the case's end) the pool's dedup ratio
-        and block cloning's savings then (Target.pool_sharing)."""
-        if (not counts_ or not counts_.get("logical_bytes") or self.pool is None or self.txg0 is None
-                or not self.target.capabilities().txgs):
+    def vdev_counts(self, counts_: dict[str, float] | None, *, pool_wide: bool = False, alone: bool = True) -> None:
+        """Add to a case's exact counts (a pool of its own) what ZFS did for its workload
+        (metrics/counts.py), read after a `zpool sync` where the target has one: the bytes the
+        pool wrote to its vdevs per byte written (the txgs kstat), the I/Os issued per request
+        class per MiB written or read (`zpool iostat -Hp -r`), and, alone on the machine's time (the
+        ARC is the machine's), the ARC's misses per MiB read; with pool_wide (a workload whose data
+        stays to the case's end) the pool's dedup ratio and block cloning's savings then
+        (Target.pool_sharing). Nothing where the workload neither wrote nor read."""
+        wrote = (counts_ or {}).get("logical_bytes") or 0.0
+        read = (counts_ or {}).get("read_bytes") or 0.0
+        if counts_ is None or self.pool is None or not (wrote or read):
             return
+        txgs = self.txg0 is not None and self.target.capabilities().txgs
         try:
-            self.target.run(["zpool", "sync", self.pool.name], log=self.log, timeout=300)
-            rows = self.target.txgs(self.pool.name)
+            if txgs:
+                self.target.run(["zpool", "sync", self.pool.name], log=self.log, timeout=300)
+            rows = self.target.txgs(self.pool.name) if txgs and wrote else None
         except (ZfsperfError, OSError) as e:           # context: never the case's failure
             self.log.write(f"# the txgs kstat could not be read for the exact counts: {e}")
             return
-        more = counts.of_txgs(rows or [], self.txg0, counts_["logical_bytes"])
-        if more is not None:
-            counts_.update(more)
-        if pool_wide:
+        if rows is not None and self.txg0 is not None:
+            counts_.update(counts.of_txgs(rows, self.txg0, wrote) or {})
+        io1 = self._io_counts() if self.io0 is not None else None
+        if self.io0 is not None and io1 is not None:
+            counts_.update(counts.of_ios(self.io0, io1, wrote, read))
+        arc1 = self._arc_misses() if alone and self.arc0 is not None else None
+        if self.arc0 is not None and arc1 is not None:
+            counts_.update(counts.of_arc(self.arc0, arc1, read))
+        if pool_wide and wrote:
             try:
                 reading = self.target.pool_sharing(self.pool.name)
             except (ZfsperfError, OSError) as e:       # context: never the case's failure
                 self.log.write(f"# the pool's dedup and cloning counters could not be read: {e}")
                 return
             if reading is not None:
-                counts_.update(counts.of_sharing(reading, counts_["logical_bytes"]))
+                counts_.update(counts.of_sharing(reading, wrote))
+
+    def _io_counts(self) -> dict[str, int] | None:
+        """The pool's I/Os per request class since its import (`zpool iostat -Hp -r`), or None
+        where the target prints no such table."""
+        forms = self.target.capabilities().iostat_forms
+        if self.pool is None or "-r" not in forms or "-Hp" not in forms:
+            return None
+        try:
+            return iostat.parse_hp_request_counts(self.target.request_sizes(self.pool.name, self.log),
+                                                  self.pool.name)
+        except (ZfsperfError, OSError) as e:           # context: never the case's failure
+            self.log.write(f"# the pool's I/Os per request class could not be read: {e}")
+            return None
+
+    def _arc_misses(self) -> float | None:
+        """The ARC's misses so far (arcstats), or None where the target has no arcstats."""
+        try:
+            got = self.target.kstat_fields("arcstats", ["misses"])
+        except (ZfsperfError, OSError) as e:           # context: never the case's failure
+            self.log.write(f"# the ARC's misses could not be read: {e}")
+            return None
+        return (got or {}).get("misses")
 
     def zil_growth(self, root: str) -> dict[str, Any] | None:
         """The ZIL counters' growth since measuring() of the datasets at and under root (a side's
@@ -532,7 +567,8 @@ class CaseRunner:
             for c in cases:
                 ctxs[c.id].extra.update(seen[id(lives[c.id])])
                 if not sides.one_pool:                 # a side alone on its pool: what it wrote to the vdevs
-                    lives[c.id].vdev_counts(ctxs[c.id].extra.get("counts"), pool_wide=wl.pool_counts_at_end)
+                    lives[c.id].vdev_counts(ctxs[c.id].extra.get("counts"), pool_wide=wl.pool_counts_at_end,
+                                            alone=len(cases) == 1)
                 else:                                  # the pool-wide counts would be both sides'
                     counts.drop_pool_wide(ctxs[c.id].extra.get("counts"))
                 z = lives[c.id].zil_growth(ctxs[c.id].pool.root)      # each side's datasets' own

@@ -177,6 +177,31 @@ def parse_hp_histogram(text: str, columns: list[str], source: str = "zpool iosta
     return {c: sorted(d.items()) for c, d in out.items()}
 
 
+# ---------------------------------------------------------------------------- -r (request sizes)
+# `zpool iostat -r`'s request classes, each an "ind" (individual) and an "agg" (aggregated) column,
+# in the order zpool_main.c prints them; 2.2 added rebuild (2.1.11 prints 12 columns, 2.3.2 14)
+RQ_CLASSES = ("sync_read", "sync_write", "async_read", "async_write", "scrub", "trim", "rebuild")
+
+
+def parse_hp_request_counts(text: str, pool: str, source: str = "zpool iostat -Hp -r") -> dict[str, int]:
+    """`zpool iostat -Hp -r POOL`: the I/Os issued to the pool's vdevs per request class since the
+    pool was imported, individual and aggregated ones together, summed over the size buckets
+    ({class: I/Os}; classes the version does not print are absent)."""
+    width = 0
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) > 1 and parts[0].strip().isdigit():
+            width = len(parts) - 1
+            break
+    if width % 2 or not 2 * (len(RQ_CLASSES) - 1) <= width <= 2 * len(RQ_CLASSES):
+        raise InputError(f"expected {2 * (len(RQ_CLASSES) - 1)} or {2 * len(RQ_CLASSES)} counts a row "
+                         f"(ind and agg per request class), got {width}", file=source, line=1)
+    classes = RQ_CLASSES[:width // 2]
+    columns = [f"{c}_{k}" for c in classes for k in ("ind", "agg")]
+    hist = parse_hp_histogram(text, columns, source, pool=pool)
+    return {c: sum(n for k in ("ind", "agg") for _, n in hist[f"{c}_{k}"]) for c in classes}
+
+
 _Report = tuple[bytes, bytes, int | None, float]    # a report process's stdout, stderr, exit status, seconds
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from .. import guard, proc
-from ..errors import Unavailable
+from ..errors import TargetError, Unavailable
 from ..fileops import LOCAL, FileOps
 from ..tunables import Journal, TunableBackend, TunableSession
 from .kstat import Txg, busy_seconds
@@ -240,6 +240,15 @@ class Target(ABC):
         if self._bclone:
             out.update(bcloneused=float(vals[0]), bclonesaved=float(vals[1]))
         return out
+
+    def request_sizes(self, pool: str, log: proc.CommandLog = proc.NULL_LOG) -> str:
+        """`zpool iostat -Hp -r POOL` as the target prints it: the I/Os issued to the pool's vdevs
+        since its import, per request class and size (metrics/iostat.py parses it); only where
+        iostat_forms() has "-r"."""
+        res = self.run(["zpool", "iostat", "-Hp", "-r", pool], log=log, timeout=60)
+        if not res.ok:
+            raise TargetError(f"zpool iostat -Hp -r {pool} failed: {res.stderr.strip()[-200:]}")
+        return res.stdout
 
     def txg(self, pool: str) -> int | None:
         """The pool's current (last synced) txg number, or None where it cannot be read."""

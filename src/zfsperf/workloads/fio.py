@@ -423,8 +423,9 @@ class FioWorkload:
         class_extras(ctx, res.classes)
         ctx.extra["work"] = work_of([res.classes])
         written = res.classes["write"].bytes if "write" in res.classes else 0
-        if written:                      # what exact counts are per (metrics/counts.py)
-            ctx.extra["counts"] = {"logical_bytes": float(written)}
+        read = res.classes["read"].bytes if "read" in res.classes else 0
+        if written or read:              # what exact counts are per (metrics/counts.py)
+            ctx.extra["counts"] = {"logical_bytes": float(written), "read_bytes": float(read)}
         figs = stats_figures(res.classes)
         figs.update(pool_figures(ctx.extra.get("pool_latency") or {}))
         ctx.extra["histograms"].update(pool_histograms(ctx.extra.get("pool_latency") or {}))
