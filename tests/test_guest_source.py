@@ -102,6 +102,25 @@ def test_one_build_at_a_time_in_a_build_tree(tmp_path):
     assert len(said) == 1
 
 
+def test_two_debian_guest_builds_at_once_take_turns(tmp_path, monkeypatch):
+    """Two test lanes each boot a guest of their own: on a cold machine both run `guest build`
+    (Builder.run) at once; the second waits for the first's lock (and then finds its build cached)
+    instead of downloading into and building the same tree at the same time."""
+    from zfsperf.guest.build import Builder
+    monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(tmp_path))
+    order, said = [], []
+    monkeypatch.setattr(Builder, "_run", lambda self: order.append("built") or "build")
+    first = Builder("2.3", said.append)
+    with build_tree_lock(tmp_path / "debian-build", lambda _m: None):      # a first build under way
+        t = threading.Thread(target=lambda: order.append(first.run()))
+        t.start()
+        time.sleep(0.5)
+        order.append("first done")
+    t.join(10)
+    assert order == ["first done", "built", "build"]
+    assert said == [f"guest build: waiting for another build in {tmp_path / 'debian-build'} ..."]
+
+
 def _sleepers(tag: str) -> list[str]:
     res = subprocess.run(["pgrep", "-f", f"^sleep {tag}$"], capture_output=True, text=True)
     return res.stdout.split()

@@ -26,7 +26,7 @@ from ..errors import TargetError
 from . import apt
 from .debian import DEFAULT_VERSION, VERSIONS, Debian, cache_root, check_version
 from .init_script import IN_GUEST, INIT
-from .source import SourceBuilder, build_tree_of_import
+from .source import SourceBuilder, build_tree_lock, build_tree_of_import
 
 __all__ = ["DEFAULT_VERSION", "VERSIONS", "Build", "Builder", "cache_root", "check_version", "find_build"]
 FIO_PKGS = ("fio libgfapi0 libnbd0 librados2 librbd1 libpmemblk1 libglusterfs0 libgfrpc0 libgfxdr0 libfmt9 "
@@ -108,6 +108,13 @@ class Builder:
         self.debian.host_tools(kv, extra)
 
     def run(self) -> Build:
+        """The guest's build of Debian's OpenZFS for Debian's kernel, cached: one at a time on the
+        machine (two test lanes, each booting a guest of its own on a cold machine, would otherwise
+        download into and build one tree at once); a second waits, then finds the first's cached."""
+        with build_tree_lock(cache_root() / "debian-build", self.say):
+            return self._run()
+
+    def _run(self) -> Build:
         kernel_pkg, kv = self.kernel()
         zver = self.apt.candidate("zfs-dkms", self.series)
         out = cache_root() / f"{zver}-{kv}".replace("~", "_").replace("+", "_")
