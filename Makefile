@@ -20,7 +20,7 @@ run: deps
 test: test-deps
 	.venv/bin/python tests/lanes.py $(PYTEST_ARGS)
 
-# one or more of make test's lanes by name (host, host2, guest, guest2, fast, quiet), as make test runs them
+# one or more of make test's lanes by name (host, guest, fast, quiet), as make test runs them
 LANE ?= host
 test-lane: test-deps
 	.venv/bin/python tests/lanes.py --lane $(LANE)

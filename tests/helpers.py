@@ -263,9 +263,8 @@ def records(d: Path) -> list[dict]:
     return [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines() if x.strip()]
 
 
-def receive_runfile(tmp_path: Path, corpus: str, threads: str = "[1, 2]", extra: str = "") -> Path:
-    p = tmp_path / "rf.toml"
-    p.write_text(f'''
+# one iteration a case on a small pool of one vdev file: a runfile's defaults for a test of mechanics
+ONE_SMALL_POOL = '''
 [defaults]
 iterations = 1
 timeout = "5m"
@@ -273,7 +272,12 @@ timeout = "5m"
 layout = "stripe"
 vdevs = 1
 vdev_size = "256M"
-[defaults.dataset]
+'''
+
+
+def receive_runfile(tmp_path: Path, corpus: str, threads: str = "[1, 2]", extra: str = "") -> Path:
+    p = tmp_path / "rf.toml"
+    p.write_text(ONE_SMALL_POOL + f'''[defaults.dataset]
 primarycache = "none"
 [[test]]
 name = "recv"

@@ -8,11 +8,7 @@ Phase 1, side by side:
                                                              timed workloads more than they work
                                                              (one lane kept 0.35 of a core busy and
                                                              was the long pole, 29.6 min, 2026-12-05)
-  guest  pytest -m "guest and not slow"                      the OpenZFS guest under QEMU, each lane
-  guest2 the same tests, split by file (GUEST2_FILES)        booting a guest of its own: QEMU waits
-                                                             on more than CPU (one lane kept 0.77 of
-                                                             a core busy: 28.2 min beside the host
-                                                             lanes, 17.3 alone, 2026-12-06)
+  guest  pytest -m "guest and not slow"                      the OpenZFS guest under QEMU
   fast   pytest -m "fast and not slow"                       no ZFS, daemon or guest (make test-fast's
                                                              tests, one at a time: 108 s of the host
                                                              lane until 2026-12-05, when the two
@@ -22,11 +18,11 @@ Phase 2, alone:
                                                              (nothing runs beside them); measured
                                                              figures are bench/'s, never a test's
 
-The guest lanes run in one cpu cgroup of their own with 16 times a session's CPU share (GUEST_SHARE):
+The guest lane runs in a cpu cgroup of its own with 16 times a session's CPU share (GUEST_SHARE):
 QEMU, in a session of its own, would otherwise get one autogroup's share among the other lanes' and
 their daemons' sessions; a cgroup its children cannot leave (the build A/B from module directories
 beside three busy sessions: 583 s at equal shares, 176 s in the cgroup, 151 s alone; 2026-12-05).
-The guest lanes, fast and host2 run each in a private mount namespace with its own empty
+The guest, fast and host2 lanes run each in a private mount namespace with its own empty
 /run/zfsperf and its own /var/tmp/zfsperf (the default vdev directory): zfsperf's one-run-at-a-time
 lock, its guards, its labs and its runs' vdev files live there, so the lanes' runs (the guest's
 measure the guest, whose TCG timings are never speeds and never judged) do not refuse each other
@@ -67,19 +63,15 @@ HOST = "not slow and not fast and not quiet and not guest"
 # 794 of 1,756 s, the rest in host)
 HOST2_FILES = ("tests/test_compare_designs.py", "tests/test_verdicts_stored.py", "tests/test_ab_line.py",
                "tests/test_user_path.py", "tests/test_fio.py", "tests/test_steady_real.py", "tests/test_fleet_run.py")
-GUEST = "guest and not slow"
-# guest2's: the builds' A/Bs and bisects (9.5 of the guest lane's 17.3 min alone, 2026-12-06)
-GUEST2_FILES = ("tests/test_guest_builds.py",)
 LANES = {
     "host": ["-m", HOST, *[f"--ignore={f}" for f in HOST2_FILES]],
     "host2": ["-m", HOST, *HOST2_FILES],
-    "guest": ["-m", GUEST, *[f"--ignore={f}" for f in GUEST2_FILES]],
-    "guest2": ["-m", GUEST, *GUEST2_FILES],
+    "guest": ["-m", "guest and not slow"],
     "fast": ["-m", "fast and not slow"],
     "quiet": ["-m", "quiet and not fast and not slow"],
 }
-PHASES = [["host", "host2", "guest", "guest2", "fast"], ["quiet"]]
-OWN_RUN_DIR = {"guest", "guest2", "fast", "host2"}   # lanes in a mount namespace of their own (own_run_dir)
+PHASES = [["host", "host2", "guest", "fast"], ["quiet"]]
+OWN_RUN_DIR = {"guest", "fast", "host2"}        # lanes in a mount namespace of their own (own_run_dir)
 VDEVS = Path("/var/tmp/zfsperf")                # zfsperf's default vdev directory (runner.StorageOptions)
 
 
@@ -115,9 +107,7 @@ def own_run_dir(argv: list[str], vdevs: Path) -> list[str]:
 # the guest lane's share of the CPU against every other session's: QEMU runs in a session of its
 # own, and the kernel's autogroups share the CPU between sessions, so niceness cannot favour it;
 # a cgroup can, and its children (QEMU) cannot leave it
-# lane -> its cgroup (GUEST_SHARE times a session's CPU): the two guest lanes share one, so that
-# together they get what the one guest lane got, and each fills the other's waits
-SHARE_LANES = {"guest": "guest", "guest2": "guest"}
+SHARE_LANES = {"guest"}                         # lanes in a cgroup of their own, GUEST_SHARE times the CPU
 # times a session's share (cgroup v1 cpu.shares, v2 cpu.weight): beside three busy sessions a group
 # of two busy processes got 1.16 cores at 4 and 1.67 at 16 (2026-12-06); at 4 the guest lane took
 # 24.9 min beside the host lanes, 17.3 alone
@@ -227,7 +217,7 @@ def main(args: list[str]) -> int:
     for s in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, forward)
 
-    groups: dict[str, Path | None] = {}
+    groups: list[Path | None] = []
     for phase in PHASES:
         running = []
         for name in phase:
@@ -236,9 +226,8 @@ def main(args: list[str]) -> int:
             argv = [*PYTEST, *LANES[name]]
             argv = own_run_dir(argv, lane_vdevs(name)) if name in OWN_RUN_DIR else argv
             if name in SHARE_LANES:
-                gname = SHARE_LANES[name]
-                group = groups[gname] if gname in groups else cpu_share_group(gname)
-                groups[gname] = group
+                group = cpu_share_group(name)
+                groups.append(group)
                 print(f"make test: the {name} lane " + (f"in cgroup {group}, {GUEST_SHARE} times a session's CPU share"
                                                         if group else "at a session's CPU share (no cpu cgroup here)"))
                 argv = in_cgroup(argv, group)
@@ -253,15 +242,15 @@ def main(args: list[str]) -> int:
                 lane.wait()
             return 130
         done += running
-        for g in groups.values():                 # empty once its lanes ended
+        for g in groups:                          # empty once its lane ended
             if g is not None:
                 with contextlib.suppress(OSError):
                     g.rmdir()
-        groups = {}
+        groups = []
         for lane in running:                     # what a lane's runs left in its own vdev directory
             if lane.name in OWN_RUN_DIR:
                 subprocess.run(["rm", "-rf", str(lane_vdevs(lane.name))], check=False)
-    print(f"\nmake test: {time.monotonic() - t0:.0f} s in all (phase 1: host, host2, guest, guest2 and fast side by side; phase 2: quiet alone)")
+    print(f"\nmake test: {time.monotonic() - t0:.0f} s in all (phase 1: host, host2, guest and fast side by side; phase 2: quiet alone)")
     for lane in done:
         said = " (selected no test: a failure)" if lane.rc == NO_TESTS else ""
         print(f"  {lane.name:6} exit {lane.rc}{said}  {lane.t1 - lane.t0:5.0f} s  {lane.last}")

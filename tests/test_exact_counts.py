@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from helpers import RECV, fixture
+from helpers import ONE_SMALL_POOL, RECV, fixture
 from zfsperf import proc
 from zfsperf.errors import TargetError
 from zfsperf.metrics import counts
@@ -211,15 +211,7 @@ def test_copies_and_compression_are_seen_in_one_iteration_on_zfs_fuse(lab, tmp_p
         " ".join(rep.stdout.split()), rep.stdout
 
 
-ARC_RUNFILE = """
-[defaults]
-iterations = 1
-timeout = "5m"
-[defaults.pool]
-layout = "stripe"
-vdevs = 1
-vdev_size = "256M"
-[[test]]
+ARC_RUNFILE = ONE_SMALL_POOL + """[[test]]
 name = "cache"
 workload = "fio"
 rw = "randread"

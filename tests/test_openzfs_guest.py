@@ -766,6 +766,38 @@ def test_the_guests_own_modules_are_bound_once_a_boot_not_once_a_run(guest):
     assert len(own_module_binds(guest)) == 1, own_module_binds(guest)
 
 
+ACROSS = ONE_SMALL_POOL + """[[test]]
+name = "across"
+workload = "copy"
+size = "8M"
+files = 2
+steady = { mode = "off" }
+tunables = { zfs_bclone_enabled = ["1", "0"] }
+"""
+
+
+def test_inside_the_guest_a_copy_across_datasets_is_a_clone_and_with_cloning_off_a_full_copy(guest, tmp_path):
+    """Issue 73, 2: the path openzfs/zfs #19088 broke. zfsperf inside the guest runs the machine's
+    own coreutils cp (the host's root, as a kernel-OpenZFS machine's user has it), whose
+    `--reflink=auto` across two datasets falls back to copy_file_range, which OpenZFS 2.3 clones:
+    cloning's savings about half of what the case wrote (the source and its copy), against none with
+    zfs_bclone_enabled 0, and fewer bytes written to the vdevs; compare says both as findings after
+    one iteration a side."""
+    assert "GNU coreutils" in guest_sh(guest, "chroot", "/hostroot", "/usr/bin/cp", "--version")
+    res = in_guest("run", "--target", "auto", "-r", str(write_runfile(tmp_path, ACROSS)), "-o", str(tmp_path / "o"),
+                   "--no-history")
+    assert res.returncode == 0, why(res)
+    d = last_dir(res.stdout)
+    got = {r["sweep"]["zfs_bclone_enabled"]: r for r in records(d)}
+    assert {k: r["status"] for k, r in got.items()} == {"1": "PASS", "0": "PASS"}, got
+    cloned, copied = got["1"]["counts"], got["0"]["counts"]
+    assert 0.45 < cloned["clone_saved_per_byte"] <= 0.5 and copied["clone_saved_per_byte"] == 0.0, got
+    assert cloned["vdev_written_per_byte"] < 0.75 * copied["vdev_written_per_byte"], got
+    js = json.loads(zfsperf("compare", str(d), "--json").stdout)
+    lost = {f["count"]: f for f in js["findings"]}
+    assert lost["clone_saved_per_byte"]["ratio"] in (0, None) and lost["vdev_written_per_byte"]["ratio"] > 1.3, lost
+
+
 def test_inside_the_guest_nothing_reaches_outside_the_pool(guest, tmp_path):
     """zfsperf as a local process on real OpenZFS: each host-touching setting is exit 2 before
     anything; the worst accepted ones run (a `zfs send -p` stream whose mountpoint is /etc among

@@ -255,7 +255,7 @@ class Lifecycle:
         arc1 = self._arc_misses() if alone and self.arc0 is not None else None
         if self.arc0 is not None and arc1 is not None:
             counts_.update(counts.of_arc(self.arc0, arc1, read))
-        if pool_wide and wrote:
+        if pool_wide and wrote and txgs:           # synced: zfs-fuse's dedup statistics lag until a txg commits
             try:
                 reading = self.target.pool_sharing(self.pool.name)
             except (ZfsperfError, OSError) as e:       # context: never the case's failure

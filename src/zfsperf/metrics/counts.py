@@ -8,9 +8,10 @@ received datasets, `zfs get -Hp`, over the stream's WRITE payload: copies=2 doub
 shrinks it), the stream's payload per round and its WRITE records per round; and on kernel OpenZFS,
 for a case alone on its pool (a receive or a fio job), the bytes the pool wrote to its vdevs per byte
 the workload wrote (the txgs kstat, after a `zpool sync`), and the I/Os issued to the vdevs per
-class (`zpool iostat -Hp -r`: async writes per MiB written, sync and async reads per MiB read). Wherever arcstats are read (kernel
-OpenZFS and zfs-fuse), a fio job's ARC misses per MiB it read. `logical_bytes` and `read_bytes` in
-a record's counts are those denominators, kept and never compared.
+class (`zpool iostat -Hp -r`: async writes per MiB written, sync and async reads per MiB read).
+Wherever arcstats are read (kernel OpenZFS and zfs-fuse), a fio job's ARC misses per MiB it read,
+for a case alone on the machine's time (the ARC is the machine's). `logical_bytes` and
+`read_bytes` in a record's counts are those denominators, kept and never compared.
 
 Pool-wide, for a case alone on its pool (what a dataset's `used` never shows, since it counts a
 deduplicated or cloned block in full): the pool's dedup ratio, and where the pool has block cloning
