@@ -103,8 +103,8 @@ def test_one_build_at_a_time_in_a_build_tree(tmp_path):
 
 
 def test_two_debian_guest_builds_at_once_take_turns(tmp_path, monkeypatch):
-    """Two test lanes each boot a guest of their own: on a cold machine both run `guest build`
-    (Builder.run) at once; the second waits for the first's lock (and then finds its build cached)
+    """Two zfsperf processes each boot a guest of their own (two `guest up`s, a test session beside
+    a user's run): on a cold machine both run `guest build` (Builder.run) at once; the second waits for the first's lock (and then finds its build cached)
     instead of downloading into and building the same tree at the same time."""
     from zfsperf.guest.build import Builder
     monkeypatch.setenv("ZFSPERF_GUEST_CACHE", str(tmp_path))

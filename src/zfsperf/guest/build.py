@@ -109,8 +109,9 @@ class Builder:
 
     def run(self) -> Build:
         """The guest's build of Debian's OpenZFS for Debian's kernel, cached: one at a time on the
-        machine (two test lanes, each booting a guest of its own on a cold machine, would otherwise
-        download into and build one tree at once); a second waits, then finds the first's cached."""
+        machine (two zfsperf processes on a cold machine, each booting a guest of its own, would
+        otherwise download into and build one tree at once); a second waits, then finds the first's
+        cached."""
         with build_tree_lock(cache_root() / "debian-build", self.say):
             return self._run()
 
