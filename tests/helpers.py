@@ -364,13 +364,17 @@ class FakeTarget(Target):
     def run(self, argv: Sequence[str], *, stdin_file: str | None = None, timeout: float | None = None,
             log: proc.CommandLog | None = None, input: str | None = None,
             stdout_file: str | None = None) -> proc.Completed:
-        argv = [str(a) for a in argv]
+        argv = self.tool_argv(argv)                    # a build's own userland, as the real targets take it
         self.events.append(("run", argv))
-        out, rc = self._answer(argv)
+        # answered as the command it runs: `env LD_LIBRARY_PATH=… DIR/zpool ARGS` as zpool ARGS
+        own = argv[0] == "env"
+        out, rc = self._answer([Path(argv[2]).name, *argv[3:]] if own else argv, own)
         return proc.Completed(argv, rc, out, "" if rc == 0 else f"{argv[0]}: cannot do that", 0.001)
 
-    def _answer(self, argv: list[str]) -> tuple[str, int]:
+    def _answer(self, argv: list[str], own: bool = False) -> tuple[str, int]:
         cmd = argv[:2]
+        if cmd == ["zfs", "version"]:                   # the userland's version: a build's own, or the machine's
+            return f"zfs-{'2.1.11-1+fake' if own else '2.3.2-1+fake'}\nzfs-kmod-2.3.2-1+fake\n", 0
         if argv[0] == "truncate":                      # a sparse vdev file, as the real truncate makes it
             Path(argv[-1]).parent.mkdir(parents=True, exist_ok=True)
             with open(argv[-1], "ab") as f:
@@ -486,6 +490,32 @@ def meta_repo(path: Path) -> str:
                        check=True)
     return subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], check=True, capture_output=True,
                           text=True).stdout.strip()
+
+
+def openzfs_21(kernel: str) -> tuple[Path, Path]:
+    """OpenZFS 2.1 as a user who built it elsewhere hands it to `run --build`: Debian bookworm's
+    2.1.11 modules (zfs-dkms's source compiled for `kernel`: nine modules, spl to zfs) and its
+    userland (zfsutils-linux and its libraries, unpacked with dpkg -x, never installed). Returns
+    (the directory of modules, the userland's root), both cached with the guest's builds."""
+    from zfsperf.guest import apt
+    from zfsperf.guest.build import cache_root
+    from zfsperf.guest.debian import VERSIONS
+    from zfsperf.guest.source import SourceBuilder
+    root = cache_root() / "test-2.1"
+    zsrc, uroot = root / "zsrc", root / "userland"
+    if not (uroot / "sbin" / "zpool").exists() or not list((zsrc / "usr" / "src").glob("zfs-2.1*")):
+        a = apt.PrivateApt(cache_root() / "apt")
+        a.update()
+        version = a.candidate("zfs-dkms", "2.1")
+        shutil.rmtree(root, ignore_errors=True)
+        debs = a.download([f"zfs-dkms={version}", f"zfsutils-linux={version}",
+                           *(f"{p}={version}" for p in VERSIONS["2.1"].split())], root / "debs")
+        for d in debs:
+            apt.extract(d, zsrc if d.name.startswith("zfs-dkms_") else uroot)
+        shutil.rmtree(root / "debs")
+    (src,) = sorted((zsrc / "usr" / "src").glob("zfs-2.1*"))
+    mb = SourceBuilder(kernel=kernel, any_series=True, what="build").build(src)
+    return mb.modules, uroot
 
 
 def openzfs_repo(dest: Path) -> dict[str, str]:

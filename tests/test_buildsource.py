@@ -91,6 +91,56 @@ def test_source_for_a_kernel_without_headers_here_is_refused(tmp_path, monkeypat
     buildsource.check_headers({"b": builds["b"]})        # directories of modules need none
 
 
+def _tree(root, *files: str):
+    for f in files:
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        (root / f).write_text("#!/bin/sh\n")
+        (root / f).chmod(0o755)
+    return root
+
+
+def test_a_builds_own_userland_is_found_in_an_install_tree_and_bad_ones_are_refused(tmp_path):
+    """`run --userland NAME=DIR` (issue 72, 1): a `dpkg -x` tree (sbin, lib/x86_64-linux-gnu) and a
+    `make install DESTDIR=` one (usr/local/sbin, usr/local/lib) are taken; a build not given, a
+    userland given twice, a relative or missing DIR, one without zpool and zfs or without libzfs,
+    and an ssh target are refused, exit 2 and --userland named, before anything is touched."""
+    from zfsperf import cli
+    deb = _tree(tmp_path / "deb", "sbin/zpool", "sbin/zfs", "sbin/zdb", "lib/x86_64-linux-gnu/libzfs.so.4",
+                "lib/x86_64-linux-gnu/libnvpair.so.3", "usr/share/doc/x")
+    local = _tree(tmp_path / "inst", "usr/local/sbin/zpool", "usr/local/sbin/zfs", "usr/local/lib/libzfs.so.6.0.0",
+                  "usr/local/lib/libzpool.so.6")
+    mods = _tree(tmp_path / "m", "spl.ko", "zfs.ko")
+
+    def builds():
+        return cli._builds([f"old={mods}", f"new={mods}"], "auto")
+    b = builds()
+    cli._userlands([f"old={deb}", f"new={local}/"], b, "auto")
+    assert b["old"].userland is not None and b["old"].userland.bin == f"{deb}/sbin"
+    assert b["old"].userland.libs == (f"{deb}/lib/x86_64-linux-gnu",)
+    assert b["new"].userland is not None and b["new"].userland.root == str(local)
+    assert b["new"].userland.bin == f"{local}/usr/local/sbin" and b["new"].userland.libs == (f"{local}/usr/local/lib",)
+    assert b["old"].userland.argv(["zpool", "list", "-H"]) == [
+        "env", f"LD_LIBRARY_PATH={deb}/lib/x86_64-linux-gnu", f"{deb}/sbin/zpool", "list", "-H"]
+    assert b["old"].userland.argv(["fio", "--version"]) == ["fio", "--version"]
+    no_lib = _tree(tmp_path / "nolib", "sbin/zpool", "sbin/zfs")
+    no_zfs = _tree(tmp_path / "nozfs", "sbin/zpool", "lib/libzfs.so.4")
+    for items, target, said in (
+            ([f"other={deb}"], "auto", "no build named 'other'"),
+            ([f"old={deb}", f"old={local}"], "auto", "given twice"),
+            (["old=rel/dir"], "auto", "absolute path"),
+            ([f"old={tmp_path}/none"], "auto", "is not a directory"),
+            ([f"old={no_lib}"], "auto", "no libzfs.so"),
+            ([f"old={no_zfs}"], "auto", "holds no zpool and zfs"),
+            (["old"], "auto", "takes NAME=DIR"),
+            ([f"old={deb}"], "ssh://root@host", "a directory on this machine")):
+        with pytest.raises(InputError) as e:
+            cli._userlands(items, builds(), target)
+        assert e.value.field == "--userland" and e.value.exit_status == 2 and said in str(e.value), (items, e.value)
+    with pytest.raises(InputError) as e:
+        cli._userlands([f"old={deb}"], {}, "auto")
+    assert "no --build given" in str(e.value)
+
+
 def test_a_module_of_another_series_than_the_userland_is_said():
     from zfsperf.tunables.modswitch import series, userland_note
     assert series("zfs-2.3.2-2~bpo12+2") == "2.3" and series("2.4.99-1") == "2.4" and series("unknown") is None
@@ -98,7 +148,7 @@ def test_a_module_of_another_series_than_the_userland_is_said():
     assert userland_note("2.3.4-1", "zfs-2.3.2-1") is None                    # one series
     assert userland_note("", "zfs-2.3.2-1") is None                          # not known: nothing said
     note = userland_note("2.4.99-1", "zfs-2.3.2-2~bpo12+2")
-    assert note and "series 2.4 against 2.3" in note and "fails" in note
+    assert note and "series 2.4 against 2.3" in note and "fails" in note and "--userland NAME=DIR" in note
 
 
 # ------------------------------------------------------------------ zfsperf bisect on this machine

@@ -385,6 +385,77 @@ def test_a_build_ab_loads_each_case_build_before_its_pool_and_the_own_one_after(
     assert sorted({r.sweep["build"] for r in recs}) == ["a", "b"]
 
 
+def test_a_build_with_its_own_userland_runs_its_zfs_commands_while_its_module_is_loaded(h, tmp_path):
+    """Issue 72, 1: a side whose module is of another series than the machine's zpool and zfs
+    (`run --userland old=DIR`) runs its own while its module is loaded, and only then: every zpool
+    and zfs command from its load to the next one is DIR's (as the target sees the host's files),
+    every other side's and the run's own after it the machine's; run.json states each side's
+    userland and where it came from, and the case log names it."""
+    from zfsperf.buildref import Userland
+    builds = _builds()
+    builds["a"].userland = Userland("/u21", "/u21/sbin", ("/u21/lib/x86_64-linux-gnu",))
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=2)
+    code, d, _recs = h.run(rf, interleave=True, seed=3, builds=builds)
+    assert code == 0
+    own = ["env", "LD_LIBRARY_PATH=/hostroot/u21/lib/x86_64-linux-gnu", "/hostroot/u21/sbin/zfs", "version"]
+    assert own in h.target.commands("env")             # its version read before the first unload
+    loaded, seen = None, {"a": 0, "b": 0}
+    for e in h.target.events:
+        if e[0] != "run":
+            continue
+        argv = e[1]
+        if argv[0] in ("insmod", "modprobe") and (argv[-1].endswith("zfs.ko") or argv[-1] == "zfs"):
+            loaded = argv[-1].split("/")[-2] if argv[0] == "insmod" else "own"
+        tool = argv[2].rsplit("/", 1)[-1] if argv[0] == "env" else argv[0]
+        if tool in ("zpool", "zfs") and argv != own:
+            assert (argv[0] == "env") == (loaded == "a"), (loaded, argv)
+            if loaded in seen and argv[0] == "env":
+                assert argv[2] == f"/hostroot/u21/sbin/{tool}", argv
+            seen[loaded] = seen.get(loaded, 0) + 1
+    assert seen["a"] > 0 and seen["b"] > 0 and h.target.userland is None
+    run = json.loads((d / "run.json").read_text())
+    assert run["builds"]["a"]["userland"] == "zfs-2.1.11-1+fake" and run["builds"]["a"]["userland_dir"] == "/u21"
+    assert run["builds"]["b"]["userland"] == "zfs-2.3.2-1+fake" and run["builds"]["b"]["userland_dir"] is None
+    from zfsperf.buildref import BuildRef                # kept whole for a resumed run's plan
+    assert BuildRef.from_json(run["builds"]["a"]).userland == builds["a"].userland
+    assert BuildRef.from_json(run["builds"]["b"]).userland is None
+    log = "".join(f.read_text() for f in (d / "logs").glob("t__build=a.*.log"))
+    assert "its own userland zfs-2.1.11-1+fake (/hostroot/u21/sbin)" in log, log[:2000]
+
+
+def test_a_2_1_build_loads_its_seven_modules_between_spl_and_zfs_and_unloads_them_all():
+    """OpenZFS 2.1 builds nine modules (spl, znvpair, zcommon, zunicode, zavl, icp, zlua, zzstd,
+    zfs), 2.2 and later two: a build's directory is loaded in modinfo's dependency order, options
+    on zfs only, and an unload takes zfs, the seven, then spl (the machine's own after a 2.1 build:
+    none left behind for modprobe's 2.3 spl to meet)."""
+    from zfsperf import proc
+    from zfsperf.tunables.reload import ModuleLoader
+    ran: list[list[str]] = []
+    loaded = ["zfs", "zzstd", "zlua", "icp", "zavl", "zunicode", "zcommon", "znvpair", "spl", "ext4"]
+
+    def run(argv, **_kw):
+        argv = [str(a) for a in argv]
+        ran.append(argv)
+        if argv[0] == "rmmod":
+            loaded.remove(argv[1])
+        out = {"ls": "icp.ko\nspl.ko\nzavl.ko\nzcommon.ko\nzfs.ko\nzlua.ko\nznvpair.ko\nzunicode.ko\nzzstd.ko\n",
+               "cat": "".join(f"{m} 1 0 - Live 0x0\n" for m in loaded) if argv[1:] == ["/proc/modules"] else "SRC\n"}
+        return proc.Completed(argv, 0, out.get(argv[0], ""), "", 0.001)
+
+    class Params:
+        def read_all(self):
+            return {"zfs_arc_max": "0"}
+    src = ModuleLoader(run, Params()).reload({"zfs_arc_max": "0"}, "/b/21", what="build old")
+    assert src == "SRC"
+    assert [a[1] for a in ran if a[0] == "rmmod"] == ["zfs", "zzstd", "zlua", "icp", "zavl", "zunicode", "zcommon",
+                                                       "znvpair", "spl"]
+    assert loaded == ["ext4"]
+    assert [a[1:] for a in ran if a[0] == "insmod"] == [["/b/21/spl.ko"], ["/b/21/znvpair.ko"], ["/b/21/zcommon.ko"],
+                                                        ["/b/21/zunicode.ko"], ["/b/21/zavl.ko"], ["/b/21/icp.ko"],
+                                                        ["/b/21/zlua.ko"], ["/b/21/zzstd.ko"],
+                                                        ["/b/21/zfs.ko", "zfs_arc_max=0"]]
+
+
 def test_a_signal_during_a_build_ab_still_loads_the_own_build_back(h, tmp_path):
     fired = []
 
@@ -420,7 +491,7 @@ def test_a_build_ab_is_refused_before_any_unload_where_the_module_must_stay(mach
     else:
         argv, text = answers[machine]
         plain = h.target._answer
-        monkeypatch.setattr(h.target, "_answer", lambda a: (text, 0) if a == argv else plain(a))
+        monkeypatch.setattr(h.target, "_answer", lambda a, own=False: (text, 0) if a == argv else plain(a, own))
     rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=2)
     o = runner_mod.RunOptions.of(runfile=str(rf), outdir=str(tmp_path / "out"), vdev_dir=str(tmp_path / "vdev"),
                                  check="off", store=None, quiet=True, argv=["run"], interleave=True, seed=1,
@@ -921,10 +992,10 @@ def test_build_turns_set_up_one_guest_after_the_other(h, tmp_path, monkeypatch):
     import time
     shared, twin = _two_guests(h, tmp_path, monkeypatch)
     for g in (h.target, twin):              # a module load takes a while: at once, the other's set-up runs in it
-        def answer(argv, answer=g._answer):
+        def answer(argv, own=False, answer=g._answer):
             if argv[0] in ("insmod", "modprobe"):
                 time.sleep(0.1)
-            return answer(argv)
+            return answer(argv, own)
         g._answer = answer
     monkeypatch.setitem(workloads.WORKLOADS, "turny", _GuestTurns(h.target))
     monkeypatch.setitem(runner_mod.HEADLINE, "turny", "throughput")

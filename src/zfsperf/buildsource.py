@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import proc
-from .buildref import SOURCE_KIND, BuildRef
-from .errors import InputError, TargetError
+from .buildref import SOURCE_KIND, BuildRef, Userland
+from .errors import InputError, TargetError, shown
 from .guest.source import MODULES, SourceBuilder, commit_meta, commit_of, kernel_headers, read_meta
 
 if TYPE_CHECKING:                       # buildab imports this module's neighbours, not this one
@@ -69,6 +69,38 @@ def source_ref(name: str, spec: str, target: str) -> BuildRef:
         label = f"OpenZFS {version} (the tree in {src})"
     return BuildRef(name, f"{label}, compiled for {where}", None,
                     {"kind": SOURCE_KIND, "spec": spec, "src": str(src.resolve()), "rev": full, "version": version})
+
+
+# where a `make install DESTDIR=` tree (/usr/local by default) or a `dpkg -x` of Debian's zfsutils-linux
+# and its libraries puts the ZFS commands and their libraries
+USERLAND_BIN = ("sbin", "usr/sbin", "usr/local/sbin", "bin", "usr/bin", "usr/local/bin")
+USERLAND_LIB = ("lib", "lib64", "usr/lib", "usr/local/lib", "lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu")
+
+
+def userland_dir(name: str, where: str) -> Userland:
+    """Build `name`'s own ZFS userland in the directory `where` (`--userland NAME=DIR`): its zpool
+    and zfs in the first of USERLAND_BIN holding both, its libraries in each of USERLAND_LIB that
+    holds a libzfs, libzpool, libnvpair, libuutil or libzfs_core; checked without writing anything."""
+    root = Path(where)
+    if not root.is_absolute():
+        raise InputError(f"build {name}: DIR must be an absolute path, got {shown(where)}", field="--userland")
+    if not root.is_dir():
+        raise InputError(f"build {name}: {where} is not a directory", field="--userland")
+    bins = [d for d in USERLAND_BIN if all(os.access(root / d / t, os.X_OK) and (root / d / t).is_file()
+                                           for t in ("zpool", "zfs"))]
+    if not bins:
+        raise InputError(f"build {name}: {where} holds no zpool and zfs (looked in {', '.join(USERLAND_BIN)})",
+                         field="--userland")
+    def has(d: str, lib: str) -> bool:
+        return next((root / d).glob(f"{lib}.so*"), None) is not None
+
+    libs = [d for d in USERLAND_LIB if (root / d).is_dir() and any(
+        has(d, lib) for lib in ("libzfs", "libzpool", "libnvpair", "libuutil", "libzfs_core"))]
+    if not any(has(d, "libzfs") for d in libs):
+        raise InputError(f"build {name}: {where} holds no libzfs.so (looked in {', '.join(USERLAND_LIB)})",
+                         field="--userland")
+    top = str(root).rstrip("/")
+    return Userland(top, f"{top}/{bins[0]}", tuple(f"{top}/{d}" for d in libs))
 
 
 def mark_rebuild(builds: dict[str, BuildRef]) -> None:

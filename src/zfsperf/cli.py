@@ -99,6 +99,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
         raise InputError(f"--arc-max takes zfs-fuse's range, 16 to 16384 MB, not {args.arc_max}", field="--arc-max")
     disks = [] if args.files else disks_from_env()
     builds = _builds(getattr(args, "build", []) or [], args.target, getattr(args, "rebuild", False))
+    _userlands(getattr(args, "userland", []) or [], builds, args.target)
     opts = RunOptions(
         choice=Choice(runfile=name or args.runfile, text=text, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
                       defines=_defines(args.define), precision=precision,
@@ -195,6 +196,26 @@ def _builds(items: list[str], target: str, rebuild: bool = False) -> dict[str, B
         from .buildsource import mark_rebuild
         mark_rebuild(out)
     return out
+
+
+def _userlands(items: list[str], builds: dict[str, BuildRef], target: str) -> None:
+    """--userland NAME=DIR: build NAME's own ZFS commands (buildsource.userland_dir), checked here
+    with the rest of the input."""
+    from .buildsource import userland_dir
+    for it in items:
+        name, eq, where = it.partition("=")
+        if not eq or not name or not where:
+            raise InputError(f"takes NAME=DIR, got {shown(it)}", field="--userland")
+        if name not in builds:
+            raise InputError(f"no build named {name!r} to give a userland to (--build {name}=DIR first)"
+                             if builds else "gives a build of `--build NAME=DIR` its own userland: no --build given",
+                             field="--userland")
+        if builds[name].userland is not None:
+            raise InputError(f"build {name}'s userland is given twice", field="--userland")
+        if target.startswith("ssh://"):
+            raise InputError(f"build {name}: --userland takes a directory on this machine, the one zfsperf runs on "
+                             "(over ssh, run zfsperf on the host itself)", field="--userland")
+        builds[name].userland = userland_dir(name, where)
 
 
 def _defines(items: list[str]) -> dict[str, str]:

@@ -32,6 +32,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                         "host; the guest reads it through its view of this machine's root), or is OpenZFS "
                         "source here (DIR, DIR@REV), compiled here for the target's kernel (an ssh host's: "
                         "copied there)")
+    p.add_argument("--userland", action="append", default=[], metavar="NAME=DIR",
+                   help="build NAME's own ZFS userland, run while its module is loaded (for a module of another "
+                        "series than the machine's zpool and zfs): DIR is a `make install DESTDIR=DIR` or `dpkg -x` "
+                        "tree holding zpool and zfs (sbin, usr/sbin, usr/local/sbin or bin) and libzfs (lib, usr/lib, "
+                        "usr/local/lib or their x86_64-linux-gnu)")
     p.add_argument("--rebuild", action="store_true", help="with two --build sides naming one OpenZFS source (DIR "
                    "or DIR@REV, given twice): the second compiled again in a build tree of its own, an A/A′ whose "
                    "interval is kept as the rebuild floor of that test's later build verdicts (compare states it)")

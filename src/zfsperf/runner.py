@@ -429,9 +429,11 @@ class Runner:
         if self.switch is not None:
             for k, src in self.switch.srcversions.items():
                 run_info.builds.setdefault(k, {})["srcversion"] = src
-            for k, ver in self.switch.versions.items():       # what each side ran: its module, the one userland
-                run_info.builds.setdefault(k, {}).update({"module_version": ver, "userland": self.switch.userland})
-                note = userland_note(ver, self.switch.userland)
+            for k, ver in self.switch.versions.items():       # what each side ran: its module, its userland
+                own = self.plan.builds[k].userland if k in self.plan.builds else None
+                run_info.builds.setdefault(k, {}).update({"module_version": ver, "userland": self.switch.userland_of(k),
+                                                          "userland_dir": own.root if own else None})
+                note = userland_note(ver, self.switch.userland_of(k))
                 if note:
                     run_info.builds[k]["userland_note"] = note
         twin = self.cases.twin if self.cases is not None else None

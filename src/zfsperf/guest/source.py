@@ -369,7 +369,10 @@ class SourceBuilder:
         step(f"make -j{self.jobs}", lambda: make_modules(bt, self.jobs, logs / "make.log"))
         mods = out / "modules"
         mods.mkdir(exist_ok=True)
-        for m in MODULES:
+        # spl.ko and zfs.ko, and every other module the series builds (2.1: znvpair, zcommon, zunicode,
+        # zavl, icp, zlua, zzstd), loaded between them (tunables/reload.py)
+        extra = sorted({k.name for k in (bt / "module").rglob("*.ko")} - set(MODULES))
+        for m in [*MODULES, *extra]:
             found = sorted((bt / "module").rglob(m))
             if not found:
                 raise TargetError(f"building {tree.label}: make left no {m} (see {logs / 'make.log'})")

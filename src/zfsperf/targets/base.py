@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from .. import guard, proc
+from ..buildref import Userland
 from ..errors import TargetError, Unavailable
 from ..fileops import LOCAL, FileOps
 from ..tunables import Journal, TunableBackend, TunableSession
@@ -94,8 +95,16 @@ class Target(ABC):
         self.log = log
         self.tunables: TunableBackend | None = None     # FileTunables, SysctlTunables, or None (zfs-fuse)
         self.pool_caches: dict[str, str] = {}           # pool -> the cachefile zfsperf created it with
+        # the ZFS commands of the build whose module is loaded, where it has its own (a build A/B's
+        # module switch sets it and takes it back); None: the machine's own zpool, zfs, zdb
+        self.userland: Userland | None = None
 
     # ------------------------------------------------------------------ commands
+    def tool_argv(self, argv: Sequence[str]) -> list[str]:
+        """argv with a ZFS command (zpool, zfs, zdb, zstream) taken from the loaded build's own
+        userland when it has one; every other argv as it is."""
+        return self.userland.argv(argv) if self.userland is not None else [str(a) for a in argv]
+
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """The argv that runs argv on the target (a namespace or ssh prefix, or nothing)."""
         return [str(a) for a in argv]
@@ -109,7 +118,7 @@ class Target(ABC):
             fin = stack.enter_context(open(stdin_file, "rb")) if stdin_file else None
             fout = stack.enter_context(open(stdout_file, "wb")) if stdout_file else None
             note = (f" < {stdin_file}" if stdin_file else "") + (f" > {stdout_file}" if stdout_file else "")
-            return proc.run(self.wrap(argv), log=log, timeout=timeout, input=input, stdin=fin,
+            return proc.run(self.wrap(self.tool_argv(argv)), log=log, timeout=timeout, input=input, stdin=fin,
                             stdout=fout, note=note)
 
     def stage_stream(self, local_path: str) -> str:
@@ -131,7 +140,7 @@ class Target(ABC):
         stdin: Any = subprocess.DEVNULL if stdin_fd is None else stdin_fd
         f = open(stdin_file, "rb") if stdin_file else None
         try:
-            p = subprocess.Popen(self.wrap(argv), stdin=f or stdin, stdout=stdout, stderr=stderr,
+            p = subprocess.Popen(self.wrap(self.tool_argv(argv)), stdin=f or stdin, stdout=stdout, stderr=stderr,
                                  start_new_session=True, env=proc.c_locale_env(),
                                  restore_signals=not ignore_sigpipe)
             guard.watch(p)                   # stopped even if zfsperf is killed with -9

@@ -12,6 +12,13 @@ ends, however it ends (the runner calls restore() in its finally).
 Which build is loaded is checked after each swap by the module's srcversion, which differs
 between builds of different sources even when their version strings are equal.
 
+A build may bring its own ZFS userland (BuildRef.userland, `run --userland NAME=DIR`): while its
+module is loaded the target runs its zpool, zfs, zdb and zstream (Target.userland), so that a
+module of another series than the machine's userland is driven by commands that speak its ioctls.
+Each side's userland version (`zfs version`'s first line) is read before the first unload and
+recorded beside its module's; a side without one runs with the machine's, and a series between
+the two is said (userland_note).
+
 After every load but the last (the guest's own build back), the implementations the module
 picked by its load-time micro-benchmark are read and pinned to the run's first load's picks
 (tunables/impls.py): two loads of one build on a busy or emulated machine can pick differently.
@@ -63,7 +70,8 @@ class ModuleSwitch:
         self.original: dict[str, str] = {}       # each load-scope tunable changed -> its value before
         self.srcversions: dict[str, str] = {}     # build name -> the loaded module's srcversion
         self.versions: dict[str, str] = {}        # build name -> the loaded module's version string
-        self.userland = ""                        # the machine's ZFS userland, every side's (`zfs version`)
+        self.userland = ""                        # the machine's ZFS userland (`zfs version`): a side's without its own
+        self.userlands: dict[str, str] = {}       # build name -> its own userland's version (`run --userland`)
         self.loaded = ""                          # what is loaded, in words (for each case's log)
         self.swaps = 0
 
@@ -77,6 +85,13 @@ class ModuleSwitch:
         res = self.target.run(["zfs", "version"])
         self.userland = res.stdout.splitlines()[0].strip() if res.ok and res.stdout.strip() else ""
         for b in self.builds.values():
+            if b.userland is not None:
+                own = b.userland.seen_from(self.target.host_root)
+                res = self.target.run(own.argv(["zfs", "version"]))
+                if not res.ok or not res.stdout.strip():
+                    raise TargetError(f"build {b.name}: its userland's `zfs version` ({own.bin}/zfs) failed on the "
+                                      f"{self.where}: {res.error_text()}")
+                self.userlands[b.name] = res.stdout.splitlines()[0].strip()
             if b.modules is None:
                 continue
             for m in ("spl.ko", "zfs.ko"):
@@ -107,6 +122,7 @@ class ModuleSwitch:
             self.journal.record(module_spec(self.params), BUILD_ENTRY, OWN_BUILD,
                                 f"a build of the run ({', '.join(others)})")
         self.current = None
+        self.target.userland = None     # between two builds: the machine's commands
         self.swaps += 1                 # counted first: a reload that fails half-way is restored too
         src = self.loader.reload(want, None if b is None or b.modules is None else f"{self.target.host_root}{b.modules}",
                                  what=f"build {name}" if name is not None else "the guest's own build")
@@ -115,15 +131,23 @@ class ModuleSwitch:
             if name not in self.versions:
                 ver = self.target.run(["cat", "/sys/module/zfs/version"])
                 self.versions[name] = ver.stdout.strip() if ver.ok else ""
-                note = userland_note(self.versions[name], self.userland)
+                note = userland_note(self.versions[name], self.userland_of(name))
                 if note and self.log is not None:
                     self.log.write(f"# build {name}: {note}")
+        if b is not None and b.userland is not None:
+            self.target.userland = b.userland.seen_from(self.target.host_root)
         which = (f"{'build ' + name if name is not None else 'its own build'}"
                  + (f" with {' '.join(f'{k}={v}' for k, v in options.items())}" if options else ""))
         self.pin.after_load(lambda argv: self.target.run(argv), self.params, f"{self.where}, {which}",
                             self.log, self.journal)
-        self.loaded = f"{self.where}: {which}, srcversion {src}"
+        self.loaded = f"{self.where}: {which}, srcversion {src}" + (
+            f", its own userland {self.userlands.get(name, '')} ({self.target.userland.bin})"
+            if self.target.userland is not None else "")
         self.current = (name, options)
+
+    def userland_of(self, name: str) -> str:
+        """The userland build `name` runs with: its own, or the machine's."""
+        return self.userlands.get(name) or self.userland
 
     def restore(self) -> None:
         """The guest's own build again, each load-scope tunable at its value before (a no-op if
@@ -131,6 +155,7 @@ class ModuleSwitch:
         if self.swaps == 0:
             return
         self.current = None
+        self.target.userland = None
         self.loader.reload(dict(self.original), what="the guest's own build back")
         if self.journal is not None:
             self.journal.forget(module_spec(self.params), BUILD_ENTRY)
@@ -176,10 +201,11 @@ def series(version: str) -> str | None:
 
 
 def userland_note(module: str, userland: str) -> str | None:
-    """What a build's module beside the machine's userland deserves a word on: another series, whose
-    ioctls the userland may not speak (None: the same series, or either unknown)."""
+    """What a build's module beside the userland it runs with deserves a word on: another series,
+    whose ioctls the userland may not speak (None: the same series, or either unknown)."""
     a, b = series(module), series(userland)
     if a is None or b is None or a == b:
         return None
-    return (f"its module is OpenZFS {module}, the userland every side runs with is {userland} (series {a} "
-            f"against {b}): a command the two disagree on fails, and the case with it")
+    return (f"its module is OpenZFS {module}, the userland it runs with is {userland} (series {a} against "
+            f"{b}): a command the two disagree on fails, and the case with it; give the build its own "
+            "(`--userland NAME=DIR`)")

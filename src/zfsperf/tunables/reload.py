@@ -31,6 +31,9 @@ class Params(Protocol):
 
 
 UNLOAD_WAIT_S = 30          # a module still held just after its last pool went
+# the modules of one OpenZFS build in the order they load (each after those it needs: modinfo's
+# "depends" of 2.1.11's); 2.2 and later build two, spl and zfs, and 2.1 seven more between them
+LOAD_ORDER = ("spl", "znvpair", "zcommon", "zunicode", "zavl", "icp", "zlua", "zzstd", "zfs")
 
 
 class ModuleLoader:
@@ -47,11 +50,12 @@ class ModuleLoader:
         return res.stdout
 
     def _unload(self) -> None:
-        """rmmod zfs, then spl. Just after a pool is destroyed the module is still held for a
-        moment (rmmod: Resource temporarily unavailable): tried again for up to UNLOAD_WAIT_S."""
+        """rmmod zfs, then the modules between (a 2.1 build's), then spl. Just after a pool is
+        destroyed the module is still held for a moment (rmmod: Resource temporarily
+        unavailable): tried again for up to UNLOAD_WAIT_S."""
         loaded = self._sh(["cat", "/proc/modules"], "reading the loaded modules")
         names = {ln.split()[0] for ln in loaded.splitlines() if ln.strip()}
-        for m in ("zfs", "spl"):
+        for m in reversed(LOAD_ORDER):
             if m not in names:
                 continue
             deadline = time.monotonic() + UNLOAD_WAIT_S
@@ -66,7 +70,8 @@ class ModuleLoader:
 
     def reload(self, options: dict[str, str], modules: str | None = None, what: str = "the zfs module") -> str:
         """Load the module again with options (modules: a directory holding a build's spl.ko and
-        zfs.ko as the machine sees it; None: the installed one, by modprobe). Each option must
+        zfs.ko, and a 2.1 build's modules between them, as the machine sees it; None: the
+        installed one, by modprobe). Each option must
         read back as given. Every other parameter is at its load-time default again, derived
         ones included (zfs_dirty_data_max from zfs_dirty_data_max_percent): the ones that read
         differently are logged. Returns the loaded module's srcversion."""
@@ -76,8 +81,10 @@ class ModuleLoader:
         if modules is None:
             self._sh(["modprobe", "zfs", *args], f"loading {what}")
         else:
-            self._sh(["insmod", f"{modules}/spl.ko"], f"loading {what}")
-            self._sh(["insmod", f"{modules}/zfs.ko", *args], f"loading {what}")
+            have = set(self._sh(["ls", modules], f"listing {what}'s modules").split())
+            for m in LOAD_ORDER:
+                if m in ("spl", "zfs") or f"{m}.ko" in have:
+                    self._sh(["insmod", f"{modules}/{m}.ko", *(args if m == "zfs" else [])], f"loading {what}")
         after = self.params.read_all()
         for k, v in options.items():
             if after.get(k) != v:
