@@ -217,7 +217,7 @@ class ReceiveWorkload:
                 if isinstance(out, BaseException):
                     raise out
                 text = ((out or (b"", b""))[1] or b"").decode(errors="replace").strip()
-                ctx.log.write(f"$ {' '.join(target.wrap(argv))} < {stream.on_target or stream.path}\n# exit {p.returncode}, "
+                ctx.log.write(f"$ {' '.join(target.wrap(target.tool_argv(argv)))} < {stream.on_target or stream.path}\n# exit {p.returncode}, "
                               f"{(ends[i] or t0) - t0:.3f} s" + (f"\n  ! {text}" if text else ""))
                 rc = p.returncode
                 if rc != 0:
