@@ -423,6 +423,36 @@ def test_a_build_with_its_own_userland_runs_its_zfs_commands_while_its_module_is
     assert "its own userland zfs-2.1.11-1+fake (/hostroot/u21/sbin)" in log, log[:2000]
 
 
+def test_a_module_of_another_series_than_its_userland_is_said_before_the_first_unload(h, monkeypatch):
+    """A build directory whose zfs.ko (modinfo's version) is of another series than the userland the
+    side would run with is said when the switch is checked, before any rmmod, pointing at
+    --userland; given its own userland of that series, nothing is said (modinfo failing: nothing)."""
+    from zfsperf.buildref import Userland
+    from zfsperf.tunables.modswitch import ModuleSwitch
+    plain = h.target._answer
+    versions = {"/hostroot/builds/a/zfs.ko": "2.1.11-1+deb12u1\n", "/hostroot/builds/b/zfs.ko": "2.3.2-1\n"}
+
+    def answer(a, own=False):
+        if a[:3] == ["modinfo", "-F", "version"]:
+            return (versions[a[3]], 0) if a[3] in versions else ("", 1)
+        return plain(a, own)
+    monkeypatch.setattr(h.target, "_answer", answer)
+    sw = ModuleSwitch(h.target, _builds())
+    sw.check()
+    assert len(sw.warnings) == 1 and sw.warnings[0].startswith("build a: its module is OpenZFS 2.1.11-1+deb12u1, "
+                                                              "the userland it runs with is zfs-2.3.2-1+fake"), sw.warnings
+    assert "--userland" in sw.warnings[0] and h.target.commands("rmmod", "insmod") == []
+    builds = _builds()
+    builds["a"].userland = Userland("/u21", "/u21/sbin", ("/u21/lib",))     # answers zfs-2.1.11-1+fake
+    sw = ModuleSwitch(h.target, builds)
+    sw.check()
+    assert sw.warnings == []
+    versions.clear()
+    sw = ModuleSwitch(h.target, _builds())
+    sw.check()
+    assert sw.warnings == []
+
+
 def test_a_2_1_build_loads_its_seven_modules_between_spl_and_zfs_and_unloads_them_all():
     """OpenZFS 2.1 builds nine modules (spl, znvpair, zcommon, zunicode, zavl, icp, zlua, zzstd,
     zfs), 2.2 and later two: a build's directory is loaded in modinfo's dependency order, options

@@ -57,7 +57,8 @@ class BuildRef:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "BuildRef":
-        return cls(d["name"], d["label"], d.get("modules"), d.get("info") or {}, Userland.from_json(d.get("own_userland")))
+        return cls(d["name"], d["label"], d.get("modules"), d.get("info") or {},
+                   Userland.from_json(d.get("own_userland")))
 
     def unbuilt(self) -> bool:
         """A side given as source whose modules are not built yet (never the machine's own build)."""

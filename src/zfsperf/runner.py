@@ -416,6 +416,8 @@ class Runner:
         where = "guest" if self.opts.storage.target == "guest" or self.plan.build_turns else "this machine"
         switch = ModuleSwitch(target, self.plan.builds, journal, target_log, pin=pin, where=where)
         switch.check()
+        for w in switch.warnings:
+            self.ui.say(f"warning: {w}")
         return switch
 
     def _finished_record(self, rd: ResultsDir, run_info: RunRecord, target: Target, tun_names: list[str],

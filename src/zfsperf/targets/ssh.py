@@ -40,7 +40,8 @@ class _SshMixin:
         """Target.run over ssh, with ssh's own quick failures retried; stdin_file is a file on
         the remote host (see stage_stream)."""
         if kw.get("stdin_file"):
-            argv = ["sh", "-c", self._FROM_FILE, "sh", kw.pop("stdin_file"), *Target.tool_argv(self, argv)]  # type: ignore[arg-type]
+            argv = ["sh", "-c", self._FROM_FILE, "sh", kw.pop("stdin_file"),
+                    *Target.tool_argv(self, argv)]  # type: ignore[arg-type]
         return retry_ssh_failure(lambda: Target.run(self, argv, **kw))  # type: ignore[arg-type]
 
     # a file on the remote machine as a command's stdin, without a shell string built from input:
@@ -75,7 +76,8 @@ class _SshMixin:
         """Target.popen on the remote host, the command tied to its session (_TIED): it ends when
         the local ssh ends. stdin_file is a file on the remote host (see stage_stream): read
         there, not piped."""
-        argv = ["sh", "-c", self._TIED, "sh", stdin_file or "/dev/null", *Target.tool_argv(self, argv)]  # type: ignore[arg-type]
+        argv = ["sh", "-c", self._TIED, "sh", stdin_file or "/dev/null",
+                *Target.tool_argv(self, argv)]  # type: ignore[arg-type]
         r, w = os.pipe()                 # the session's stdin: open for as long as the process runs
         try:
             p = Target.popen(self, argv, stdin_fd=r, **kw)  # type: ignore[arg-type]

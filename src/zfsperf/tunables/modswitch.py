@@ -72,6 +72,7 @@ class ModuleSwitch:
         self.versions: dict[str, str] = {}        # build name -> the loaded module's version string
         self.userland = ""                        # the machine's ZFS userland (`zfs version`): a side's without its own
         self.userlands: dict[str, str] = {}       # build name -> its own userland's version (`run --userland`)
+        self.warnings: list[str] = []             # what check() found to say before the first unload
         self.loaded = ""                          # what is loaded, in words (for each case's log)
         self.swaps = 0
 
@@ -100,6 +101,13 @@ class ModuleSwitch:
                     raise TargetError(f"build {b.name}: the {self.where} cannot read {path}"
                                       + (" (is the host's root shared with the guest? see `zfsperf guest status`)"
                                          if self.target.host_root else ""))
+            # the module's version from its file (modinfo), so that a series the userland it will run
+            # with does not speak is said before the first unload, not found in the case logs after
+            ver = self.target.run(["modinfo", "-F", "version", f"{self.target.host_root}{b.modules}/zfs.ko"],
+                                  log=proc.NULL_LOG)
+            note = userland_note(ver.stdout.strip(), self.userland_of(b.name)) if ver.ok else None
+            if note:
+                self.warnings.append(f"build {b.name}: {note}")
 
     def load(self, name: str | None, options: dict[str, str] | None = None) -> None:
         """Make build `name` (None: the guest's own) the loaded one, with these load-scope
@@ -207,5 +215,5 @@ def userland_note(module: str, userland: str) -> str | None:
     if a is None or b is None or a == b:
         return None
     return (f"its module is OpenZFS {module}, the userland it runs with is {userland} (series {a} against "
-            f"{b}): a command the two disagree on fails, and the case with it; give the build its own "
-            "(`--userland NAME=DIR`)")
+            f"{b}): a command the two disagree on fails, and the figure or the case that needs it; give the "
+            "build its own (`--userland NAME=DIR`)")
