@@ -91,6 +91,7 @@ def userland_dir(name: str, where: str) -> Userland:
     if not bins:
         raise InputError(f"build {name}: {where} holds no zpool and zfs (looked in {', '.join(USERLAND_BIN)})",
                          field="--userland")
+
     def has(d: str, lib: str) -> bool:
         return next((root / d).glob(f"{lib}.so*"), None) is not None
 
