@@ -15,7 +15,7 @@ import pytest
 from helpers import TUNABLES, FakeTarget, ScriptedWorkload, interrupt_self, runfile
 from zfsperf import runner as runner_mod
 from zfsperf import workloads
-from zfsperf.errors import Refused, Unavailable
+from zfsperf.errors import InputError, Refused, Unavailable
 from zfsperf.machine import RunLock
 from zfsperf.tunables import Journal
 from zfsperf.results.record import Status
@@ -451,6 +451,18 @@ def test_a_module_of_another_series_than_its_userland_is_said_before_the_first_u
     sw = ModuleSwitch(h.target, _builds())
     sw.check()
     assert sw.warnings == []
+
+
+def test_a_build_ab_on_freebsd_is_refused_before_anything(h, tmp_path, monkeypatch):
+    """FreeBSD's module is swapped with kldunload and kldload, which zfsperf does not do: a build A/B
+    on a FreeBSD target is bad input (exit 2, --build named) before the target is touched, not a
+    failure half-way."""
+    monkeypatch.setattr(h.target, "impl", "openzfs-freebsd")
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\n', iterations=2)
+    with pytest.raises(InputError) as e:
+        h.run(rf, interleave=True, seed=1, builds=_builds())
+    assert e.value.field == "--build" and e.value.exit_status == 2 and "kldunload" in str(e.value)
+    assert h.target.events == [] and not (tmp_path / "out").exists()
 
 
 def test_a_2_1_build_loads_its_seven_modules_between_spl_and_zfs_and_unloads_them_all():

@@ -283,6 +283,10 @@ class Runner:
         if self.plan.builds and self.expected.impl == "zfs-fuse":
             raise InputError("zfs-fuse has no kernel module to swap: a build A/B needs kernel OpenZFS (--target "
                              "openzfs, guest or ssh://)", field="--build")
+        if self.plan.builds and self.expected.impl == "openzfs-freebsd":
+            raise InputError("a build A/B swaps the zfs module as Linux does (rmmod, insmod, srcversion read "
+                             "back); FreeBSD's kldunload and kldload are not done by zfsperf: compare two runs, "
+                             "one on each build (`zfsperf compare A B`)", field="--build")
         if any(b.unbuilt() for b in self.plan.builds.values()):
             if self.opts.build_sources is None:        # never taken for the machine's own build
                 raise InputError("a build given as source needs a compiler of sources (the command line's)",

@@ -60,8 +60,8 @@ class ModuleSwitch:
         self.log, self.where = log, where
         self.pin = pin if pin is not None else ImplPin()     # shared by both guests' switches in build turns
         if not isinstance(target.tunables, FileTunables):
-            raise TargetError("the target's zfs module parameters are not a directory: its module cannot be "
-                              "loaded again with options")
+            raise TargetError("the target's zfs module parameters are not a directory (FreeBSD's are sysctls): "
+                              "its module is swapped and loaded again with options only on Linux")
         self.params = target.tunables
         self.loader = ModuleLoader(lambda argv, **kw: target.run(argv, **kw), self.params, log)
         # what is loaded: (build, module options); unknown (None) until the first load in a build A/B,
