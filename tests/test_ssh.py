@@ -226,3 +226,29 @@ def test_source_for_an_ssh_hosts_kernel_needs_its_headers_here(sshd, tmp_path):
     res = zfsperf("run", "--target", sshd, "-r", str(rf), "-o", str(tmp_path / "o"), "--dry-run",
                   "--build", "a=/nowhere/a", "--build", "b=/nowhere/b")
     assert "headers" not in res.stderr, why(res)
+
+
+def test_a_2_1_build_compiled_here_is_copied_to_an_ssh_host_whole(tmp_path, monkeypatch):
+    """`run --build` of source for an ssh host copies the build's modules there: every one of them,
+    not only spl.ko and zfs.ko (a 2.1 build's zfs.ko needs the seven between, loaded from the host's
+    copy: without them it cannot load); a second copy sends none that are the same (sha256)."""
+    from zfsperf import buildsource
+    from zfsperf.buildref import BuildRef
+    here = tmp_path / "src-21-6.1.0-57-amd64" / "modules"
+    here.mkdir(parents=True)
+    names = ["icp.ko", "spl.ko", "zavl.ko", "zcommon.ko", "zfs.ko", "zlua.ko", "znvpair.ko", "zunicode.ko", "zzstd.ko"]
+    for n in names:
+        (here / n).write_bytes(f"\x7fELF {n}".encode())
+    monkeypatch.setattr(buildsource, "REMOTE_BUILDS", str(tmp_path / "remote"))
+    (tmp_path / "sshd").mkdir()
+    with sshd_running([], tmp_path / "sshd") as (url, _listener):
+        said: list[str] = []
+        b = BuildRef("old", "2.1", str(here))
+        buildsource.stage_on_host(url, b, said.append)
+        there = tmp_path / "remote" / "src-21-6.1.0-57-amd64"
+        assert b.modules == str(there) and sorted(p.name for p in there.iterdir()) == names, said
+        assert all((there / n).read_bytes() == (here / n).read_bytes() for n in names)
+        again = BuildRef("old", "2.1", str(here))
+        said.clear()
+        buildsource.stage_on_host(url, again, said.append)
+        assert said == [] and again.modules == str(there)

@@ -180,19 +180,21 @@ REMOTE_BUILDS = "/var/tmp/zfsperf-builds"
 
 def stage_on_host(target: str, b: BuildRef, say: Callable[[str], None]) -> None:
     """A side compiled here for an ssh host: its modules copied there (REMOTE_BUILDS/<its cache
-    directory's name>/), each file only when the host's copy differs (sha256); the side then names
-    the host's directory, and where it was compiled stays in its info."""
+    directory's name>/), every one (a 2.1 build's seven between spl.ko and zfs.ko too), each file
+    only when the host's copy differs (sha256); the side then names the host's directory, and where
+    it was compiled stays in its info."""
     import hashlib
     from .sshlink import STAGE_SCRIPT, Ssh
     assert b.modules is not None
     here = Path(b.modules)
     there = f"{REMOTE_BUILDS}/{here.parent.name}"
+    mods = sorted({*MODULES, *(p.name for p in here.glob("*.ko"))})
     ssh = Ssh(target)
     try:
-        have = ssh.run(["sh", "-c", 'cd -- "$1" 2>/dev/null && sha256sum -- "$@"', "sh", there, *MODULES],
+        have = ssh.run(["sh", "-c", 'cd -- "$0" 2>/dev/null && sha256sum -- "$@"', there, *mods],
                        timeout=300, log=proc.NULL_LOG)
         theirs = {f: h for h, f in (line.split(None, 1) for line in have.stdout.splitlines() if " " in line)}
-        for m in MODULES:
+        for m in mods:
             if theirs.get(m) == hashlib.sha256((here / m).read_bytes()).hexdigest():
                 continue
             say(f"build {b.name}: copying {m} to {target}:{there} ...")
