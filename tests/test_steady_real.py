@@ -152,12 +152,17 @@ def test_a_cache_still_filling_is_not_steady_with_its_reason(tmp_path, lab):
     (r,) = records(d)
     st = r["steady"]
     assert st["timescale"]["span_s"] == 1.0 and st["samples"] >= 10
-    assert st["steady"] is False and "workload_iops" in st["why"], st
     series = steady.read_series(str(d / r["series"]))
     vals = [s["metrics"]["workload_iops"] for s in timescale.bin_means(
         timescale.running(steady.decision_samples(series), "workload_iops"), 1.0) if s["metrics"].get("workload_iops")]
     assert vals[-1] > 2 * vals[1]                                  # it really was still climbing
-    assert "not steady: iteration 1: headline workload_iops" in (d / "summary.txt").read_text()
+    # not steady, and the reason names what did not settle: the headline itself (no steady state, or
+    # can't tell: its last level not yet held), or (on a machine busy enough that the headline's climb
+    # reads as noise) the other metrics or the cache gate it is held to; which one calls it is the
+    # detector's sensitivity, bench/steady_eval.py's figure
+    assert st["steady"] is False, st
+    assert any(w in (st["why"] or "") for w in ("headline workload_iops", "other metrics steady", "cache gate")), st
+    assert f": iteration 1: {st['why']}" in (d / "summary.txt").read_text()   # not steady, or can't tell
     # compare says so next to its verdict (against a second run of the same records: a run compared
     # with itself is no comparison, exit 2)
     other = tmp_path / "other"
@@ -165,7 +170,8 @@ def test_a_cache_still_filling_is_not_steady_with_its_reason(tmp_path, lab):
     info = json.loads((other / "run.json").read_text())
     (other / "run.json").write_text(json.dumps(info | {"start": info["start"] + 60}))
     out = " ".join(zfsperf("compare", str(d), str(other), "--no-history").stdout.split())
-    assert "was not in a steady state" in out
+    case = rounds.case_verdict([CaseRecord.from_json(x) for x in records(d)], "workload_iops")
+    assert ("was not in a steady state" in out) == (case.steady is False), (case, out)   # can't tell: not said
     _chart_panels_drawn(d, r)
 
 
@@ -223,6 +229,23 @@ def test_rounds_rule_is_snias():
     assert v.steady is False and "the last 5 iterations vary" in v.why
     assert rounds.case_verdict(recs[:2], "t").steady is None
     json.dumps(v.as_dict())
+
+
+def test_an_iteration_that_could_not_tell_is_not_counted_steady():
+    """One iteration long enough for a window whose headline could not tell (its last level had not yet
+    outlasted the levels it moved between): the case cannot tell either; it was said steady ("each
+    iteration steady at its time scale") because only evidence against was looked for."""
+    st = {"samples": 30, "steady": False, "headline": "t", "classes": {"t": "can't tell"},
+          "why": "headline t: can't tell: its last level held 4 s, 6 s before", "criteria": {"window": 10}}
+    one = [CaseRecord.from_json({"case": "t", "status": "PASS", "iteration": 1, "figures": {"t": {"value": 9.0}},
+                                 "steady": st})]
+    v = rounds.case_verdict(one, "t")
+    assert v.steady is None and v.why == f"iteration 1: {st['why']}", v
+    judged = {**st, "steady": True, "classes": {"t": "flat"}, "why": None}
+    both = [*one, CaseRecord.from_json({"case": "t", "status": "PASS", "iteration": 2,
+                                        "figures": {"t": {"value": 9.0}}, "steady": judged})]
+    assert rounds.case_verdict(both, "t").steady is None
+    assert rounds.case_verdict(both[1:], "t").steady is True       # one that could tell, steady: steady
 
 
 def _iters(values, method=None):

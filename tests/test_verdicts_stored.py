@@ -37,8 +37,9 @@ def test_case_verdicts_stored_with_their_evidence(default_run):
     cases = sorted({r["case"] for r in recs})
     assert sorted(run["verdicts"]) == cases == ["receive threads=1", "receive threads=2", "receive threads=4"]
     for case, v in run["verdicts"].items():
-        if v["rule"] is None:       # an iteration long enough to judge within (a loaded machine) was not steady
-            assert v["steady"] is False and v["why"].startswith("iteration ") and v["values"] is None, v
+        if v["rule"] is None:       # an iteration long enough to judge within (a loaded machine) was not
+            # steady, or could not tell
+            assert v["steady"] in (False, None) and v["why"].startswith("iteration ") and v["values"] is None, v
             continue
         assert v["rule"] == "changepoint" and v["figure"] == "throughput" and v["steady"] in (True, False, None)
         lo, hi = v["trend_ci"]                     # the drift its data allow: inside ±10 % when steady

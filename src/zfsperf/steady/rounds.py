@@ -290,6 +290,11 @@ def case_verdict(records: list[CaseRecord], headline: str, cap: int | None = Non
         if cap is not None:
             return CaseSteady(None, f"{len(values)} iteration(s): the growing window's first look is at "
                                     f"{GROW_FIRST}", len(values))
+        undecided = next(((r, st) for r, st in sampled if st.judged and not st.steady), None)
+        if undecided:                     # within() had nothing against it, and it is not steady either
+            r, st = undecided
+            reason = st.why or st.note or "can't tell"
+            return CaseSteady(None, f"iteration {r.iteration}: {reason}", len(values))
         if any(st.judged for _r, st in sampled):
             return CaseSteady(True, "each iteration steady at its time scale", len(values),
                               time_to_steady_s=tts_mean)
