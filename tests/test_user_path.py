@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import flat, readme_command, records, zfsperf
+from helpers import RECV, flat, readme_command, records, zfsperf
 
 FIO = """[[test]]
 name = "rr"
@@ -72,6 +72,36 @@ def test_the_readmes_fio_ab_then_report_compare_and_history_from_a_scratch_direc
 
     hist = zfsperf(*readme_command("zfsperf history --fail-on-change 10"), env=env, cwd=cwd)
     assert hist.returncode == 2 and "a change point needs at least 4 runs" in hist.stderr, hist.stdout + hist.stderr
+
+
+def test_relative_vdev_params_and_output_directories_are_the_working_directorys(lab, tmp_path):
+    """`-d vd --params-dir params -o res`, each relative, from the directory they are in: every
+    iteration failed ("truncate: cannot open 'vd/run-…/vdev0'"): the vdev files are made in
+    zfs-fuse's mount namespace, where a relative path is not the user's working directory. Each is
+    the working directory's: the vdev files under ./vd while the run lasts, the tunable written to
+    ./params and put back."""
+    (tmp_path / "params").mkdir()
+    (tmp_path / "params" / "zfs_recv_write_batch_size").write_text("1048576\n")
+    (tmp_path / "r.toml").write_text(RECV.replace('iterations = 1', 'iterations = 2').replace(
+        'steady = { mode = "off" }', 'steady = { mode = "off" }\ntunables = { zfs_recv_write_batch_size = "128K" }'))
+    res = zfsperf("run", "-r", "r.toml", "-d", "vd", "--params-dir", "params", "-o", "res", "--no-history",
+                  cwd=str(tmp_path), timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr
+    d = tmp_path / "res" / "current"
+    recs = records(d)
+    assert len(recs) == 2 and {r["status"] for r in recs} == {"PASS"}, [r.get("error") for r in recs]
+    log = (d / "logs" / "recv.iter1.log").read_text()
+    assert f" -- truncate -s 134217728 {tmp_path}/vd/run-" in log, log[:2000]
+    assert "# tunable zfs_recv_write_batch_size: 1048576 -> 131072" in log, log[:2000]
+    assert (tmp_path / "params" / "zfs_recv_write_batch_size").read_text().strip() == "1048576"
+    assert (tmp_path / "vd").is_dir() and not list((tmp_path / "vd").iterdir())     # its vdev files removed
+    # a stream made the same way; and another machine's relative directory refused, naming it
+    made = zfsperf("corpus", "make", "--kind", "random", "--size", "4M", "-d", "vd2", "-o", "s.zstream",
+                   cwd=str(tmp_path), timeout=300)
+    assert made.returncode == 0 and (tmp_path / "s.zstream").stat().st_size > 4 << 20, made.stdout + made.stderr
+    far = zfsperf("run", "-r", "r.toml", "--target", "ssh://root@localhost", "-d", "vd", "--dry-run",
+                  cwd=str(tmp_path))
+    assert far.returncode == 2 and "--vdev-dir" in far.stderr and '"vd" is relative' in far.stderr, far.stderr
 
 
 def test_the_readmes_dry_run_checks_a_runfile_and_writes_nothing(lab, tmp_path):
