@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEFAULT_BATCH, children
+from helpers import DEFAULT_BATCH, children, lab_pools
 
 
 def _interrupted(signum: int, _frame) -> None:
@@ -67,10 +67,6 @@ def no_run_outlives_its_test():
                 pass
 
 
-def _pools(lab) -> set[str]:
-    return set(lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.split())
-
-
 @pytest.fixture(autouse=True)
 def no_pool_outlives_its_test(request):
     """A pool a test made on the session's lab and left there fails that test, and is destroyed:
@@ -82,13 +78,13 @@ def no_pool_outlives_its_test(request):
     if not isinstance(lab, Lab):         # no lab, or a module's own fixture of that name (the guest's builds)
         yield
         return
-    before = _pools(lab)
+    before = lab_pools(lab)
     yield
-    left = _pools(lab) - before
+    left = lab_pools(lab) - before
     deadline = time.monotonic() + 30
     while left and time.monotonic() < deadline:
         time.sleep(0.5)
-        left = _pools(lab) - before
+        left = lab_pools(lab) - before
     if left:
         from zfsperf.pool import destroy_busy
         for name in sorted(left):

@@ -244,6 +244,12 @@ EXAMPLE = textwrap.dedent('''\
     ''')
 
 
+def lab_pools(lab) -> set[str]:
+    """The pools on a lab daemon now: a test holds its own leftovers against those it began with, so
+    that another test's pool zfs-fuse still calls busy fails that test alone."""
+    return set(lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.split())
+
+
 def write_runfile(tmp_path: Path, body: str) -> Path:
     p = tmp_path / "rf.toml"
     p.write_text(body)

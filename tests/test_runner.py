@@ -15,7 +15,7 @@ import pytest
 from pathlib import Path
 
 
-from helpers import why
+from helpers import lab_pools, why
 from helpers import DEFAULT_BATCH, EXAMPLE, REPO, TUNED, last_dir, records, small, write_runfile, zfsperf
 
 
@@ -91,6 +91,7 @@ def _wait_changed(params: Path, p: subprocess.Popen, timeout: float = 120) -> No
 
 
 def test_tunable_restored_after_sigint(tmp_path, params, lab):
+    before = lab_pools(lab)          # another test's pool still busy is not this one's
     p = _start(tmp_path, params)
     _wait_changed(params, p)
     p.send_signal(signal.SIGINT)
@@ -98,17 +99,17 @@ def test_tunable_restored_after_sigint(tmp_path, params, lab):
     assert p.returncode == 3, out + err
     assert (params / "zfs_recv_write_batch_size").read_text().strip() == DEFAULT_BATCH
     assert "Interrupted:" in out and "Results Summary" in out
-    assert lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() == ""     # its pool is gone
+    assert lab_pools(lab) <= before     # its pool is gone
 
 
 def test_tunable_restored_by_next_run_after_kill9(tmp_path, params, lab):
-    before = set(lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.split())
+    before = lab_pools(lab)
     p = _start(tmp_path, params)
     _wait_changed(params, p)
     # a case writes its tunables before it makes its pool: kill once both are there (its own pool,
     # never one another test left: CI of 2026-12-06 killed the run before it had made one)
     deadline = time.monotonic() + 60
-    while not set(lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.split()) - before \
+    while not lab_pools(lab) - before \
             and time.monotonic() < deadline:
         assert p.poll() is None, p.communicate()
         time.sleep(0.01)
@@ -123,10 +124,11 @@ def test_tunable_restored_by_next_run_after_kill9(tmp_path, params, lab):
         in res.stdout
     assert "-x: destroyed leftover zfsperf pool" in res.stdout
     assert (params / "zfs_recv_write_batch_size").read_text().strip() == DEFAULT_BATCH
-    assert lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() == ""
+    assert lab_pools(lab) <= before
 
 
 def test_resume_after_sigkill(tmp_path, lab):
+    before = lab_pools(lab)          # another test's pool still busy is not this one's
     body = small(EXAMPLE).replace("iterations = 1", "iterations = 2")
     rf = write_runfile(tmp_path, body)
     p = subprocess.Popen([sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "-t", "recv-threads",
@@ -151,7 +153,7 @@ def test_resume_after_sigkill(tmp_path, lab):
     keys = [(r["case"], r["iteration"]) for r in recs]
     assert len(keys) == 6 and len(set(keys)) == 6
     assert all(r["status"] == "PASS" for r in recs)
-    assert lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.strip() == ""
+    assert lab_pools(lab) <= before
 
 
 def test_warmup_runs_but_is_not_recorded(tmp_path, lab):

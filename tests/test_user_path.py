@@ -75,11 +75,11 @@ def test_the_readmes_fio_ab_then_report_compare_and_history_from_a_scratch_direc
 
 
 def test_relative_vdev_params_and_output_directories_are_the_working_directorys(lab, tmp_path):
-    """`-d vd --params-dir params -o res`, each relative, from the directory they are in: every
-    iteration failed ("truncate: cannot open 'vd/run-…/vdev0'"): the vdev files are made in
-    zfs-fuse's mount namespace, where a relative path is not the user's working directory. Each is
-    the working directory's: the vdev files under ./vd while the run lasts, the tunable written to
-    ./params and put back."""
+    """`-d vd --params-dir params -o res` and a runfile's `corpus.file`, each relative, from the
+    directory they are in. Every iteration failed ("truncate: cannot open 'vd/run-…/vdev0'"): the
+    vdev files are made in zfs-fuse's mount namespace, where a relative path is not the user's
+    working directory. Each is the working directory's: the vdev files under ./vd while the run
+    lasts, the tunable written to ./params and put back, the sendfile read from ./s.zstream."""
     (tmp_path / "params").mkdir()
     (tmp_path / "params" / "zfs_recv_write_batch_size").write_text("1048576\n")
     (tmp_path / "r.toml").write_text(RECV.replace('iterations = 1', 'iterations = 2').replace(
@@ -99,6 +99,10 @@ def test_relative_vdev_params_and_output_directories_are_the_working_directorys(
     made = zfsperf("corpus", "make", "--kind", "random", "--size", "4M", "-d", "vd2", "-o", "s.zstream",
                    cwd=str(tmp_path), timeout=300)
     assert made.returncode == 0 and (tmp_path / "s.zstream").stat().st_size > 4 << 20, made.stdout + made.stderr
+    (tmp_path / "f.toml").write_text(RECV.replace('{ kind = "random", size = "4M", seed = 7 }', '{ file = "s.zstream" }'))
+    got = zfsperf("run", "-r", "f.toml", "-d", "vd", "-o", "res", "--no-history", cwd=str(tmp_path), timeout=600)
+    assert got.returncode == 0, got.stdout[-3000:] + got.stderr
+    assert "zfs receive " in (tmp_path / "res" / "current" / "logs" / "recv.iter1.log").read_text()
     far = zfsperf("run", "-r", "r.toml", "--target", "ssh://root@localhost", "-d", "vd", "--dry-run",
                   cwd=str(tmp_path))
     assert far.returncode == 2 and "--vdev-dir" in far.stderr and '"vd" is relative' in far.stderr, far.stderr
