@@ -106,7 +106,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
                       interleave=args.interleave or detect is not None or bool(builds), seed=args.seed, detect=detect,
                       builds=builds),
         storage=Storage(target=args.target, tunables_dir=args.tunables_dir,
-                        vdev_dir=where_on_target(args.vdev_dir, args.target, "--vdev-dir"),
+                        vdev_dir=_where_on_target(args.vdev_dir, args.target, "--vdev-dir"),
                         vdev_size=vdev_size, prefill=args.prefill, disks=disks, force=args.force,
                         arc_max_mb=args.arc_max),
         output=Output(outdir=args.outdir, keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet,
@@ -199,7 +199,7 @@ def _builds(items: list[str], target: str, rebuild: bool = False) -> dict[str, B
     return out
 
 
-def where_on_target(path: str, target: str, field: str) -> str:
+def _where_on_target(path: str, target: str, field: str) -> str:
     """A directory the target's own commands write into (the vdev files), given relative: the working
     directory's, made absolute once here for a target on this machine (zfs-fuse's commands run in its
     mount namespace, where a relative path is another place: every iteration failed to make its vdev
@@ -350,7 +350,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     from . import safepaths
     if args.output:
         safepaths.check_place(args.output, "--output", "the sendfile")
-    args.vdev_dir = where_on_target(args.vdev_dir, args.target, "--vdev-dir")
+    args.vdev_dir = _where_on_target(args.vdev_dir, args.target, "--vdev-dir")
     safepaths.check_place(args.vdev_dir, "--vdev-dir", "the vdev directory")
     safepaths.check_place(corpus.cache_dir(), "ZFSPERF_CACHE", "the corpus cache")
     target = open_target(args.target)
