@@ -206,7 +206,8 @@ def _where_on_target(path: str, target: str, field: str) -> str:
     files). On another machine (ssh, the guest) no working directory is the user's: exit 2."""
     if os.path.isabs(path):
         return path
-    if target.startswith("ssh://") or target == "guest":
+    from .opentarget import elsewhere
+    if elsewhere(target):
         raise InputError(f"{shown(path)} is relative, and --target {target} is another machine: give an absolute "
                          "path there", field=field)
     return os.path.abspath(path)

@@ -126,6 +126,12 @@ def guest_image_note() -> str:
             f"{GUEST_BUILD_MIN} min on a 2-core machine, once: cached under ~/.cache/zfsperf/openzfs)")
 
 
+def elsewhere(spec: str) -> bool:
+    """Whether the target spec runs ZFS on another machine (an ssh host, the OpenZFS guest): its paths
+    are that machine's, and this one's tools (perf) do not see it."""
+    return spec.startswith("ssh://") or spec == "guest"
+
+
 def reloads_modules(spec: str) -> bool:
     """Whether the target spec names a machine whose zfs module zfsperf may unload and load again
     (to set a load-scope tunable): only its own OpenZFS guest, where no pool but its own exists."""

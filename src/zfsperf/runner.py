@@ -35,7 +35,7 @@ from .runfile import Case, Runfile, refuse_load_scope
 from .sides import Sides, choose
 from .plan import Choice, Plan
 from .buildref import BuildSources
-from .opentarget import Expected, check_spec, expected, open_target, open_twin, reloads_modules, turn_pair
+from .opentarget import Expected, check_spec, elsewhere, expected, open_target, open_twin, reloads_modules, turn_pair
 from . import dryrun
 from .targets.base import Target
 from .tunables import Journal, replay
@@ -117,7 +117,7 @@ class RunOptions:
 def check_profiler(spec: str) -> None:
     """--profile needs perf on this machine, and a target on it (perf runs here: a target over ssh
     is profiled by running zfsperf on its machine)."""
-    if spec.startswith("ssh://") or spec == "guest":
+    if elsewhere(spec):
         raise InputError(f"--profile profiles this machine, and --target {spec} runs ZFS on another: run zfsperf "
                          "there (`zfsperf guest run -- run --profile ...` for the guest)", field="--profile")
     if shutil.which("perf") is None:
@@ -772,8 +772,7 @@ class Runner:
         opts = self.opts
         if not opts.resume:
             safepaths.check_own_dir(opts.output.outdir, "--outdir", "the output directory", safepaths.results_entry)
-        local = opts.storage.target in ("auto", "zfs-fuse", "openzfs")    # the vdev directory is on this machine
-        if local and not opts.storage.disks:
+        if not elsewhere(opts.storage.target) and not opts.storage.disks:    # the vdev directory is here
             safepaths.check_own_dir(opts.storage.vdev_dir, "--vdev-dir", "the vdev directory", safepaths.vdev_entry)
         else:
             safepaths.check_place(opts.storage.vdev_dir, "--vdev-dir", "the vdev directory")
