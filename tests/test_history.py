@@ -164,9 +164,45 @@ def test_bad_input_touches_nothing(history, tmp_path):
 
 # ------------------------------------------------------------------ PostgreSQL, a real server
 @pytest.fixture(scope="module")
-def pg_url():
+def pg():
     with pg_cluster() as c:
-        yield c.url("postgres", "zfsperf")
+        yield c
+
+
+@pytest.fixture(scope="module")
+def pg_url(pg):
+    return pg.url("postgres", "zfsperf")
+
+
+def test_hosts_opening_a_new_store_at_once_all_get_it(pg):
+    """Found by a fleet's hosts checking their runs at once against a new PostgreSQL store (CI):
+    two connections creating the schema together collide in PostgreSQL's catalogue ("duplicate
+    key value violates unique constraint pg_type_typname_nsp_index": CREATE TABLE IF NOT EXISTS is
+    not safe against a concurrent one), and that host's check failed the fleet. Eight at once, as
+    the check (probe) and as the run (open): every one succeeds, and the schema is made once."""
+    import threading
+    from zfsperf.history.store import SCHEMA_VERSION, Store
+    for db in ("fresh_probe", "fresh_open"):
+        pg.sql(f"CREATE DATABASE {db}")
+    for db, how in (("fresh_probe", Store.probe), ("fresh_open", lambda u: Store.open(u).conn.close())):
+        url = pg.url("postgres", db)
+        start, errors = threading.Barrier(8), []
+
+        def one() -> None:
+            start.wait()
+            try:
+                how(url)
+            except Exception as e:          # what the host's check would have printed
+                errors.append(f"{type(e).__name__}: {e}")
+        threads = [threading.Thread(target=one) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == [], (db, errors)
+    with Store.open(pg.url("postgres", "fresh_open")) as s:
+        rows = s.execute("SELECT value FROM zfsperf_meta WHERE key = 'schema'").fetchall()
+    assert rows == [(str(SCHEMA_VERSION),)]
 
 
 def test_the_same_history_on_postgresql(history, pg_url):
