@@ -198,13 +198,18 @@ dataset = {{ "zfsperf:arm" = ["a", "b"] }}
 
 @pytest.mark.parametrize("want,maximum,stopped_by,blocks", [
     ("0.001%", 7, "max_iterations", 7),                   # unreachable: the blocks run to the maximum
-    ("90%", 12, "detectable change reached", None),      # reached after the least (6), before the maximum
+    ("90%", 12, None, None),                              # as far as its own pairs' spread allows
 ])
 def test_detect_runs_blocks_until_the_change_it_asks_for_is_visible(want, maximum, stopped_by, blocks,
                                                                    tmp_path, lab):
     """--detect stops at what it was asked for: an unreachable change runs to the maximum; 90 % (an
-    A/A of 4k reads from the ARC, whose pairs agree within a few %) is reached at the least number
-    of blocks. How many blocks a small change takes is bench/power.py's figure."""
+    A/A of 4k reads from the ARC, whose pairs agree within a few % on a quiet machine) stops where
+    the run's own figures say: reached (at 6 blocks or later, before the maximum, its worst pair's
+    detectable change within 90 %) or not (the maximum, its worst beyond 90 %). Whether 90 % is
+    reached is a measured figure: CI's host2 lane beside a cold guest build saw this A/A's pairs
+    spread to 214 % at 12 blocks (2026-12-06). That it stops at the 6th block when the pairs allow
+    is tests/test_lifecycle.py's, on scripted figures; how many blocks a small change takes is
+    bench/power.py's figure."""
     rf = write_runfile(tmp_path, DETECT.format(maximum=maximum))
     res = zfsperf("run", "-r", str(rf), "--detect", want, "-o", str(tmp_path / "res"), "--no-history")
     assert res.returncode == 0, why(res)
@@ -222,11 +227,13 @@ def test_detect_runs_blocks_until_the_change_it_asks_for_is_visible(want, maximu
         assert 6 <= det["blocks"] <= maximum, det
         assert ch["verdict"] in ("same", "better", "worse") and f"α = {seq['alpha']:.4f}" in ch["note"], ch
     else:
-        assert det["stopped_by"] == stopped_by, det
+        assert det["stopped_by"] == (stopped_by or det["stopped_by"]), det
         if blocks is not None:
             assert det["blocks"] == blocks, det
-        else:
+        elif det["stopped_by"] == "detectable change reached":
             assert 6 <= det["blocks"] < maximum and det["worst_pct"] <= 90, det
+        else:                                   # not reached: every block it may run, its worst past 90 %
+            assert det["stopped_by"] == "max_iterations" and det["blocks"] == maximum and det["worst_pct"] > 90, det
         (pct,) = det["achieved_pct"].values()
         # what compare says of the same run, at the 90 % upper bound of its pairs' spread that the stop
         # waits for (issue 69); compare prints its "could see" at that bound too since issue 87 (it was

@@ -102,7 +102,8 @@ def test_a_rebuild_aa_keeps_its_floor_and_the_ab_states_it(lab, tmp_path):
 
 def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_no_twin(lab, tmp_path):
     """guest ab --turns: the twin guest booted beside the lab's, each build in a guest of its own
-    (crosswise every iteration), the other guest paused during every turn (QMP read back), the
+    (crosswise in ABBA order over the iterations: a guest changes builds every other iteration),
+    the other guest paused during every turn (QMP read back), the
     100 ms-per-WRITE commit called WORSE with its interval; then a zfsperf killed with -9 mid-turn
     leaves no twin QEMU, the next command resumes a lab guest it left paused, and the next run loads
     the lab guest's own build back in place of the killed A/B's. (The A/A′ rebuild and its floor:
@@ -134,13 +135,18 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
     assert impl["pinned"]["zfs_fletcher_4_impl"] == impl["loads"][0]["picks"]["fletcher4"], impl
     assert all(ld["pinned"] == impl["pinned"] for ld in impl["loads"]), impl
     for r in recs:
-        # the builds change guests every iteration: odd ones A in the lab's guest, even ones in the twin
-        here = "guest" if (r["iteration"] % 2) == (r["sweep"]["build"] == "a") else "twin"
+        # the builds change guests in ABBA order: A in the lab's guest in iterations 1, 4 and 5
+        here = "guest" if (r["iteration"] in (1, 4, 5)) == (r["sweep"]["build"] == "a") else "twin"
         assert r["guest"] == here, r
         assert r["turns"] == "ABBA" and len(r["turn_guests"]) >= 2 and r["settle_turns"] == 1
         for t in r["turn_guests"]:          # every turn: its guest running, the other paused
             assert t["running"] == here and t["states"][here] == "running", t
             assert [v for k, v in t["states"].items() if k != here] == ["paused"], t
+    # a module swap in each guest where the arrangement changes (iterations 1, 2, 4, 6), not in 3 or 5
+    swaps = {it: sum(" insmod " in ln and ln.rstrip("'").endswith("/zfs.ko")
+                     for ln in (d / "logs" / f"rcv__build=a.iter{it}.log").read_text().splitlines() if ln.startswith("$ "))
+             for it in range(1, 7)}
+    assert swaps == {1: 2, 2: 2, 3: 0, 4: 2, 5: 0, 6: 2}, swaps
     log = (d / "logs" / "rcv__build=a.iter1.log").read_text()
     # each side's module in the iteration's log: A in the lab's guest, B in the twin, by srcversion
     assert [ln for ln in log.splitlines() if ln.startswith("# module: ")] == \

@@ -39,6 +39,35 @@ def test_sweep_bytes_match_and_datasets_exist(target, vdev_root, small_corpus):
         pools.cleanup_files()
 
 
+def test_a_round_s_snapshots_and_space_are_read_in_one_command_and_a_missing_snapshot_fails(
+        target, vdev_root, small_corpus):
+    """After a round, one `zfs get -Hpr` gives both the snapshots the receives left (each stream's
+    own, checked) and the space the received datasets take (under emulation each command costs a
+    third of a second: a round read them with two): the same as `zfs list -t snapshot` and
+    `zfs get used,compressratio` say; a receive that left no snapshot fails naming it."""
+    from zfsperf.workloads.base import WorkloadFailed
+    pools = PoolManager(target, vdev_root / "snaps", run_id="test-receive-snaps")
+    pool = pools.create(PoolSpec(layout="stripe", vdevs=1, vdev_size=256 << 20))
+    try:
+        spec = {"kind": "random", "size": "24M", "seed": 7}
+        ctx = CaseContext(target=target, pool=pool, fields={"corpus": spec, "threads": 2}, log=proc.NULL_LOG,
+                          deadline=time.monotonic() + 300, prepared={describe_spec(spec): small_corpus})
+        ReceiveWorkload().run(ctx)
+        parent = f"{pool.name}/rcv"
+        snaps, (used, ratio) = ReceiveWorkload._received(ctx, parent)
+        listed = target.run(["zfs", "list", "-H", "-t", "snapshot", "-o", "name", "-r", parent]).stdout.split()
+        snap = small_corpus.stream.snapshot
+        assert snaps == set(listed) == {f"{parent}/s{i}@{snap}" for i in range(2)}, (snaps, listed)
+        assert (used, ratio) == ReceiveWorkload._space(ctx, parent) and used > 2 * small_corpus.stream.write_bytes * 0.99
+        ReceiveWorkload._verify(parent, 2, snap, snaps)
+        assert target.run(["zfs", "destroy", f"{parent}/s1@{snap}"]).ok
+        with pytest.raises(WorkloadFailed, match=f"left no snapshot {parent}/s1@{snap}"):
+            ReceiveWorkload._verify(parent, 2, snap, ReceiveWorkload._received(ctx, parent)[0])
+    finally:
+        pools.destroy(pool)
+        pools.cleanup_files()
+
+
 def test_cli_small_sweep_pass(tmp_path, lab):
     before = lab_pools(lab)          # another test's pool still busy is not this one's
     rf = receive_runfile(tmp_path, '{ kind = "random", size = "24M", seed = 7 }',

@@ -485,9 +485,11 @@ class CaseRunner:
 
     def hosts(self, it: int) -> tuple["CaseRunner", "CaseRunner"]:
         """Build turns: the runners of the guests that hold side A and side B in iteration `it`,
-        crosswise from one iteration to the next (guest/pair.py)."""
+        crosswise in ABBA order over the iterations (A in the first guest in iterations 1, 4, 5,
+        8, ...; guest/pair.py): each aligned two iterations hold both arrangements, and the guests
+        change builds every other iteration, not every one (a change is a module swap in each)."""
         assert self.twin is not None
-        return (self, self.twin) if it % 2 else (self.twin, self)
+        return (self, self.twin) if (it // 2) % 2 == 0 else (self.twin, self)
 
     def _record(self, case: Case, it: int) -> CaseRecord:
         return CaseRecord(test=case.test.name, case=case.id, sweep=case.sweep, iteration=it,

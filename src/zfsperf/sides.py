@@ -8,7 +8,7 @@ contexts and the measuring.
   each; a module tunable: written before every round, on one set of datasets where the workload's
   turns keep their files).
 - GuestTurns: two builds (`guest ab --turns`), each side on a pool of its own in a guest of its
-  own, crosswise by iteration, the other guest paused during a side's turn (no series: a paused
+  own, crosswise in ABBA order over the iterations, the other guest paused during a side's turn (no series: a paused
   guest is not sampled).
 A duet's sides swap places every iteration: on odd ones A's dataset is made and started first."""
 
@@ -178,7 +178,7 @@ class Turns(Together):
 
 class GuestTurns(_Duet):
     """Two builds (guest ab --turns): each side on a pool of its own in a guest of its own, the
-    guests given to the builds crosswise by iteration, one process set for both, the other guest
+    guests given to the builds crosswise in ABBA order over the iterations (CaseRunner.hosts), one process set for both, the other guest
     paused during a side's turn (guest/pair.py)."""
     sampled = False
 

@@ -3,9 +3,11 @@ runs, the other is paused through QMP, so the running one has the machine to its
 
 The pair is the lab's guest and its twin (guest/vm.py: the same cached build, memory, vCPUs, disk
 size and shares). Each holds one build's module at a time; the runner gives the sides to the guests
-crosswise from one iteration to the next (iteration 1: A in the first guest, B in the twin;
-iteration 2: the other way round), so that whatever differs between the two machines falls on both
-builds alike over each two iterations. Before each turn the other guest is paused first, then the
+crosswise in ABBA order over the iterations (iteration 1: A in the first guest, B in the twin;
+iterations 2 and 3 the other way round; 4 and 5 as 1; ...), so that whatever differs between the
+two machines falls on both builds alike over each aligned two iterations (1-2, 3-4, ...), while
+the guests change builds (a module swap in each: about 10 s under TCG) every other iteration
+rather than every one. Before each turn the other guest is paused first, then the
 turn's guest resumed, and both states are read back (query-status): a turn never starts with both
 running. After each turn both run again (`resume_all`, however the turn ended), so that between
 turns either guest can be asked anything (its txgs, its pool's room) and a pool is made or

@@ -236,10 +236,10 @@ class ReceiveWorkload:
             raise WorkloadFailed("zfs receive failed: " + "; ".join(errors))
         if stream.problem:
             raise WorkloadFailed(f"zfs receive reported success on a stream zfsperf found broken: {stream.problem}")
-        self._verify(ctx, parent, threads, stream.snapshot)
+        snaps, (used1, cr) = self._received(ctx, parent)
+        self._verify(parent, threads, stream.snapshot, snaps)
         pool_bytes, ratio, allocated = None, 1.0, None
         if used0 is not None:
-            used1, cr = self._space(ctx, parent)
             if used1 is not None and cr is not None:
                 pool_bytes, ratio, allocated = (used1 - used0) * cr, cr, used1 - used0
         txg1 = target.txg(pool.name) if txgs else None
@@ -363,10 +363,25 @@ class ReceiveWorkload:
         space accounting; (None, None) where unreadable."""
         res = ctx.target.run(["zfs", "get", "-Hp", "-o", "value", "used,compressratio", dataset])
         vals = res.stdout.split() if res.ok else []
-        try:
-            return float(vals[0]), float(vals[1].rstrip("x"))
-        except (IndexError, ValueError):
-            return None, None
+        return _used_ratio(vals[0] if vals else None, vals[1] if len(vals) > 1 else None)
+
+    @staticmethod
+    def _received(ctx: CaseContext, parent: str) -> tuple[set[str], tuple[float | None, float | None]]:
+        """After a round, in one command (under emulation each costs a third of a second, and a
+        round ran three): the snapshots under parent (_verify's), and parent's (used bytes,
+        compressratio) as _space reads them; an empty set and (None, None) where unreadable."""
+        res = ctx.target.run(["zfs", "get", "-Hpr", "-o", "name,property,value", "used,compressratio", parent])
+        snaps: set[str] = set()
+        mine: dict[str, str] = {}
+        for line in res.stdout.splitlines() if res.ok else []:
+            f = line.split("\t")
+            if len(f) != 3:
+                continue
+            if "@" in f[0]:
+                snaps.add(f[0])
+            elif f[0] == parent:
+                mine[f[1]] = f[2]
+        return snaps, _used_ratio(mine.get("used"), mine.get("compressratio"))
 
     # bytes a received dataset takes beyond its data: dnodes, indirect blocks, directories and the
     # snapshot (measured on zfs-fuse: about +0.15 % for 128K records; bench/truth.py prints it)
@@ -491,13 +506,12 @@ class ReceiveWorkload:
         ctx.log.write(f"# the receive into {name} again: exit {p.returncode}, {end - start:.3f} s")
         return p.returncode, (err or b"").decode(errors="replace").strip(), start, end
 
-    def _verify(self, ctx: CaseContext, parent: str, threads: int, snapshot: str = "") -> None:
+    @staticmethod
+    def _verify(parent: str, threads: int, snapshot: str, snaps: set[str]) -> None:
         """Every receive must have left its dataset and THE snapshot its stream creates (for an
         incremental, @inc: the base's @base proves nothing): a receive that 'succeeded' without
         it is a failure (the receive-batching PR's follow-up bug). A stream whose snapshot name is
-        unknown (headers unreadable) needs some snapshot."""
-        res = ctx.target.run(["zfs", "list", "-H", "-t", "snapshot", "-o", "name", "-r", parent])
-        snaps = set(res.stdout.split()) if res.ok else set()
+        unknown (headers unreadable) needs some snapshot. snaps: the snapshots under parent."""
         if snapshot:
             missing = [f"{parent}/s{i}@{snapshot}" for i in range(threads) if f"{parent}/s{i}@{snapshot}" not in snaps]
         else:
@@ -518,6 +532,15 @@ class ReceiveWorkload:
             if ctx.live:
                 ctx.live(f"{rate:.1f} MiB/s now, {total / MIB:.0f} of {length * len(procs) / MIB:.0f} MiB")
             last_total, last_t = total, now
+
+
+def _used_ratio(used: str | None, ratio: str | None) -> tuple[float | None, float | None]:
+    """(used bytes, compressratio) from `zfs get -Hp`'s values ("1.52x" on zfs-fuse); (None, None)
+    where either is missing or unreadable."""
+    try:
+        return float(used), float(ratio.rstrip("x"))      # type: ignore[arg-type, union-attr]
+    except (AttributeError, TypeError, ValueError):
+        return None, None
 
 
 def _check_sendfile(spec: dict[str, Any], where: Callable[[str], dict]) -> None:
