@@ -796,6 +796,20 @@ def test_tunable_turns_on_a_workload_that_keeps_its_files_run_both_sides_on_one_
     assert sorted(made2) == ["duetA", "duetA", "duetB", "duetB"] and not any("sides" in r.pool for r in recs2), made2
 
 
+def _detect_run(h, tmp_path, sd: float, seed: int, levels: str, max_iterations: int, want: float):
+    """An interleaved --detect run of the scripted workload over `levels` (a sweep of `level`), each
+    figure its level times a Gaussian of spread sd (seeded); returns
+    run.json's detect, the results directory and the records."""
+    import random as _random
+    rng = _random.Random(seed)
+    h.wl.script = lambda ctx: {"throughput": figure(float(ctx.fields["level"]) * (1 + rng.gauss(0, sd)), "MiB/s")}
+    rf = runfile(tmp_path / "r.toml", f'[[test]]\nname = "t"\nworkload = "scripted"\nmax_iterations = {max_iterations}\n'
+                 f'level = {levels}\n', iterations=1)
+    code, d, recs = h.run(rf, interleave=True, detect=want, seed=3)
+    assert code == 0
+    return json.loads((d / "run.json").read_text())["detect"], d, recs
+
+
 @pytest.mark.parametrize("b_level,verdict,want,blocks,alpha", [(70.0, "worse", 1e-6, 8, 0.0127),
                                                               (100.0, "same", 0.5, 12, 0.0331)])
 def test_detect_stops_on_a_decision_at_a_spent_level(h, tmp_path, b_level, verdict, want, blocks, alpha):
@@ -805,15 +819,7 @@ def test_detect_stops_on_a_decision_at_a_spent_level(h, tmp_path, b_level, verdi
     at the 8th (0.013 ≥ 2/2^8), not before; a sameness within the ±0.5 % asked for (a B 0.4 % noisy a
     figure) at the 12th, its interval inside ±0.5 % only then; the level is recorded and compare
     judges the run at it."""
-    import random as _random
-    rng = _random.Random(5)
-    h.wl.script = lambda ctx: {"throughput": figure(float(ctx.fields["level"]) * (1 + rng.gauss(0, 0.004)),
-                                                    "MiB/s")}
-    rf = runfile(tmp_path / "r.toml", f'[[test]]\nname = "t"\nworkload = "scripted"\nmax_iterations = 12\n'
-                 f'level = [100, {b_level}]\n', iterations=1)
-    code, d, recs = h.run(rf, interleave=True, detect=want, seed=3)
-    assert code == 0
-    det = json.loads((d / "run.json").read_text())["detect"]
+    det, d, recs = _detect_run(h, tmp_path, 0.004, 5, f"[100, {b_level}]", 12, want)
     assert det["stopped_by"] == "decided" and det["blocks"] == blocks, det
     assert det["sequential"]["looks"] == blocks - 5 and det["sequential"]["alpha"] == pytest.approx(alpha, abs=0.001)
     assert len(recs) == 2 * blocks
@@ -826,19 +832,13 @@ def test_detect_stops_on_a_decision_at_a_spent_level(h, tmp_path, b_level, verdi
 
 
 def test_detect_stops_at_the_first_look_that_sees_the_change_asked_for(h, tmp_path):
-    """--detect 90 on an A/A whose pairs spread about 10 % (too wide for a sameness within ±5 %, too
-    narrow to call a change): every pair could see 90 % at the first look, the 6th block, so the run
+    """--detect 90 on a near A/A (B 0.5 % above A) whose pairs spread about 10 % (too wide for a
+    sameness within ±5 %, too narrow to call a change): every pair could see 90 % at the first look,
+    the 6th block, so the run
     stops there for that reason, its worst pair's detectable change recorded within 90 %, and not a
     block more. (tests/test_compare_designs.py runs the same on real zfs-fuse reads, where whether
     90 % is reached is the machine's.)"""
-    import random as _random
-    rng = _random.Random(7)
-    h.wl.script = lambda ctx: {"throughput": figure(100.0 * (1 + rng.gauss(0, 0.10)), "MiB/s")}
-    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nmax_iterations = 12\n'
-                 'level = [1, 2]\n', iterations=1)
-    code, d, recs = h.run(rf, interleave=True, detect=90.0, seed=3)
-    assert code == 0
-    det = json.loads((d / "run.json").read_text())["detect"]
+    det, _d, recs = _detect_run(h, tmp_path, 0.10, 7, "[100, 100.5]", 12, 90.0)
     assert det["stopped_by"] == "detectable change reached" and det["blocks"] == 6, det
     assert 0 < det["worst_pct"] <= 90 and len(recs) == 12, det
 
@@ -854,14 +854,7 @@ def test_detect_records_the_level_it_decided_at_and_compare_calls_what_it_decide
     from zfsperf.report.compare import compare_within
     from zfsperf.report.pairing import ab_pairs
     from zfsperf.report.model import load_run
-    import random as _random
-    rng = _random.Random(5)
-    h.wl.script = lambda ctx: {"throughput": figure(float(ctx.fields["level"]) * (1 + rng.gauss(0, 0.05)), "MiB/s")}
-    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nmax_iterations = 126\n'
-                 'level = [100, 20]\n', iterations=1)
-    code, d, _recs = h.run(rf, interleave=True, detect=5.0, seed=3)
-    assert code == 0
-    det = json.loads((d / "run.json").read_text())["detect"]
+    det, d, _recs = _detect_run(h, tmp_path, 0.05, 5, "[100, 20]", 126, 5.0)
     assert det["stopped_by"] == "decided" and det["blocks"] == 26, det
     assert det["sequential"]["alpha"] == sequential.level(26, 6, 126, final=False), det
     run = load_run(d)
