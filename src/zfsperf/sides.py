@@ -8,8 +8,8 @@ contexts and the measuring.
   each; a module tunable: written before every round, on one set of datasets where the workload's
   turns keep their files).
 - GuestTurns: two builds (`guest ab --turns`), each side on a pool of its own in a guest of its
-  own, crosswise in ABBA order over the iterations, the other guest paused during a side's turn (no series: a paused
-  guest is not sampled).
+  own, crosswise in ABBA order over the iterations, the other guest paused during a side's turn
+  (no series: a paused guest is not sampled).
 A duet's sides swap places every iteration: on odd ones A's dataset is made and started first."""
 
 from __future__ import annotations
@@ -178,8 +178,8 @@ class Turns(Together):
 
 class GuestTurns(_Duet):
     """Two builds (guest ab --turns): each side on a pool of its own in a guest of its own, the
-    guests given to the builds crosswise in ABBA order over the iterations (CaseRunner.hosts), one process set for both, the other guest
-    paused during a side's turn (guest/pair.py)."""
+    guests given to the builds crosswise in ABBA order over the iterations (CaseRunner.hosts), one
+    process set for both, the other guest paused during a side's turn (guest/pair.py)."""
     sampled = False
 
     def __init__(self, a: Case, b: Case, pair: TurnPair) -> None:
