@@ -206,7 +206,7 @@ def test_detect_runs_blocks_until_the_change_it_asks_for_is_visible(want, maximu
     A/A of 4k reads from the ARC, whose pairs agree within a few % on a quiet machine) stops where
     the run's own figures say: reached (at 6 blocks or later, before the maximum, its worst pair's
     detectable change within 90 %) or not (the maximum, its worst beyond 90 %). Whether 90 % is
-    reached is a measured figure: CI's host2 lane beside a cold guest build saw this A/A's pairs
+    reached is a measured figure: make test's host2 lane beside a cold guest build saw this A/A's pairs
     spread to 214 % at 12 blocks (2026-12-06). That it stops at the 6th block when the pairs allow
     is tests/test_lifecycle.py's, on scripted figures; how many blocks a small change takes is
     bench/power.py's figure."""
