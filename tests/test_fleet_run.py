@@ -89,6 +89,11 @@ def test_a_fleet_runs_on_every_host_and_a_host_killed_mid_run_is_named(tmp_path,
                                         "--store", pg_url, "--no-html"], cwd=tmp_path,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         started(h3, p)
+        # Ansible's files for the running task are in each host's run directory, which the run's end
+        # removes (they were in ~/.ansible/tmp and /tmp, and a task a timeout, a hangup or a host's
+        # death ended left them there: 7 payload directories after one session's fleet tests)
+        payloads = list(Path("/tmp").glob("zfsperf-fleet-*/ansible/ansible_*_payload_*"))
+        assert payloads, sorted(Path("/tmp").glob("ansible_*_payload_*"))
         time.sleep(2)
         h3.kill()
         text, _ = p.communicate(timeout=600)
