@@ -537,9 +537,11 @@ class ReceiveWorkload:
 def _used_ratio(used: str | None, ratio: str | None) -> tuple[float | None, float | None]:
     """(used bytes, compressratio) from `zfs get -Hp`'s values ("1.52x" on zfs-fuse); (None, None)
     where either is missing or unreadable."""
+    if used is None or ratio is None:
+        return None, None
     try:
-        return float(used), float(ratio.rstrip("x"))      # type: ignore[arg-type, union-attr]
-    except (AttributeError, TypeError, ValueError):
+        return float(used), float(ratio.rstrip("x"))
+    except ValueError:
         return None, None
 
 
