@@ -144,9 +144,9 @@ def test_incremental_receive_must_leave_its_own_snapshot(target, vdev_root, tmp_
         ctx = CaseContext(target=target, pool=pool, fields={}, log=proc.NULL_LOG,
                           deadline=time.monotonic() + 300, workdir=tmp_path, case_id="inc")
         with pytest.raises(WorkloadFailed, match="@inc"):
-            ReceiveWorkload()._verify(ctx, parent, 1, inc.stream.snapshot)
+            ReceiveWorkload._verify(parent, 1, inc.stream.snapshot, ReceiveWorkload._received(ctx, parent)[0])
         assert target.run(["zfs", "receive", f"{parent}/s0"], stdin_file=inc.stream.path).ok
-        ReceiveWorkload()._verify(ctx, parent, 1, inc.stream.snapshot)        # now it is there
+        ReceiveWorkload._verify(parent, 1, inc.stream.snapshot, ReceiveWorkload._received(ctx, parent)[0])  # now there
     finally:
         pools.destroy(pool)
         pools.cleanup_files()
