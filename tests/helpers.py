@@ -47,36 +47,34 @@ def fixture(version: str, name: str) -> str:
 DEFAULT_BATCH = "1048576"
 
 
-IN_PROCESS = False     # conftest sets it for each `fast` test: its read-only commands run in this process
-READ_ONLY = frozenset({"report", "compare", "steady", "history", "list"})
+IN_PROCESS = False     # conftest sets it for each `fast` test: its commands run in this process
 
 
 def zfsperf(*args: str, env: dict | None = None, timeout: float = 600, cwd: str | None = None,
             real: bool = False) -> subprocess.CompletedProcess:
-    """Run the real CLI as a user would: a process of its own, or, in a fast test (no ZFS) and for
-    a command that reads only (report, compare, steady, history, list, a help or the version), the
-    same `main(argv)` in this process, its stdout and stderr captured (a Python start-up, about
-    0.7 s with numpy and scipy, saved each time). real=True: always a process of its own."""
-    if IN_PROCESS and not real and _reads_only(args):
+    """Run the real CLI as a user would: a process of its own, or, in a fast test (no ZFS: every
+    command it runs reads only, or is refused or checked by --dry-run before it touches anything),
+    the same `main(argv)` in this process, its stdout and stderr captured (a Python start-up, about
+    0.4 s of CPU with numpy and scipy, saved each time: 83 of them were a third of make test-fast's
+    CPU). real=True: always a process of its own."""
+    if IN_PROCESS and not real:
         return run_in_process(list(args), env, cwd)
     return subprocess.run([sys.executable, "-m", "zfsperf.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
-
-
-def _reads_only(args: Sequence[str]) -> bool:
-    return not args or args[0] in READ_ONLY or any(a in ("-h", "--help", "--version") for a in args)
 
 
 def run_in_process(args: list[str], env: dict | None = None, cwd: str | None = None
                    ) -> subprocess.CompletedProcess:
     """cli.main(args) as its process would run it: the environment and working directory given for
     the call only, an exit through SystemExit (argparse) its status, an exception a traceback on
-    stderr and status 1, as Python's own."""
+    stderr and status 1, as Python's own; the signal handlers a run keeps to its end put back."""
     import io
+    import signal
     import traceback
     from zfsperf import cli
     out, err = io.StringIO(), io.StringIO()
     saved, here = dict(os.environ), os.getcwd()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)}
     try:
         os.environ.update(env or {})
         if cwd:
@@ -95,6 +93,9 @@ def run_in_process(args: list[str], env: dict | None = None, cwd: str | None = N
         os.environ.clear()
         os.environ.update(saved)
         os.chdir(here)
+        for s, h in handlers.items():
+            if h is not None:                   # None: not set from Python, left as it is
+                signal.signal(s, h)
     return subprocess.CompletedProcess(["zfsperf", *args], rc, out.getvalue(), err.getvalue())
 
 

@@ -174,15 +174,17 @@ def maxt_p(a: np.ndarray, b: np.ndarray, paired: bool, rng: np.random.Generator)
     return (top[:, None] >= observed[None, :] * (1 - 1e-9)).mean(axis=0)
 
 
-def _interval(a: np.ndarray, b: np.ndarray, paired: bool, rng: np.random.Generator) -> tuple[float, float]:
+def _intervals(a: np.ndarray, b: np.ndarray, paired: bool, rng: np.random.Generator) -> list[tuple[float, float]]:
+    """The bootstrap 95 % interval of each column's change of mean (iterations x functions): one
+    draw of the iterations for every function at once (a function's interval is its column's)."""
     if paired:
         d = b - a
-        means = d[rng.integers(0, len(d), (RESAMPLES, len(d)))].mean(axis=1)
+        means = d[rng.integers(0, len(d), (RESAMPLES, len(d)))].mean(axis=1)       # draws x functions
     else:
         means = (b[rng.integers(0, len(b), (RESAMPLES, len(b)))].mean(axis=1)
                  - a[rng.integers(0, len(a), (RESAMPLES, len(a)))].mean(axis=1))
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return float(lo), float(hi)
+    lo, hi = np.percentile(means, [2.5, 97.5], axis=0)
+    return [(float(x), float(y)) for x, y in zip(lo, hi)]
 
 
 def diff(label: str, a_iters: dict[int, Counter[str]], b_iters: dict[int, Counter[str]], *,
@@ -214,10 +216,10 @@ def diff(label: str, a_iters: dict[int, Counter[str]], b_iters: dict[int, Counte
     a_m = np.array([[s.get(f, 0.0) for f in candidates] for s in sa]).reshape(len(sa), len(candidates))
     b_m = np.array([[s.get(f, 0.0) for f in candidates] for s in sb]).reshape(len(sb), len(candidates))
     ps = maxt_p(a_m, b_m, paired, rng) if enough and candidates else None
+    cis = _intervals(a_m, b_m, paired, rng) if enough and candidates else [None] * len(candidates)
     rows = []
     for k, f in enumerate(candidates):
-        a, b = a_m[:, k], b_m[:, k]
-        ci = _interval(a, b, paired, rng) if enough else None
+        a, b, ci = a_m[:, k], b_m[:, k], cis[k]
         p = None if ps is None else float(ps[k])
         rows.append(FunctionChange(f, float(a.mean()), float(b.mean()), float(b.mean() - a.mean()), ci, p,
                                    changed=p is not None and p < ALPHA and ci is not None and (ci[0] > 0 or ci[1] < 0),
