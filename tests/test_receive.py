@@ -40,25 +40,39 @@ def test_sweep_bytes_match_and_datasets_exist(target, vdev_root, small_corpus):
 
 
 def test_a_round_s_snapshots_and_space_are_read_in_one_command_and_a_missing_snapshot_fails(
-        target, vdev_root, small_corpus):
+        target, vdev_root, small_corpus, tmp_path):
     """After a round, one `zfs get -Hpr` gives both the snapshots the receives left (each stream's
     own, checked) and the space the received datasets take (under emulation each command costs a
-    third of a second: a round read them with two): the same as `zfs list -t snapshot` and
-    `zfs get used,compressratio` say; a receive that left no snapshot fails naming it."""
+    third of a second: a round read them with three, one before its receives): the same as `zfs
+    list -t snapshot` and `zfs get` say, the received datasets' space their fresh parent's
+    usedbychildren; a receive that left no snapshot fails naming it."""
     from zfsperf.workloads.base import WorkloadFailed
     pools = PoolManager(target, vdev_root / "snaps", run_id="test-receive-snaps")
     pool = pools.create(PoolSpec(layout="stripe", vdevs=1, vdev_size=256 << 20))
     try:
         spec = {"kind": "random", "size": "24M", "seed": 7}
-        ctx = CaseContext(target=target, pool=pool, fields={"corpus": spec, "threads": 2}, log=proc.NULL_LOG,
+        log = tmp_path / "round.log"
+        ctx = CaseContext(target=target, pool=pool, fields={"corpus": spec, "threads": 2}, log=proc.CommandLog(log),
                           deadline=time.monotonic() + 300, prepared={describe_spec(spec): small_corpus})
-        ReceiveWorkload().run(ctx)
+        saved, target.log = target.log, ctx.log         # as a case's: the target's commands in its log
+        try:
+            ReceiveWorkload().run(ctx)
+        finally:
+            target.log = saved
+        cmds = [ln for ln in log.read_text().splitlines() if ln.startswith("$ ")]
+        first_receive = next(i for i, c in enumerate(cmds) if " receive " in c)
+        gets = [i for i, c in enumerate(cmds) if " get " in c]
+        assert len(gets) == 1 and gets[0] > first_receive, cmds
         parent = f"{pool.name}/rcv"
-        snaps, (used, ratio) = ReceiveWorkload._received(ctx, parent)
+        snaps, space = ReceiveWorkload._received(ctx, parent)
         listed = target.run(["zfs", "list", "-H", "-t", "snapshot", "-o", "name", "-r", parent]).stdout.split()
         snap = small_corpus.stream.snapshot
         assert snaps == set(listed) == {f"{parent}/s{i}@{snap}" for i in range(2)}, (snaps, listed)
-        assert (used, ratio) == ReceiveWorkload._space(ctx, parent) and used > 2 * small_corpus.stream.write_bytes * 0.99
+        assert (space.used, space.ratio) == ReceiveWorkload._space(ctx, parent)
+        own = int(target.run(["zfs", "get", "-Hp", "-o", "value", "usedbydataset", parent]).stdout)
+        assert space.children == space.used - own and space.children > 2 * small_corpus.stream.write_bytes * 0.99
+        # the case's space count: the received datasets' space over the payload (just over 1: metadata)
+        assert 1.0 <= ctx.extra["counts"]["space_per_byte"] < 1.0 + ReceiveWorkload.METADATA_MARGIN_PCT / 100, ctx.extra
         ReceiveWorkload._verify(parent, 2, snap, snaps)
         assert target.run(["zfs", "destroy", f"{parent}/s1@{snap}"]).ok
         with pytest.raises(WorkloadFailed, match=f"left no snapshot {parent}/s1@{snap}"):

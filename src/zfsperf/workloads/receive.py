@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from ..errors import InputError, shown
 from ..safepaths import check_place
@@ -52,9 +52,10 @@ class Round:
     stream_bytes: int
     txgs: int | None                     # txgs committed during the round (OpenZFS), else None
     write_bytes: int = 0                 # logical bytes of the WRITE records received (all streams)
-    pool_bytes: float | None = None      # logical bytes the pool took for them: Δused × compressratio
+    pool_bytes: float | None = None      # logical bytes the pool took for them: allocated × compressratio
     compressratio: float = 1.0           # of the received datasets (zfs prints it to 2 decimals)
-    allocated: float | None = None       # Δused of the received datasets (exact, zfs get -Hp)
+    allocated: float | None = None       # the space the received data took (exact, zfs get -Hp): the
+                                         # fresh parent's usedbychildren; an incremental's Δused
     sharing: dict[str, float] | None = None   # the first measured round's: the pool's dedup ratio and cloning after it
 
 
@@ -172,7 +173,9 @@ class ReceiveWorkload:
         parent, names = self._parent(ctx, corpus, threads, force)
         txgs = txgs and ctx.phase == "measure"            # zdb: not between back-to-back rounds
         txg0 = target.txg(pool.name) if txgs else None
-        used0 = self._space(ctx, parent)[0] if ctx.phase == "measure" else None
+        # an incremental's datasets hold its base before the timed receive: their space is read
+        # before it too; a full stream's are new under a fresh parent (its usedbychildren, after)
+        used0 = self._space(ctx, parent)[0] if ctx.phase == "measure" and corpus.base is not None else None
         stream = corpus.stream
         starts: list[float] = []
         procs = []
@@ -236,12 +239,14 @@ class ReceiveWorkload:
             raise WorkloadFailed("zfs receive failed: " + "; ".join(errors))
         if stream.problem:
             raise WorkloadFailed(f"zfs receive reported success on a stream zfsperf found broken: {stream.problem}")
-        snaps, (used1, cr) = self._received(ctx, parent)
+        snaps, space = self._received(ctx, parent)
         self._verify(parent, threads, stream.snapshot, snaps)
         pool_bytes, ratio, allocated = None, 1.0, None
-        if used0 is not None:
-            if used1 is not None and cr is not None:
-                pool_bytes, ratio, allocated = (used1 - used0) * cr, cr, used1 - used0
+        if ctx.phase == "measure" and space.ratio is not None:
+            grew = space.children if corpus.base is None else (
+                space.used - used0 if space.used is not None and used0 is not None else None)
+            if grew is not None:
+                pool_bytes, ratio, allocated = grew * space.ratio, space.ratio, grew
         txg1 = target.txg(pool.name) if txgs else None
         if not keep:                           # keep the pool from filling over many rounds
             target.run(["zfs", "destroy", "-r", parent], timeout=max(1.0, ctx.remaining()))
@@ -366,11 +371,12 @@ class ReceiveWorkload:
         return _used_ratio(vals[0] if vals else None, vals[1] if len(vals) > 1 else None)
 
     @staticmethod
-    def _received(ctx: CaseContext, parent: str) -> tuple[set[str], tuple[float | None, float | None]]:
+    def _received(ctx: CaseContext, parent: str) -> tuple[set[str], "Space"]:
         """After a round, in one command (under emulation each costs a third of a second, and a
-        round ran three): the snapshots under parent (_verify's), and parent's (used bytes,
-        compressratio) as _space reads them; an empty set and (None, None) where unreadable."""
-        res = ctx.target.run(["zfs", "get", "-Hpr", "-o", "name,property,value", "used,compressratio", parent])
+        round ran three): the snapshots under parent (_verify's), and parent's space; an empty set
+        and Nones where unreadable."""
+        res = ctx.target.run(["zfs", "get", "-Hpr", "-o", "name,property,value", "used,usedbychildren,compressratio",
+                              parent])
         snaps: set[str] = set()
         mine: dict[str, str] = {}
         for line in res.stdout.splitlines() if res.ok else []:
@@ -381,7 +387,9 @@ class ReceiveWorkload:
                 snaps.add(f[0])
             elif f[0] == parent:
                 mine[f[1]] = f[2]
-        return snaps, _used_ratio(mine.get("used"), mine.get("compressratio"))
+        used, ratio = _used_ratio(mine.get("used"), mine.get("compressratio"))
+        children, _ = _used_ratio(mine.get("usedbychildren"), mine.get("compressratio"))
+        return snaps, Space(used, children, ratio)
 
     # bytes a received dataset takes beyond its data: dnodes, indirect blocks, directories and the
     # snapshot (measured on zfs-fuse: about +0.15 % for 128K records; bench/truth.py prints it)
@@ -390,17 +398,18 @@ class ReceiveWorkload:
     def _data_check(self, rounds: list[Round]) -> CrossCheck:
         """The data a receive delivered, counted twice: the WRITE records' logical bytes (what
         zfsperf counts from the stream's headers) vs what ZFS's space accounting says the received
-        datasets took (Δused × compressratio, read with `zfs get -Hp` before and after the timed
-        receives). Independent of zfsperf's clock; a receive that dropped or duplicated data, or a
+        datasets took (× compressratio, read with `zfs get -Hp` after the timed receives: the round's
+        fresh parent's usedbychildren; an incremental's Δused, its base's space read before). Independent of zfsperf's clock; a receive that dropped or duplicated data, or a
         stream walker that miscounted, shows here."""
         ours = float(sum(r.write_bytes for r in rounds))
         pool = float(sum(r.pool_bytes or 0 for r in rounds))
         compressed = any(r.compressratio != 1.0 for r in rounds)
         margin = None if compressed else (self.METADATA_MARGIN_PCT if pool >= ours else 0.5)
-        how = ("stream WRITE payload vs Δused of the received datasets (zfs get -Hp), which also holds "
-               f"their metadata (allowed: up to {self.METADATA_MARGIN_PCT:g} % more)")
+        how = ("stream WRITE payload vs the space the received datasets took (zfs get -Hp: their parent's "
+               f"usedbychildren, an incremental's Δused), which also holds their metadata (allowed: up to "
+               f"{self.METADATA_MARGIN_PCT:g} % more)")
         if compressed:
-            how = ("stream WRITE payload vs Δused × compressratio of the received datasets (zfs get -Hp): not "
+            how = ("stream WRITE payload vs the space × compressratio of the received datasets (zfs get -Hp): not "
                    "judged, compressratio is logical/compressed size while used counts allocated space rounded "
                    "up to the sector size (ashift), so with compression this reads several % high")
         return CrossCheck("received data vs pool space", "bytes", ours / MIB, pool / MIB, "MiB", margin, how)
@@ -532,6 +541,13 @@ class ReceiveWorkload:
             if ctx.live:
                 ctx.live(f"{rate:.1f} MiB/s now, {total / MIB:.0f} of {length * len(procs) / MIB:.0f} MiB")
             last_total, last_t = total, now
+
+
+class Space(NamedTuple):
+    """A round's parent dataset after its receives, as `zfs get -Hp` reads it (None: unreadable)."""
+    used: float | None              # bytes: the parent and everything under it
+    children: float | None          # bytes: usedbychildren, the received datasets alone
+    ratio: float | None             # compressratio
 
 
 def _used_ratio(used: str | None, ratio: str | None) -> tuple[float | None, float | None]:
