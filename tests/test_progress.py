@@ -31,8 +31,10 @@ numjobs = [1, 2]
 """
 
 
-def _tmux(sock: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, timeout=30)
+def _tmux(sock: Path, *args: str) -> subprocess.CompletedProcess:
+    """tmux on a server of the test's own, its socket in the test's directory (-L would leave
+    /tmp/tmux-UID behind)."""
+    return subprocess.run(["tmux", "-S", str(sock), *args], capture_output=True, text=True, timeout=30)
 
 
 def test_eta_counts_remaining_iterations_by_case():
@@ -55,7 +57,7 @@ def test_live_screen_shows_the_bar_and_an_eta_from_history(tmp_path, session_env
     took = float(re.search(r"Running Time:\s+(\d+):(\d+)", first.stdout).group(1)) * 60 + \
         float(re.search(r"Running Time:\s+(\d+):(\d+)", first.stdout).group(2))
 
-    sock = f"zfsperf-progress-{os.getpid()}"
+    sock = tmp_path / "tmux.sock"
     env = {k: os.environ[k] for k in ("ZFSPERF_STATE", "ZFSPERF_CACHE", "ZFSPERF_LAB") if k in os.environ}
     envargs = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
     argv = [sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "--store", str(store),

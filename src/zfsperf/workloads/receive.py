@@ -387,9 +387,8 @@ class ReceiveWorkload:
                 snaps.add(f[0])
             elif f[0] == parent:
                 mine[f[1]] = f[2]
-        used, ratio = _used_ratio(mine.get("used"), mine.get("compressratio"))
-        children, _ = _used_ratio(mine.get("usedbychildren"), mine.get("compressratio"))
-        return snaps, Space(used, children, ratio)
+        return snaps, Space(_number(mine.get("used")), _number(mine.get("usedbychildren")),
+                            _number(mine.get("compressratio")))
 
     # bytes a received dataset takes beyond its data: dnodes, indirect blocks, directories and the
     # snapshot (measured on zfs-fuse: about +0.15 % for 128K records; bench/truth.py prints it)
@@ -398,8 +397,9 @@ class ReceiveWorkload:
     def _data_check(self, rounds: list[Round]) -> CrossCheck:
         """The data a receive delivered, counted twice: the WRITE records' logical bytes (what
         zfsperf counts from the stream's headers) vs what ZFS's space accounting says the received
-        datasets took (× compressratio, read with `zfs get -Hp` after the timed receives: the round's
-        fresh parent's usedbychildren; an incremental's Δused, its base's space read before). Independent of zfsperf's clock; a receive that dropped or duplicated data, or a
+        datasets took (× compressratio, read with `zfs get -Hp` after the timed receives: the
+        round's fresh parent's usedbychildren; an incremental's Δused, its base's space read
+        before). Independent of zfsperf's clock; a receive that dropped or duplicated data, or a
         stream walker that miscounted, shows here."""
         ours = float(sum(r.write_bytes for r in rounds))
         pool = float(sum(r.pool_bytes or 0 for r in rounds))
@@ -550,15 +550,20 @@ class Space(NamedTuple):
     ratio: float | None             # compressratio
 
 
-def _used_ratio(used: str | None, ratio: str | None) -> tuple[float | None, float | None]:
-    """(used bytes, compressratio) from `zfs get -Hp`'s values ("1.52x" on zfs-fuse); (None, None)
-    where either is missing or unreadable."""
-    if used is None or ratio is None:
-        return None, None
+def _number(value: str | None) -> float | None:
+    """A `zfs get -Hp` value as a number (a compressratio "1.52x" on zfs-fuse); None where it is
+    missing or unreadable."""
     try:
-        return float(used), float(ratio.rstrip("x"))
+        return float(value.rstrip("x")) if value is not None else None
     except ValueError:
-        return None, None
+        return None
+
+
+def _used_ratio(used: str | None, ratio: str | None) -> tuple[float | None, float | None]:
+    """(used bytes, compressratio) from `zfs get -Hp`'s values; (None, None) where either is
+    missing or unreadable."""
+    u, r = _number(used), _number(ratio)
+    return (u, r) if u is not None and r is not None else (None, None)
 
 
 def _check_sendfile(spec: dict[str, Any], where: Callable[[str], dict]) -> None:
