@@ -4,9 +4,9 @@ A git repository is made from Debian's zfs-dkms 2.3 source with four commits (he
 the import, a comment in dmu_recv.c, a deliberate 100 ms pause per WRITE record of a receive, and a
 README note. zfsperf builds each commit's modules (incrementally, from the guest build's own tree
 of the same source: a commit that touches one file compiles one file). The A/B runs them taking
-turns in two guests (the lab's and its twin, one paused at a time) and must call the ends of the
-range WORSE with an interval; the bisect swaps them in one guest between blocks and must name the
-pause's commit as the first worse one. Under TCG the
+turns in two guests (the lab's and its twin, one paused at a time) in a bisect that must call the
+pause's commit WORSE with an interval and name it; elsewhere they are swapped in one guest between
+blocks (over ssh, and by zfsperf inside the guest). Under TCG the
 pause is a real cost (a sleep, not emulated CPU work): the verdict is about the build, not QEMU."""
 
 import json
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import after_compare_title, table_row, why
+from helpers import after_compare_title, flat, table_row, why
 from helpers import RECV, last_dir, openzfs_21, openzfs_repo, records, write_runfile, zfsperf
 from zfsperf.buildref import BuildRef
 from zfsperf.buildsource import stage_on_host
@@ -100,43 +100,56 @@ def test_a_rebuild_aa_keeps_its_floor_and_the_ab_states_it(lab, tmp_path):
     assert found.group(0) in (last_dir(res.stdout) / "compare.md").read_text()
 
 
-def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_no_twin(lab, tmp_path):
-    """guest ab --turns: the twin guest booted beside the lab's, each build in a guest of its own
-    (crosswise in ABBA order over the iterations: a guest changes builds every other iteration),
-    the other guest paused during every turn (QMP read back), the
-    100 ms-per-WRITE commit called WORSE with its interval; then a zfsperf killed with -9 mid-turn
-    leaves no twin QEMU, the next command resumes a lab guest it left paused, and the next run loads
-    the lab guest's own build back in place of the killed A/B's. (The A/A′ rebuild and its floor:
-    the slow test above.) The verdict stays a test (issue 84): the planted cost is deterministic,
-    not a sensitivity (1 MiB: 0.27 s → 1.7 s a receive, -85 %, every pair one way, 2026-12-04), and an A/B
-    in blocks is never shorter than the 6 an exact sign-flip test needs (runner.MIN_BLOCKS: asked
-    for 2, it ran 6), so a smaller run would not be quicker."""
+def test_bisect_in_turns_in_two_guests_names_the_commit_and_kill9_leaves_no_twin(lab, tmp_path):
+    """guest bisect --turns of comment..cost: its one step (BAD's own, which every bisect measures
+    first, decides a range of one commit) an A/B of the two builds taking turns in the twin booted
+    beside the lab's guest, each build in a guest of its own (crosswise in ABBA order over the
+    iterations: a guest changes builds every other iteration), the other guest paused during every
+    turn (QMP read back); the 100 ms-per-WRITE commit called WORSE with its interval and named, the
+    state kept, the same command again resumed without measuring. Then a `guest ab --turns` killed
+    with -9 mid-turn leaves no twin QEMU, the next command resumes a lab guest it left paused, and the
+    next run loads the lab guest's own build back in place of the killed A/B's. (The A/A′ rebuild
+    and its floor: the slow test above; the bisect in one guest, swapping builds between blocks: the
+    slow test below; the halving: tests/test_bisect_rule.py.) The verdict stays a test (issue 84):
+    the planted cost is deterministic, not a sensitivity (1 MiB: 0.27 s → 1.7 s a receive, -85 %,
+    every pair one way, 2026-12-04), and an A/B in blocks is never shorter than the 6 an exact
+    sign-flip test needs (runner.MIN_BLOCKS: asked for 2, it ran 6), so a smaller run would not be
+    quicker. Until 2026-12-07 this was `guest ab --turns` of base..note, and the bisect a test of its
+    own in one guest (270 s more in the lane)."""
     repo, commits, g = lab
     own = srcversion(g)
     # a test name of its own: a floor is kept in the build cache per test, figure and accelerator,
     # and a user's own "recv" floor there is not this test's to replace
     rf = write_runfile(tmp_path, BUILD_RECV.replace('name = "recv"', 'name = "rcv"'))
     base = f"{repo}@{commits['base']}"
-    res = _ab_in_turns(repo, commits, tmp_path, rf)
-    out = res.stdout + res.stderr
-    d = last_dir(res.stdout)
+    bad = commits["cost"][:8]
+    argv = ("guest", "bisect", "--zfs-src", str(repo), "--good", commits["comment"], "--bad", commits["cost"],
+            "-r", str(rf), "--case", "rcv", "--figure", "throughput", "--turns", "--blocks", "6", "--seed", "5",
+            "-o", str(tmp_path / "b"))
+    res = zfsperf(*argv, timeout=3600)
+    assert res.returncode == 0, why(res)
+    assert f"first worse commit: {commits['cost']}" in res.stdout, res.stdout
+    state = json.loads((tmp_path / "b" / "bisect.json").read_text())
+    assert list(state["steps"]) == [commits["cost"]] and state["steps"][commits["cost"]]["verdict"] == "worse"
+    assert state["first"]["commit"] == commits["cost"] and state["settings"]["turns"] is True, state["settings"]
+    d = Path(state["steps"][commits["cost"]]["results_dir"])
     recs = records(d)
     assert [r["status"] for r in recs] == ["PASS"] * 12, why(res)
     run = json.loads((d / "run.json").read_text())
     assert run["selection"]["build_turns"] is True and run["turns"] == ["rcv"]
     assert run["target"]["twin"]["zfs_version"] == run["target"]["zfs_version"]
     builds = run["builds"]
-    assert builds["a"]["info"]["commit"] == commits["base"] and builds["b"]["info"]["commit"] == commits["note"]
+    assert builds["good"]["info"]["commit"] == commits["comment"] and builds[bad]["info"]["commit"] == commits["cost"]
     # each build's module in both guests is the same module; the two builds' differ
-    assert builds["a"]["srcversion"] == builds["a"]["srcversion_twin"] != builds["b"]["srcversion"]
+    assert builds["good"]["srcversion"] == builds["good"]["srcversion_twin"] != builds[bad]["srcversion"]
     # every load in both guests given the run's first load's implementation picks (fletcher4 ...)
     impl = run["implementations"]
     assert {ld["where"].split(",")[0] for ld in impl["loads"]} == {"guest", "twin"}, impl
     assert impl["pinned"]["zfs_fletcher_4_impl"] == impl["loads"][0]["picks"]["fletcher4"], impl
     assert all(ld["pinned"] == impl["pinned"] for ld in impl["loads"]), impl
     for r in recs:
-        # the builds change guests in ABBA order: A in the lab's guest in iterations 1, 4 and 5
-        here = "guest" if (r["iteration"] in (1, 4, 5)) == (r["sweep"]["build"] == "a") else "twin"
+        # the builds change guests in ABBA order: GOOD in the lab's guest in iterations 1, 4 and 5
+        here = "guest" if (r["iteration"] in (1, 4, 5)) == (r["sweep"]["build"] == "good") else "twin"
         assert r["guest"] == here, r
         assert r["turns"] == "ABBA" and len(r["turn_guests"]) >= 2 and r["settle_turns"] == 1
         for t in r["turn_guests"]:          # every turn: its guest running, the other paused
@@ -144,34 +157,40 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
             assert [v for k, v in t["states"].items() if k != here] == ["paused"], t
     # a module swap in each guest where the arrangement changes (iterations 1, 2, 4, 6), not in 3 or 5
     swaps = {it: sum(" insmod " in ln and ln.rstrip("'").endswith("/zfs.ko")
-                     for ln in (d / "logs" / f"rcv__build=a.iter{it}.log").read_text().splitlines() if ln.startswith("$ "))
+                     for ln in (d / "logs" / f"rcv__build=good.iter{it}.log").read_text().splitlines()
+                     if ln.startswith("$ "))
              for it in range(1, 7)}
     assert swaps == {1: 2, 2: 2, 3: 0, 4: 2, 5: 0, 6: 2}, swaps
-    log = (d / "logs" / "rcv__build=a.iter1.log").read_text()
-    # each side's module in the iteration's log: A in the lab's guest, B in the twin, by srcversion
+    log = (d / "logs" / "rcv__build=good.iter1.log").read_text()
+    # each side's module in the iteration's log: GOOD in the lab's guest, BAD in the twin, by srcversion
     assert [ln for ln in log.splitlines() if ln.startswith("# module: ")] == \
-        [f"# module: guest: build a, srcversion {builds['a']['srcversion']}",
-         f"# module: twin: build b, srcversion {builds['b']['srcversion_twin']}"], log
+        [f"# module: guest: build good, srcversion {builds['good']['srcversion']}",
+         f"# module: twin: build {bad}, srcversion {builds[bad]['srcversion_twin']}"], log
     assert "# turn: guest running, twin paused (QMP query-status)" in log
     assert "# turn: guest paused, twin running (QMP query-status)" in log
     # one settling turn a side first, its receive left out: the counted rounds are the others
-    settling = [m.start() for m in re.finditer(r"^# a settling turn of rcv__build=[ab] \(", log, re.M)]
+    settling = [m.start() for m in re.finditer(r"^# a settling turn of rcv__build=(good|%s) \(" % bad, log, re.M)]
     receives = [m.start() for m in re.finditer(r"^\$ .* zfs receive ", log, re.M)]
-    it1 = next(r for r in recs if r["iteration"] == 1 and r["sweep"]["build"] == "a")
+    it1 = next(r for r in recs if r["iteration"] == 1 and r["sweep"]["build"] == "good")
     assert len(settling) == 2 and settling[0] < receives[0] < settling[1] < receives[1], log
     assert len(receives) == 2 + 2 * it1["rounds"], (len(receives), it1["rounds"])
-    # the paused-guest design named, and the planted cost called worse with its interval
-    assert "each build in a guest of its own" in " ".join(out.split()), out          # (lines wrapped to fit)
-    # one case compared: its name is the table's title, each row a figure
-    assert "build=a → " in out, out
-    table = after_compare_title(res.stdout)                 # compare's table, after the run's summary
-    line = table_row(table, "throughput")                   # with what its verdict wrapped onto
+    # the paused-guest design named as it ran (a guest swaps builds every other iteration: until
+    # 2026-12-07 it said every iteration), and the planted cost called worse with its interval
+    shown = zfsperf("compare", str(d))
+    assert shown.returncode == 0 and "build=good → " in shown.stdout, why(shown)    # its name is the title
+    assert "each build in a guest of its own" in flat(shown.stdout), shown.stdout    # (lines wrapped to fit)
+    assert "a guest loads another build every other iteration" in flat(shown.stdout), shown.stdout
+    line = table_row(after_compare_title(shown.stdout), "throughput")              # with what its verdict wrapped onto
     assert "WORSE" in line and line.count(" … ") == 1, line        # its interval, in its column or verdict
-    cmp = zfsperf("compare", str(d), "--json")
-    ch = next(c for c in json.loads(cmp.stdout)["changes"] if c["figure"] == "throughput")
+    ch = next(c for c in json.loads(zfsperf("compare", str(d), "--json").stdout)["changes"]
+              if c["figure"] == "throughput")
     assert ch["verdict"] == "worse" and ch["design"] == "turns" and ch["ci_pct"][1] < 0
-    assert not qemu_alive(g.root / "twin"), "the twin booted for the A/B is stopped after it"
+    assert not qemu_alive(g.root / "twin"), "the twin booted for the bisect is stopped after it"
     assert srcversion(g) == own
+    again = zfsperf(*argv, timeout=600)                      # the state kept: resumed, nothing measured
+    assert again.returncode == 0 and "resuming" in again.stdout + again.stderr, why(again)
+    assert "measuring" not in again.stdout + again.stderr
+    assert f"first worse commit: {commits['cost']}" in again.stdout
 
     # kill -9 in the middle of a turn: the guard stops the twin's QEMU (paused or not); the journal
     # (a state directory of the test's own) keeps what the run changed in both guests: the pins, and
@@ -228,15 +247,19 @@ def test_ab_of_two_builds_taking_turns_in_two_guests_is_worse_and_kill9_leaves_n
         t.close()
 
 
-@pytest.mark.parametrize("good", ["comment", pytest.param("base", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("good", ["comment", "base"])
 def test_bisect_names_the_commit_that_added_the_cost_and_resumes(lab, tmp_path, good):
     """guest bisect on a real guest: each step an A/B of its commit's build against GOOD's, swapped
     between blocks in one guest; the commit that added the cost named, the state kept, the same
-    command again resumes without measuring. make test's range is one commit (comment..cost: BAD's
-    own step, which every bisect measures first, decides it); the range of two (base..cost: BAD's
-    step, then one halving onto the comment, judged on GOOD's side) is `make test-slow`'s, 2 × 12
-    iterations under TCG (issue 84); the halving and which side a step falls on are
-    tests/test_bisect_rule.py's, on recorded steps."""
+    command again resumes without measuring: comment..cost (one commit: BAD's own step, which every
+    bisect measures first, decides it) and base..cost (BAD's step, then one halving onto the
+    comment, judged on GOOD's side), 12 and 2 × 12 iterations under TCG: `make test-slow`'s since
+    2026-12-07 (issue 84; 270 s of the guest lane for the first). In `make test`: `guest bisect
+    --turns` (the two-guest test above), a bisect on the machine itself
+    (test_a_local_build_ab_killed_with_9_..., below), builds swapped between blocks over ssh
+    (test_source_here_is_compiled_..., below); the halving and which side a step falls on:
+    tests/test_bisect_rule.py, on recorded steps."""
     repo, commits, g = lab
     rf = str(write_runfile(tmp_path, BUILD_RECV))
     # 6 blocks, the fewest an A/B runs: at 6 the exact sign-flip test is significant only when every

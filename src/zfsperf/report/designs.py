@@ -48,8 +48,8 @@ DESIGN_WORDS = {Design.ITERATIONS: "runs (iterations)", Design.HISTORY: "history
 
 # turns whose sides are two builds (guest ab --turns): the same statistics, a different machine
 BUILD_TURNS = ("one run, each build in a guest of its own taking turns round by round (ABBA), the other guest "
-               "paused; the builds change guests every iteration{settled}: within-iteration ratios (what drifts "
-               "over seconds hits both alike)")
+               "paused; the builds change guests in ABBA order over the iterations (a guest loads another build "
+               "every other iteration){settled}: within-iteration ratios (what drifts over seconds hits both alike)")
 
 
 SETTLED = ", and each side's first turn (after the fresh pools) is run and left out"
