@@ -32,6 +32,12 @@ the lane's name in front; the whole of each lane's output is also kept in build/
 last lines say each lane's exit status and time, then every failed test's line (pytest's short
 summary), so that the end of a long log names what failed.
 
+One `make test` at a time on a machine (LOCK, held from the first lane to the last): the lanes'
+vdev directories and cgroups are the machine's, and a second run's lane start emptied the first's
+(2026-12-07: 25 of host2's 29 tests failed in two runs started by mistake side by side). A lane in
+a cgroup ends with it: what is left in it when the lane's pytest has gone (a QEMU whose session
+teardown a signal cut short) is stopped and said.
+
 `python tests/lanes.py --lane host,quiet` runs those lanes only, as `make test` runs them (`make
 test-lane LANE=guest`). Each lane's time and its 10 slowest tests (pytest's --durations) end the
 output. `python tests/lanes.py ARGS...` with other arguments runs `pytest ARGS` once, as given
@@ -43,6 +49,8 @@ pytest's exit 5).
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import re
 import signal
 import subprocess
@@ -73,6 +81,7 @@ LANES = {
 PHASES = [["host", "host2", "guest", "fast"], ["quiet"]]
 OWN_RUN_DIR = {"guest", "fast", "host2"}        # lanes in a mount namespace of their own (own_run_dir)
 VDEVS = Path("/var/tmp/zfsperf")                # zfsperf's default vdev directory (runner.StorageOptions)
+LOCK = Path("/var/tmp/zfsperf-lanes.lock")      # one make test at a time: the lanes' directories are the machine's
 
 
 def selects(name: str, nodeid: str, marks: set[str]) -> bool:
@@ -142,6 +151,46 @@ def in_cgroup(argv: list[str], group: Path | None) -> list[str]:
     return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(group), *argv]
 
 
+def end_group(group: Path, say=print) -> None:
+    """A lane's cgroup after its lane: whatever is still in it (its pytest is gone) stopped, TERM
+    then KILL, and said; then the group removed."""
+    procs = group / "cgroup.procs"
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            left = [int(x) for x in procs.read_text().split()]
+        except OSError:
+            return
+        if not left:
+            break
+        say(f"make test: {len(left)} process(es) left in {group} after its lane: sent {sig.name}")
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 10
+        while procs.read_text().split() and time.monotonic() < deadline:
+            time.sleep(0.2)
+    with contextlib.suppress(OSError):
+        group.rmdir()
+
+
+def hold_lock(path: Path):
+    """The one-make-test-at-a-time lock, held while the returned file stays open; None (said on
+    stderr) when another make test holds it."""
+    f = open(path, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        print(f"make test: another make test is running on this machine ({f.read().strip() or 'its pid unknown'}; "
+              f"{path}): its lanes' directories and cgroups are the same as this one's", file=sys.stderr)
+        f.close()
+        return None
+    f.truncate(0)
+    f.write(f"pid {os.getpid()}, started {time.strftime('%H:%M:%S')}\n")
+    f.flush()
+    return f
+
+
 class Lane:
     def __init__(self, name: str, argv: list[str]) -> None:
         self.name, self.argv = name, argv
@@ -205,6 +254,9 @@ def main(args: list[str]) -> int:
             return 2
     elif args:
         return subprocess.run([*PYTEST, *args], cwd=ROOT).returncode
+    lock = hold_lock(LOCK)
+    if lock is None:
+        return 2
     t0 = time.monotonic()
     out_lock = threading.Lock()
     done: list[Lane] = []
@@ -240,12 +292,14 @@ def main(args: list[str]) -> int:
         except KeyboardInterrupt:                  # Ctrl-C reached the lanes too: let them end their sessions
             for lane in running:
                 lane.wait()
+            for g in groups:
+                if g is not None:
+                    end_group(g)
             return 130
         done += running
-        for g in groups:                          # empty once its lane ended
+        for g in groups:                          # empty once its lane ended, or emptied
             if g is not None:
-                with contextlib.suppress(OSError):
-                    g.rmdir()
+                end_group(g)
         groups = []
         for lane in running:                     # what a lane's runs left in its own vdev directory
             if lane.name in OWN_RUN_DIR:
