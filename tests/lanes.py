@@ -58,6 +58,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable, TextIO
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "build" / "test-logs"
@@ -151,7 +152,7 @@ def in_cgroup(argv: list[str], group: Path | None) -> list[str]:
     return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(group), *argv]
 
 
-def end_group(group: Path, say=print) -> None:
+def end_group(group: Path, say: Callable[[str], None] = print) -> None:
     """A lane's cgroup after its lane: whatever is still in it (its pytest is gone) stopped, TERM
     then KILL, and said; then the group removed."""
     procs = group / "cgroup.procs"
@@ -173,7 +174,7 @@ def end_group(group: Path, say=print) -> None:
         group.rmdir()
 
 
-def hold_lock(path: Path):
+def hold_lock(path: Path) -> TextIO | None:
     """The one-make-test-at-a-time lock, held while the returned file stays open; None (said on
     stderr) when another make test holds it."""
     f = open(path, "a+")
