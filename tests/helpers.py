@@ -630,6 +630,12 @@ def command_lines(text: str) -> list[str]:
     return out
 
 
+def tmux(sock: Path, *args: str) -> subprocess.CompletedProcess:
+    """tmux on a server of a test's own, its socket at sock (in the test's directory: -L NAME left
+    /tmp/tmux-UID and its sockets behind)."""
+    return subprocess.run(["tmux", "-S", str(sock), *args], capture_output=True, text=True, timeout=30)
+
+
 def after_compare_title(stdout: str) -> str:
     """What follows compare's table title, `… (old, new: medians; change: new / old)`, however the
     title wraps: its table and notes (after a run's own summary)."""

@@ -5,12 +5,11 @@ lines when the output is not a terminal."""
 import os
 import re
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from helpers import zfsperf
+from helpers import tmux, zfsperf
 from helpers import write_runfile
 from zfsperf.ui import Eta
 
@@ -29,12 +28,6 @@ size = "32M"
 runtime = 3
 numjobs = [1, 2]
 """
-
-
-def _tmux(sock: Path, *args: str) -> subprocess.CompletedProcess:
-    """tmux on a server of the test's own, its socket in the test's directory (-L would leave
-    /tmp/tmux-UID behind)."""
-    return subprocess.run(["tmux", "-S", str(sock), *args], capture_output=True, text=True, timeout=30)
 
 
 def test_eta_counts_remaining_iterations_by_case():
@@ -62,21 +55,21 @@ def test_live_screen_shows_the_bar_and_an_eta_from_history(tmp_path, session_env
     envargs = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
     argv = [sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "--store", str(store),
             "-o", str(tmp_path / "b"), "--check", "off"]
-    res = _tmux(sock, "new-session", "-d", "-x", "200", "-y", "40", *envargs,
+    res = tmux(sock, "new-session", "-d", "-x", "200", "-y", "40", *envargs,
                 "-c", str(Path(__file__).resolve().parent.parent), "--", "bash", "--norc", "--noprofile")
     assert res.returncode == 0, res.stderr
-    _tmux(sock, "send-keys", shlex.join(argv), "Enter")          # typed at the terminal, as a person would
+    tmux(sock, "send-keys", shlex.join(argv), "Enter")          # typed at the terminal, as a person would
     screens = []
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
-            screen = _tmux(sock, "capture-pane", "-p").stdout
+            screen = tmux(sock, "capture-pane", "-p").stdout
             screens.append(screen)
             if "Results Summary" in screen:
                 break
             time.sleep(0.5)
     finally:
-        _tmux(sock, "kill-server")
+        tmux(sock, "kill-server")
     bars = [ln for s in screens for ln in s.splitlines() if "ETA" in ln and "iterations" in ln]
     assert bars, screens[-1]
     # mid-run: iterations done of the total, elapsed, and an ETA made from the store's past runs

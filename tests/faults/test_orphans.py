@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import why
+from helpers import tmux, why
 from helpers import DEFAULT_BATCH, children, descendants, zfsperf
 from helpers import write_runfile
 from zfsperf import proc
@@ -130,19 +130,15 @@ def test_kill9_at_random_moments_leaves_nothing(tmp_path, params, session_env, t
     assert "refusing" not in res.stdout + res.stderr
 
 
-def _tmux(sock: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, timeout=30)
-
-
 def _hangup_mid(tmp_path: Path, params: Path, workload: str, marker: str) -> None:
     rf = write_runfile(tmp_path, RUNFILE)
     env = _own_lab(tmp_path, f"hup-{workload}")
-    sock = f"zfsperf-test-{os.getpid()}-{workload}"
+    sock = tmp_path / f"tmux-{workload}.sock"
     argv = [sys.executable, "-m", "zfsperf.cli", "run", "-r", str(rf), "-t", workload, "--params-dir", str(params),
             "--no-history", "-o", str(tmp_path / "res"), "-d", str(tmp_path / "vd")]
     envargs = [a for k, v in {**env, "ZFSPERF_STATE": os.environ["ZFSPERF_STATE"],
                               "ZFSPERF_CACHE": os.environ["ZFSPERF_CACHE"]}.items() for a in ("-e", f"{k}={v}")]
-    res = _tmux(sock, "new-session", "-d", "-x", "160", "-y", "40", "-P", "-F", "#{pane_pid}", *envargs,
+    res = tmux(sock, "new-session", "-d", "-x", "160", "-y", "40", "-P", "-F", "#{pane_pid}", *envargs,
                 "-c", str(Path(__file__).resolve().parent.parent), "--", *argv)
     assert res.returncode == 0, res.stderr
     zpid = int(res.stdout.strip())
@@ -150,7 +146,7 @@ def _hangup_mid(tmp_path: Path, params: Path, workload: str, marker: str) -> Non
         seen: set[int] = set()
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
-            assert proc.pid_alive(zpid), _tmux(sock, "capture-pane", "-p").stdout
+            assert proc.pid_alive(zpid), tmux(sock, "capture-pane", "-p").stdout
             descendants(zpid, seen)
             if any(marker in " ".join(proc.pid_cmdline(c)) for c in seen if proc.pid_alive(c)):
                 break
@@ -161,7 +157,7 @@ def _hangup_mid(tmp_path: Path, params: Path, workload: str, marker: str) -> Non
         descendants(zpid, seen)
         assert proc.pid_alive(zpid)
     finally:
-        _tmux(sock, "kill-server")                 # the terminal is gone: SIGHUP to the pane's processes
+        tmux(sock, "kill-server")                 # the terminal is gone: SIGHUP to the pane's processes
     assert _gone_within([zpid], 60) == [], "zfsperf did not end after the hangup"
     # a hangup is an interrupt like Ctrl-C: torn down, tunables restored, results and summary written
     d = next((tmp_path / "res").iterdir())
