@@ -55,7 +55,7 @@ def zfsperf(*args: str, env: dict | None = None, timeout: float = 600, cwd: str 
     """Run the real CLI as a user would: a process of its own, or, in a fast test (no ZFS: every
     command it runs reads only, or is refused or checked by --dry-run before it touches anything),
     the same `main(argv)` in this process, its stdout and stderr captured (a Python start-up, about
-    0.4 s of CPU with numpy and scipy, saved each time: 83 of them were a third of make test-fast's
+    0.4 s of CPU with numpy and scipy, saved each time: 83 of them were about a fifth of make test-fast's
     CPU). real=True: always a process of its own."""
     if IN_PROCESS and not real:
         return run_in_process(list(args), env, cwd)
