@@ -62,10 +62,12 @@ class Control:
 def stop_on_signals() -> Iterator[None]:
     """A hangup or TERM ends a command that is not a run like Ctrl-C (KeyboardInterrupt, raised
     where the command is: its finally blocks stop what it started: a guest it booted, the hosts
-    of a fleet). While a run is going the runner's own handlers take over and give these back."""
+    of a fleet). While a run is going the runner's own handlers take over and give these back.
+    Ctrl-C too, as a run takes it: a command started in the background of a script inherits
+    SIGINT ignored, and Python then leaves it so (a fleet went on to its end after `kill -INT`)."""
     def stop(signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt(signal.Signals(signum).name)
-    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     try:
         yield
     finally:
