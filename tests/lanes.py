@@ -49,8 +49,6 @@ pytest's exit 5).
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import re
 import signal
 import subprocess
@@ -58,7 +56,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "build" / "test-logs"
@@ -153,43 +151,33 @@ def in_cgroup(argv: list[str], group: Path | None) -> list[str]:
 
 
 def end_group(group: Path, say: Callable[[str], None] = print) -> None:
-    """A lane's cgroup after its lane: whatever is still in it (its pytest is gone) stopped, TERM
-    then KILL, and said; then the group removed."""
-    procs = group / "cgroup.procs"
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            left = [int(x) for x in procs.read_text().split()]
-        except OSError:
-            return
-        if not left:
-            break
-        say(f"make test: {len(left)} process(es) left in {group} after its lane: sent {sig.name}")
-        for pid in left:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + 10
-        while procs.read_text().split() and time.monotonic() < deadline:
-            time.sleep(0.2)
+    """A lane's cgroup after its lane: whatever is still in it (its pytest is gone) stopped (TERM,
+    then KILL after a grace: proc.stop_pid) and said; then the group removed."""
+    from zfsperf import proc
     with contextlib.suppress(OSError):
+        left = [int(x) for x in (group / "cgroup.procs").read_text().split()]
+        if left:
+            say(f"make test: {len(left)} process(es) left in {group} after its lane: stopped (SIGTERM, then SIGKILL)")
+        for pid in left:
+            proc.stop_pid(pid, grace=10.0)
         group.rmdir()
 
 
-def hold_lock(path: Path) -> TextIO | None:
-    """The one-make-test-at-a-time lock, held while the returned file stays open; None (said on
-    stderr) when another make test holds it."""
-    f = open(path, "a+")
+def hold_lock(path: Path, argv: list[str]) -> Any:
+    """The one-make-test-at-a-time lock (machine.RunLock's flock, on its own file), held until this
+    process ends; None (said on stderr, naming the holder) when another make test holds it."""
+    from zfsperf.errors import InputError
+    from zfsperf.machine import RunLock, lock_holder
+    lock = RunLock(path)
     try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.seek(0)
-        print(f"make test: another make test is running on this machine ({f.read().strip() or 'its pid unknown'}; "
-              f"{path}): its lanes' directories and cgroups are the same as this one's", file=sys.stderr)
-        f.close()
+        lock.acquire(argv)
+    except InputError:
+        h = lock_holder(path) or {}
+        print(f"make test: another make test is running on this machine (pid {h.get('pid', '?')}: "
+              f"{' '.join(h.get('argv') or [])}; {path}): its lanes' directories and cgroups are the same "
+              "as this one's", file=sys.stderr)
         return None
-    f.truncate(0)
-    f.write(f"pid {os.getpid()}, started {time.strftime('%H:%M:%S')}\n")
-    f.flush()
-    return f
+    return lock
 
 
 class Lane:
@@ -255,7 +243,7 @@ def main(args: list[str]) -> int:
             return 2
     elif args:
         return subprocess.run([*PYTEST, *args], cwd=ROOT).returncode
-    lock = hold_lock(LOCK)
+    lock = hold_lock(LOCK, ["make test", *args])
     if lock is None:
         return 2
     t0 = time.monotonic()

@@ -197,17 +197,17 @@ def test_one_make_test_at_a_time(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(lanes, "LOCK", tmp_path / "lanes.lock")
     started: list[str] = []
     monkeypatch.setattr(lanes.Lane, "start", lambda self, lock: started.append(self.name))
-    first = lanes.hold_lock(lanes.LOCK)
+    first = lanes.hold_lock(lanes.LOCK, ["make test"])
     assert first is not None
     try:
         assert lanes.main(["--lane", "quiet"]) == 2 and started == []
         err = capsys.readouterr().err
-        assert f"another make test is running on this machine (pid {os.getpid()}, started " in err, err
+        assert f"another make test is running on this machine (pid {os.getpid()}: make test; " in err, err
     finally:
-        first.close()
-    again = lanes.hold_lock(lanes.LOCK)            # free once the first has ended
+        first.release()
+    again = lanes.hold_lock(lanes.LOCK, ["make test"])     # free once the first has ended
     assert again is not None
-    again.close()
+    again.release()
 
 
 def test_what_a_lane_leaves_in_its_cgroup_is_stopped_with_it():
