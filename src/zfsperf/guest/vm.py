@@ -40,6 +40,13 @@ from .qmp import Qmp
 
 MEM_MB = int(os.environ.get("ZFSPERF_GUEST_MEM", "3072"))
 DISK_GB = int(os.environ.get("ZFSPERF_GUEST_DISK_GB", "16"))
+# The CPU an emulated (TCG) guest is given: QEMU's baseline x86-64 (SSE2). glibc, Python and
+# OpenZFS's checksum and parity code then take their SSE2 paths, which TCG translates far better
+# than the AVX/AVX2 ones `-cpu max` offered until 2026-12-07: the default suite's run inside the
+# guest 111-136 s against 130-165 s in two alternating pairs, the zfs module's load 3.7 s against
+# 4.4-5.8, zfsperf's start 10.3-11.1 s against 14.2-16.3 (docs/benchmarks.md). The guest's clock is
+# HPET with either. Under KVM the guest has the host's CPU.
+TCG_CPU = "qemu64"
 HOSTROOT = "/hostroot"       # where the guest sees the host's root, read-only (guest/init_script.py)
 
 
@@ -162,7 +169,7 @@ class Guest:
         share = "security_model=none,multidevs=remap"
         key = base64.b64encode(Path(str(self.key) + ".pub").read_bytes().strip()).decode()
         argv = ["qemu-system-x86_64", *(["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else
-                                         ["-accel", "tcg,thread=multi", "-cpu", "max"]),
+                                         ["-accel", "tcg,thread=multi", "-cpu", TCG_CPU]),
                 "-smp", str(min(4, os.cpu_count() or 2)), "-m", str(MEM_MB), "-display", "none", "-monitor", "none",
                 "-qmp", f"unix:{self.qmp_socket},server=on,wait=off", "-serial", f"file:{self.root / 'serial.log'}", "-no-reboot",
                 "-kernel", str(build.kernel_image), "-initrd", str(build.initramfs),
@@ -172,7 +179,7 @@ class Guest:
                 "-drive", f"file={disk},if=none,id=d0,format=raw,cache=unsafe", "-device", "virtio-blk-pci,drive=d0",
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:22", "-device", "virtio-net-pci,netdev=n0"]
         say(f"booting OpenZFS {build.zfs_version} on {build.kernel} under {accel.upper()}"
-            + (" (software emulation: timings will not be speeds)" if accel == "tcg" else ""))
+            + (f" (software emulation, -cpu {TCG_CPU}: timings will not be speeds)" if accel == "tcg" else ""))
         with open(self.root / "qemu.log", "wb") as qlog:
             p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
                                  start_new_session=True)
