@@ -126,21 +126,27 @@ def _sleepers(tag: str) -> list[str]:
     return res.stdout.split()
 
 
-@pytest.mark.parametrize("how, tag", [("SIGINT", "4242"), ("SIGKILL", "4243")])
-def test_a_build_step_stopped_by_a_signal_or_killed_leaves_no_compiler_running(tmp_path, how, tag):
+@pytest.mark.parametrize("how, tag, slow_guard", [("SIGINT", "4242", False), ("SIGKILL", "4243", False),
+                                                  ("SIGINT", "4244", True), ("SIGKILL", "4245", True)])
+def test_a_build_step_stopped_by_a_signal_or_killed_leaves_no_compiler_running(tmp_path, how, tag, slow_guard):
     """A SIGTERM to `guest ab` while a rebuild's configure ran (2026-11-29) ended zfsperf and the
     configure shell, and configure's own children compiled on; a kill -9 left all of them. A build
     step (here make_modules, with a `make` that starts two long children) runs in a session of its
-    own that the guard knows: SIGINT to zfsperf (a KeyboardInterrupt) or kill -9 stops the lot."""
+    own that the guard knows: SIGINT to zfsperf (a KeyboardInterrupt) or kill -9 stops the lot.
+    slow_guard: the guard's own start takes 2 s (a loaded machine): until 2026-12-07 the step's
+    children started first, and a signal while the guard started left them running (this test
+    failed so once in a loaded `make test-fast`)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "make").write_text(f"#!/bin/sh\nsleep {tag} &\nsleep {tag}\n")
     (bin_dir / "make").chmod(0o755)
     # Python's own SIGINT handler, as at a terminal: a background job of a shell (CI's) starts with
     # SIGINT ignored, and the child would not notice the signal at all
-    code = ("import signal, sys; from pathlib import Path; from zfsperf.guest.source import make_modules; "
+    code = ("import signal, sys, time; from pathlib import Path; from zfsperf.guest.source import make_modules; "
             "signal.signal(signal.SIGINT, signal.default_int_handler); "
-            "make_modules(Path(sys.argv[1]), 2, Path(sys.argv[2]))")
+            + ("from zfsperf import guard; start = guard._Guard.__init__; "
+               "guard._Guard.__init__ = lambda self: (time.sleep(2), start(self))[1]; " if slow_guard else "")
+            + "make_modules(Path(sys.argv[1]), 2, Path(sys.argv[2]))")
     p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(tmp_path / "make.log")],
                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
     try:

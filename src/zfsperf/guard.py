@@ -120,6 +120,13 @@ def _get() -> _Guard | None:
         return _guard
 
 
+def ready() -> None:
+    """Start this process's guard now if none runs yet: before a child that must be watched is
+    started, so that watch() after it only records a pid (starting the guard is a process start of
+    its own, which a signal can cut short while the child already runs)."""
+    _get()
+
+
 def watch(p: subprocess.Popen | int) -> None:
     """Stop this process (and its process group) when zfsperf ends, if it is still running then."""
     g = _get()

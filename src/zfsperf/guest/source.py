@@ -407,6 +407,7 @@ def build_step(argv: list[str], tree: Path, timeout: float, log: Path) -> proc.C
     SIGTERM to zfsperf during a rebuild's configure stopped zfsperf and the configure shell while
     configure's own children compiled on (2026-11-29), and a kill -9 left all of them."""
     t0 = time.monotonic()
+    guard.ready()        # started before the step: a Ctrl-C while the guard started left make's children running
     try:
         p = subprocess.Popen(argv, cwd=str(tree), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              errors="replace", env=proc.c_locale_env(), start_new_session=True)
@@ -414,8 +415,8 @@ def build_step(argv: list[str], tree: Path, timeout: float, log: Path) -> proc.C
         res = proc.Completed(argv, 127, "", f"{argv[0]}: {e.strerror}", time.monotonic() - t0)
         proc.CommandLog(log).record(res, "")
         return res
-    guard.watch(p)
     try:
+        guard.watch(p)
         out, err = p.communicate(timeout=timeout)
         res = proc.Completed(argv, p.returncode, out, err, time.monotonic() - t0)
     except subprocess.TimeoutExpired:
