@@ -121,9 +121,9 @@ def _get() -> _Guard | None:
 
 
 def ready() -> None:
-    """Start this process's guard now if none runs yet: before a child that must be watched is
-    started, so that watch() after it only records a pid (starting the guard is a process start of
-    its own, which a signal can cut short while the child already runs)."""
+    """Start this process's guard now if none runs yet: called before each child that must be
+    watched is started, so that watch() after it only records a pid (starting the guard is a
+    process start of its own, which a signal could cut short while the child already ran)."""
     _get()
 
 

@@ -180,6 +180,8 @@ class Guest:
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:22", "-device", "virtio-net-pci,netdev=n0"]
         say(f"booting OpenZFS {build.zfs_version} on {build.kernel} under {accel.upper()}"
             + (f" (software emulation, -cpu {TCG_CPU}: timings will not be speeds)" if accel == "tcg" else ""))
+        if watched:
+            guard.ready()
         with open(self.root / "qemu.log", "wb") as qlog:
             p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
                                  start_new_session=True)

@@ -207,6 +207,7 @@ class Profiler:
         argv = ["perf", "record", "-e", EVENT, "-F", str(RATE_HZ), "-g", "-k", "CLOCK_MONOTONIC", "-q", "-a",
                 "-o", str(self.data)]
         self.log.write(f"$ {' '.join(argv)} &")
+        guard.ready()
         self.p = procs.add(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                             stderr=subprocess.PIPE, start_new_session=True,
                                             env=proc.c_locale_env()))

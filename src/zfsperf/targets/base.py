@@ -140,6 +140,7 @@ class Target(ABC):
         stdin: Any = subprocess.DEVNULL if stdin_fd is None else stdin_fd
         f = open(stdin_file, "rb") if stdin_file else None
         try:
+            guard.ready()
             p = subprocess.Popen(self.wrap(self.tool_argv(argv)), stdin=f or stdin, stdout=stdout, stderr=stderr,
                                  start_new_session=True, env=proc.c_locale_env(),
                                  restore_signals=not ignore_sigpipe)

@@ -324,6 +324,7 @@ class FioRun:
             # SIGTERM, which fio passes on to its job processes (each in a session of its own)
             p = ctx.procs.add(runner.popen(self.argv, ignore_sigpipe=True))
         else:
+            guard.ready()
             p = ctx.procs.add(subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                env=proc.c_locale_env(), restore_signals=False,
                                                stderr=subprocess.PIPE, start_new_session=True))

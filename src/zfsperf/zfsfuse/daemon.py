@@ -164,6 +164,8 @@ class Lab:
         py = sys.executable
         # long-lived helpers never hold the caller's terminal or pipes (`zfsperf lab start | tee`)
         helper_log = open(root / "helpers.log", "ab")
+        if owner == "run":
+            guard.ready()
         syslogd = subprocess.Popen([py, "-m", "zfsperf.zfsfuse.syslogd", str(root / "log.sock"),
                                     str(root / "daemon.log")], start_new_session=True,
                                    stdin=subprocess.DEVNULL, stdout=helper_log, stderr=helper_log,
