@@ -3,6 +3,7 @@ names the commit, and a history gate that cannot fail says so."""
 
 import random
 import subprocess
+import sys
 
 from helpers import command_lines, level_run, stored_results, zfsperf
 
@@ -23,6 +24,17 @@ def test_version_names_the_commit():
     res = zfsperf("--version", timeout=60)
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert res.returncode == 0 and res.stdout.startswith("zfsperf 0.") and f"commit {head[:12]}" in res.stdout
+
+
+def test_version_loads_no_statistics_or_runfile_model():
+    """`zfsperf --version` reads the checkout, nothing else: inside the OpenZFS guest under TCG
+    every module imported costs (15 s there, of it 12 s for the run's model and numpy, 2026-12-07)."""
+    code = ("import sys; from zfsperf import cli; cli.main(['--version']); "
+            "print(sorted(m for m in ('numpy', 'rich', 'zfsperf.runfile', 'zfsperf.results.record', "
+            "'importlib.metadata') if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout.startswith("zfsperf 0."), res.stdout + res.stderr
+    assert res.stdout.splitlines()[-1] == "[]", res.stdout
 
 
 def test_history_gate_says_how_many_runs_a_change_point_needs(tmp_path):

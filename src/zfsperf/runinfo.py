@@ -7,16 +7,17 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__, proc
 from .errors import ZfsperfError
 from .redact import redact_argv
-from .runfile import Case, Runfile
-from .targets.base import Target
-from .results.record import RunRecord, machine_label
+
+if TYPE_CHECKING:                   # `zfsperf --version` asks checkout() alone: not the runfile's model
+    from .results.record import RunRecord
+    from .runfile import Case, Runfile
+    from .targets.base import Target
 
 
 def read_tunables(target: Target, names: list[str]) -> dict[str, str | None]:
@@ -36,10 +37,9 @@ def read_tunables(target: Target, names: list[str]) -> dict[str, str | None]:
 LIBRARIES = ("numpy", "scipy", "matplotlib", "rich", "psycopg")
 
 
-def software() -> dict[str, Any]:
+def checkout() -> dict[str, Any]:
     """zfsperf's version and, from a git checkout, its commit and whether it had local changes
-    (two runs of "0.1.0" days apart can judge by different rules); the libraries that compute its
-    statistics and draw its charts."""
+    (two runs of "0.1.0" days apart can judge by different rules)."""
     src = Path(__file__).resolve().parents[2]          # the checkout of a src/ layout install
     out: dict[str, Any] = {"zfsperf": __version__, "commit": None, "dirty": None}
     if (src / ".git").exists():
@@ -48,6 +48,13 @@ def software() -> dict[str, Any]:
             out["commit"] = head.stdout.strip()
             st = proc.run(["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"])
             out["dirty"] = bool(st.stdout.strip()) if st.returncode == 0 else None
+    return out
+
+
+def software() -> dict[str, Any]:
+    """checkout(), and the libraries that compute zfsperf's statistics and draw its charts."""
+    from importlib import metadata
+    out = checkout()
     libs = {}
     for name in LIBRARIES:
         try:
@@ -165,6 +172,7 @@ def run_info(rf: Runfile, target: Target, cases: list[Case], t_start: float, tun
     """run.json as a run starts. klass: the machine's class as the user names it (run --class),
     else derived (results.record.machine_label); fleet: the fleet's id and this host's name in its
     inventory (a run of `zfsperf fleet run`)."""
+    from .results.record import RunRecord, machine_label
     fio = proc.run(["fio", "--version"])
     hw, st, tgt = hardware(), storage(vdev_dir), target.info()
     return RunRecord(
