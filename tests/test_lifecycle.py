@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TUNABLES, FakeTarget, ScriptedWorkload, interrupt_self, runfile
+from helpers import TUNABLES, FakeTarget, ScriptedWorkload, interrupt_self, run_in_process, runfile
 from zfsperf import runner as runner_mod
 from zfsperf import workloads
 from zfsperf.errors import InputError, Refused, Unavailable
@@ -216,6 +216,44 @@ def test_an_ab_asked_for_fewer_than_6_blocks_says_it_runs_6_and_why(h, tmp_path,
     raised = [t for t in lines if t.startswith("iterations:")]
     assert raised == ([f"iterations: {asked} asked for, 6 run: an A/B's paired test cannot call a change "
                        "(p < 0.05) with fewer pairs"] if said else []), lines
+
+
+@pytest.mark.parametrize("asked,blocks", [(None, 2), (3, 3)])
+def test_a_smoke_run_runs_an_ab_in_the_blocks_asked_and_compare_calls_nothing(h, tmp_path, monkeypatch, asked, blocks):
+    """--smoke (issue 84: an A/B's mechanics in two blocks, not twelve): an interleaved run in the
+    blocks -I asks (2 when it asks none), not raised to 6; any other case of it once when -I asks
+    none, though its runfile asks 4; said so at the start and in the
+    summary; run.json records it, history refuses it, and compare pairs its blocks without a
+    verdict."""
+    from zfsperf.history.store import unfit
+    from zfsperf.report.compare import compare_within
+    from zfsperf.report.model import load_run
+    from zfsperf.report.pairing import ab_pairs
+    from zfsperf.ui import Console
+    lines: list[str] = []
+    monkeypatch.setattr(Console, "say", lambda self, text: lines.append(text))
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "scripted"\nlevel = [1, 2]\nab = true\n'
+                 '[[test]]\nname = "u"\nworkload = "scripted"\nlevel = 5\niterations = 4\n')
+    code, d, recs = h.run(rf, seed=3, smoke=True, **({"iterations": asked} if asked else {}))
+    assert code == 0
+    got = {c: sorted(r.iteration for r in recs if r.case == c) for c in {r.case for r in recs}}
+    assert got == {"t level=1": list(range(1, blocks + 1)), "t level=2": list(range(1, blocks + 1)),
+                   "u": list(range(1, (asked or 1) + 1))}, got
+    assert not any(t.startswith("iterations:") for t in lines), lines          # not raised to 6
+    assert any(t.startswith("smoke: ") and "not a measurement" in t for t in lines), lines
+    assert "Smoke:\ta check that the run works" in (d / "summary.txt").read_text()
+    run = load_run(d)
+    assert run.run.selection["smoke"] is True and "smoke run" in unfit(run)
+    ch = {c.case: c for c in compare_within(run, ab_pairs(run)).changes}["t level=1 → t level=2"]
+    assert ch.design == "paired" and not ch.verdict.decided and f"{blocks} blocks: p < 0.05 needs ≥ 6" in ch.note, ch
+
+
+@pytest.mark.parametrize("flag", [["--detect", "5"], ["--precision", "2"]])
+def test_a_smoke_run_with_a_stopping_rule_is_refused_before_anything(tmp_path, flag):
+    rf = runfile(tmp_path / "r.toml", '[[test]]\nname = "t"\nworkload = "receive"\ncorpus = { kind = "random", size = "1M" }\n')
+    res = run_in_process(["run", "-r", str(rf), "--smoke", *flag, "-o", str(tmp_path / "o")], cwd=str(tmp_path))
+    assert res.returncode == 2 and res.stderr.startswith("zfsperf: --smoke: --smoke runs a fixed count"), res.stderr
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize("body,error", [

@@ -98,6 +98,10 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
     from .runfile import parse_precision
     precision = parse_precision(args.precision, {"field": "--precision"}) if args.precision else None
     detect = parse_precision(args.detect, {"field": "--detect"}) if args.detect else None
+    smoke = bool(getattr(args, "smoke", False))
+    if smoke and (precision is not None or detect is not None):
+        raise InputError(f"--smoke runs a fixed count, and {'--precision' if precision is not None else '--detect'} "
+                         "iterates until it is met: give one of them", field="--smoke")
     if args.arc_max is not None and not 16 <= args.arc_max <= 16384:
         raise InputError(f"--arc-max takes zfs-fuse's range, 16 to 16384 MB, not {args.arc_max}", field="--arc-max")
     disks = [] if args.files else disks_from_env()
@@ -107,13 +111,13 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
         choice=Choice(runfile=name or args.runfile, text=text, tags=_tags(args.tags), test=args.test, iterations=args.iterations,
                       defines=_defines(args.define), precision=precision,
                       interleave=args.interleave or detect is not None or bool(builds), seed=args.seed, detect=detect,
-                      builds=builds),
+                      builds=builds, smoke=smoke),
         storage=Storage(target=args.target, tunables_dir=args.tunables_dir,
                         vdev_dir=_where_on_target(args.vdev_dir, args.target, "--vdev-dir"),
                         vdev_size=vdev_size, prefill=args.prefill, disks=disks, force=args.force,
                         arc_max_mb=args.arc_max),
         output=Output(outdir=args.outdir, keep_failed=args.keep_failed, verbose=args.verbose, quiet=args.quiet,
-                      html=not args.no_html, store=None if args.no_history else (args.store or ""),
+                      html=not args.no_html, store=None if args.no_history or smoke else (args.store or ""),
                       profile=args.profile, machine_class=_label(args.machine_class, "--class"),
                       fleet=_fleet_of(args)),
         resume=args.resume, cleanup=args.cleanup, dry_run=args.dry_run, check=args.check,

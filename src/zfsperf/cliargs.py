@@ -48,6 +48,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    "$ZFSPERF_STORE, else $ZFSPERF_STATE/history.sqlite); checked before the first case. Give "
                    "a PostgreSQL password by PGPASSWORD, ~/.pgpass or PGSERVICE, never in the URL")
     p.add_argument("--no-history", action="store_true", help="do not add the run to the history store")
+    p.add_argument("--smoke", action="store_true", help="the run at its smallest, to check that it works before "
+                   "a long one: -I as asked, else 2 blocks of an A/B (not the 6 its paired test needs to call a "
+                   "change) and one iteration of any other case, no stopping rule; not added to history")
     _add_run_place(p)
 
 

@@ -13,6 +13,7 @@ from .errors import InputError
 from .buildref import BuildRef
 from .results.directory import ResultsDir
 from .results.record import SteadyMode
+from .report.abstats import MIN_BLOCKS
 from .runfile import Case, Runfile, TestSpec, expand, load, loads, refuse_duet_with_builds
 from .workloads import WORKLOADS
 
@@ -34,6 +35,13 @@ class Choice:
     builds: dict[str, BuildRef] = field(default_factory=dict)   # a build A/B in the guest (guest ab, bisect):
                                            # every selected test runs once per build, swapped in per case
     build_turns: bool = False              # guest ab --turns: the two builds take turns in two guests
+    smoke: bool = False                    # --smoke: the run at its smallest, a check and not a measurement
+
+
+# --smoke: the blocks of an A/B (interleaved, an `ab` test, a duet) when -I gives none: the fewest
+# that pair each case with its other side and run both orders' mechanics, a third of the 6 its
+# paired test needs to call a change (report/abstats.MIN_BLOCKS); any other case runs once
+SMOKE_BLOCKS = 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +57,7 @@ class Plan:
     defines: dict[str, str] = field(default_factory=dict)
     builds: dict[str, BuildRef] = field(default_factory=dict)   # a build A/B in the guest
     build_turns: bool = False              # ... taking turns in two guests, one paused (guest/pair.py)
+    smoke: bool = False                    # --smoke: -I as asked (else SMOKE_BLOCKS or 1), no stopping rule
     done: frozenset[tuple[str, int]] = frozenset()              # (case, iteration) a resumed run has
 
     @classmethod
@@ -59,7 +68,7 @@ class Plan:
         return cls(runfile=rf, defines=dict(choice.defines), tags=choice.tags,
                    test=choice.test, iterations=choice.iterations, precision=choice.precision,
                    interleave=choice.interleave, seed=choice.seed, detect=choice.detect, builds=dict(choice.builds),
-                   build_turns=choice.build_turns)
+                   build_turns=choice.build_turns, smoke=choice.smoke)
 
     @classmethod
     def resumed(cls, rd: ResultsDir, builds: dict[str, BuildRef] | None = None) -> "Plan":
@@ -71,9 +80,19 @@ class Plan:
         return cls(runfile=loads(info.runfile["text"], info.runfile["source"], defines), defines=defines,
                    tags=sel.get("tags"), test=sel.get("test"), iterations=sel.get("iterations"),
                    precision=sel.get("precision"), interleave=bool(sel.get("interleave")), seed=sel.get("seed"),
-                   detect=sel.get("detect"), build_turns=bool(sel.get("build_turns")),
+                   detect=sel.get("detect"), build_turns=bool(sel.get("build_turns")), smoke=bool(sel.get("smoke")),
                    builds={k: BuildRef.from_json(v) for k, v in (info.builds or {}).items()} or dict(builds or {}),
                    done=frozenset((r.case, r.iteration) for r in rd.results()))
+
+    def iterations_of(self, t: TestSpec) -> int:
+        """A test's counted iterations: -I, else the runfile's; an A/B's blocks (an interleaved run,
+        an `ab` test) never fewer than the 6 its paired test needs to call a change, except in a
+        smoke run, which runs what -I asks, else SMOKE_BLOCKS of an A/B (a duet too) and one of any
+        other test."""
+        if self.smoke:
+            return self.iterations or (SMOKE_BLOCKS if self.interleave or t.ab or t.duet else 1)
+        n = self.iterations or t.iterations
+        return max(n, MIN_BLOCKS) if self.interleave or t.ab else n
 
     def cases(self) -> list[Case]:
         """The selected cases, each test given the builds it runs on; none selected is bad input."""
@@ -98,7 +117,7 @@ class Plan:
         pairs every case in blocks (--interleave, builds): each case would stop on its own and leave
         its blocks unpaired."""
         return (t.until_steady and not self.iterations and self.precision is None and self.detect is None
-                and not self.interleave and not self.builds)
+                and not self.interleave and not self.builds and not self.smoke)
 
     def _as_build_turns(self, t: TestSpec) -> None:
         """A test whose two builds take turns in two guests: a duet in turns whose sides are the
@@ -128,4 +147,4 @@ class Plan:
         """What run.json stores of the plan (a resume reads it back)."""
         return {"tags": self.tags, "test": self.test, "iterations": self.iterations, "precision": self.precision,
                 "interleave": self.interleave, "seed": self.seed, "detect": self.detect, "defines": self.defines,
-                "build_turns": self.build_turns}
+                "build_turns": self.build_turns, "smoke": self.smoke}

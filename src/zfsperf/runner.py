@@ -483,6 +483,10 @@ class Runner:
         if asked:                     # never silently more than asked for: said once, with why
             self.ui.say(f"iterations: {' / '.join(map(str, sorted(asked)))} asked for, {MIN_BLOCKS} run: an A/B's "
                         f"paired test cannot call a change (p < {ALPHA:g}) with fewer pairs")
+        if self.plan.smoke:
+            self.ui.say(f"smoke: {' / '.join(map(str, sorted({self._iterations(c) for c in cases})))} iteration(s) a "
+                        f"case, a check that the run works and not a measurement: an A/B's paired test needs "
+                        f"{MIN_BLOCKS} blocks to call a change (p < {ALPHA:g}), and it is not added to history")
         remaining = {c.id: self._iterations(c) - sum(1 for cid, it in done if cid == c.id and it >= 1) for c in cases}
         self.ui.start_progress(total - len(done), remaining, self._past_seconds([c.id for c in cases]))
         states = []
@@ -611,11 +615,11 @@ class Runner:
             return {}
 
     def _iterations(self, case: Case) -> int:
-        n = self.plan.iterations or case.test.iterations
-        # an interleaved run (or an ab test) is an A/B: its paired test cannot reach p < 0.05 with fewer blocks
-        return max(n, MIN_BLOCKS) if self.plan.interleave or case.test.ab else n
+        return self.plan.iterations_of(case.test)
 
     def _precision(self, case: Case) -> float | None:
+        if self.plan.smoke:                  # a smoke run stops at its count, whatever the runfile asks
+            return None
         return self.plan.precision if self.plan.precision is not None else case.test.precision
 
     def _machine_check(self, *, strict: bool) -> "machine.Check | None":
@@ -735,6 +739,8 @@ class Runner:
         if self.detected is not None:
             lines.append(detect_line(self.detected))
         history_failed = stored is not None and stored[1] is not None
+        if self.plan.smoke:
+            lines.append("Smoke:\ta check that the run works, not a measurement (--smoke): not added to history")
         if self.not_added is not None:
             lines.append(f"History:\tnot added: {self.not_added}")
         if stored is not None:

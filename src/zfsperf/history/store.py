@@ -417,8 +417,11 @@ class Store:
 
 
 def unfit(run: RunData) -> str | None:
-    """Why a run never goes into history (None: it does): not one iteration passed, so it measured
-    nothing -- every case SKIP (the target lacks what it needs), FAIL or KILLED."""
+    """Why a run never goes into history (None: it does): a smoke run (--smoke) checked that it
+    works and measured nothing to compare with; not one iteration passed, so it measured nothing --
+    every case SKIP (the target lacks what it needs), FAIL or KILLED."""
+    if run.run.selection.get("smoke"):
+        return "a smoke run (--smoke) checks that the run works: its figures are not measurements"
     if any(r.passed for r in run.records):
         return None
     seen = sorted({str(r.status) for r in run.records})
