@@ -70,7 +70,7 @@ def test_the_lanes_follow_the_fixtures():
                  "tests/test_machine.py"],
                 plugins=[Collect()])
     assert got["tests/test_guest_builds.py::test_build_a_b_refuses_duet_and_mixed_series_before_building"] == {"fast"}
-    assert got["tests/test_guest_builds.py::test_bisect_in_turns_in_two_guests_names_the_commit_and_kill9_leaves_no_twin"] == {"guest"}
+    assert got["tests/test_guest_builds.py::test_bisect_in_turns_in_two_guests_runs_its_step_and_kill9_leaves_no_twin"] == {"guest"}
     assert got["tests/test_report.py::test_report_formats_from_stored_results"] == set()          # host
     assert got["tests/test_report.py::test_real_ab_is_significant_with_its_direction"] == set()   # host
     assert got["tests/test_machine.py::test_check_measures_a_busy_cpu_and_names_it"] == {"quiet"}

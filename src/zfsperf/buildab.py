@@ -36,6 +36,7 @@ from typing import Any, Callable, Protocol
 from . import control, proc
 from .errors import InputError, TargetError
 from .units import ChangeVerdict
+from .report.abstats import ALPHA, MIN_BLOCKS
 from .guest.build import VERSIONS, Builder, find_build
 from .guest.source import ModuleBuild, SourceBuilder, cache_root, commit_meta, identify, read_meta, source_spec
 from .buildref import BuildRef
@@ -156,14 +157,16 @@ def ensure_twin(lab: Any, say: Callable[[str], None]) -> tuple[Any, bool]:
 def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int | None, outdir: str,
            tags: list[str] | None, test: str | None, argv: list[str], say: Callable[[str], None],
            defines: dict[str, str] | None = None, turns: bool = False, detect: float | None = None,
-           rebuild: bool = False, cleanup: bool = False, target: str = "guest", html: bool = True) -> AbResult:
+           rebuild: bool = False, cleanup: bool = False, target: str = "guest", html: bool = True,
+           smoke: bool = False) -> AbResult:
     """One interleaved run of the runfile's selected tests on each build, and its paired comparison
     (turns: the builds take turns in two guests, `blocks` iterations of ABBA groups; detect: more
     iterations until the verdict is decided or could see `detect` %, runner --detect). rebuild: the
     sides are one source built twice, and what the A/B measures is kept as the rebuild floor;
     otherwise the floors kept so far are applied to its verdicts (report/buildfloor.py). cleanup: -x,
     what earlier zfsperf runs left in the guests is removed first. target: the guest, or this
-    machine's kernel OpenZFS ("openzfs": a bisect on the machine zfsperf runs on)."""
+    machine's kernel OpenZFS ("openzfs": a bisect on the machine zfsperf runs on). smoke: `blocks`
+    as asked, not raised to the 6 a verdict needs (run --smoke)."""
     from .report import compare
     from .report.pairing import ab_pairs
     from .tunables import impls
@@ -176,7 +179,7 @@ def run_ab(sides: dict[str, BuildRef], runfile: str, *, blocks: int, seed: int |
                          html=html,
                          interleave=True, seed=seed, builds=sides, argv=argv, defines=defines or {},
                          keep_signal_handlers=False, store=None, check="warn", build_turns=turns,
-                         detect=detect, cleanup=cleanup)
+                         detect=detect, cleanup=cleanup, smoke=smoke)
     runner = Runner(opts)
     rc = runner.run()
     if runner.results_dir is None:
@@ -267,8 +270,9 @@ def print_ab(res: AbResult, sides: dict[str, BuildRef]) -> None:
 def guest_ab(a: str, b: str, runfile: str, *, blocks: int = DEFAULT_BLOCKS, seed: int | None = None,
              outdir: str = "zfsperf-results", tags: list[str] | None = None, test: str | None = None,
              argv: list[str] | None = None, say: Callable[[str], None] = print, turns: bool = False,
-             detect: float | None = None, rebuild: bool = False, cleanup: bool = False) -> int:
-    """One A/B of two builds (rebuild: one source compiled twice, the A/A′ floor measured)."""
+             detect: float | None = None, rebuild: bool = False, cleanup: bool = False, smoke: bool = False) -> int:
+    """One A/B of two builds (rebuild: one source compiled twice, the A/A′ floor measured; smoke:
+    `blocks` as asked, a check of the set-up)."""
     if rebuild and a != b:
         raise InputError("--rebuild compiles one source twice: give the same --a and --b", field="--rebuild")
     if rebuild and a in VERSIONS:
@@ -289,7 +293,8 @@ def guest_ab(a: str, b: str, runfile: str, *, blocks: int = DEFAULT_BLOCKS, seed
             if turns:
                 twin, twin_booted = ensure_twin(lab, say)
             res = run_ab(sides, runfile, blocks=blocks, seed=seed, outdir=outdir, tags=tags, test=test,
-                         argv=argv or [], say=say, turns=turns, detect=detect, rebuild=rebuild, cleanup=cleanup)
+                         argv=argv or [], say=say, turns=turns, detect=detect, rebuild=rebuild, cleanup=cleanup,
+                         smoke=smoke)
         finally:
             if twin_booted:
                 twin.down(say=say)
@@ -406,19 +411,21 @@ class GuestBench:
 def guest_bisect(repo: str, good: str, bad: str, runfile: str, case: str, figure: str, *,
                  blocks: int = DEFAULT_BLOCKS, seed: int | None = None, outdir: str = "zfsperf-bisect",
                  argv: list[str] | None = None, say: Callable[[str], None] = print, turns: bool = False,
-                 detect: float | None = None, cleanup: bool = False) -> int:
-    """0: the first changed commit named; 1: no change between GOOD and BAD beyond the noise.
+                 detect: float | None = None, cleanup: bool = False, smoke: bool = False) -> int:
+    """0: the first changed commit named; 1: no change between GOOD and BAD beyond the noise (or,
+    smoke: BAD's step in blocks too few to call one, a check of the set-up).
     turns: each step a build-turns A/B in two guests; detect: each step's iterations go on until its
     verdict is decided -- worse or better, or the same within the margin -- or could see that
     change (BAD's own step: `detect` %; every other step: half of BAD's change, the line between
     GOOD's side and BAD's, or `detect` if smaller)."""
     return bisect(GuestBench(say, turns, cleanup), repo, good, bad, runfile, case, figure, blocks=blocks, seed=seed,
-                  outdir=outdir, argv=argv, say=say, detect=detect)
+                  outdir=outdir, argv=argv, say=say, detect=detect, smoke=smoke)
 
 
 def bisect(bench: Bench, repo: str, good: str, bad: str, runfile: str, case: str, figure: str, *,
            blocks: int = DEFAULT_BLOCKS, seed: int | None = None, outdir: str = "zfsperf-bisect",
-           argv: list[str] | None = None, say: Callable[[str], None] = print, detect: float | None = None) -> int:
+           argv: list[str] | None = None, say: Callable[[str], None] = print, detect: float | None = None,
+           smoke: bool = False) -> int:
     """A bisect of GOOD..BAD measured where `bench` measures (GuestBench, or buildsource.LocalBench:
     the machine zfsperf runs on). Bad input before anything is built: the runfile and its case, the
     repository, the range, GOOD's META; bisect.json in outdir resumed when its settings are these."""
@@ -432,7 +439,7 @@ def bisect(bench: Bench, repo: str, good: str, bad: str, runfile: str, case: str
     out.mkdir(parents=True, exist_ok=True)
     state_file = out / "bisect.json"
     settings = {"repo": str(src), "good": good, "bad": bad, "runfile": rf_source, "case": case, "figure": figure,
-                "blocks": blocks} | bench.settings(detect)
+                "blocks": blocks} | bench.settings(detect) | ({"smoke": True} if smoke else {})
     state: dict[str, Any] = {"settings": settings, "steps": {}}
     if state_file.exists():
         old = json.loads(state_file.read_text())
@@ -444,14 +451,14 @@ def bisect(bench: Bench, repo: str, good: str, bad: str, runfile: str, case: str
     with control.stop_on_signals():
         try:
             return _bisect(bench, src, good, commits, runfile, case, figure, blocks, seed, out, argv or [], say,
-                           state, state_file, detect=detect)
+                           state, state_file, detect=detect, smoke=smoke)
         finally:
             bench.close()
 
 
 def _bisect(bench: Bench, src: Path, good: str, commits: list[str], runfile: str, case: str, figure: str, blocks: int,
             seed: int | None, out: Path, argv: list[str], say: Callable[[str], None], state: dict[str, Any],
-            state_file: Path, *, detect: float | None = None) -> int:
+            state_file: Path, *, detect: float | None = None, smoke: bool = False) -> int:
     bad = commits[-1][:12]
     good_side = bench.side(src, good, "good", "--good")
     good_full = good_side.ref.info.get("commit") or good
@@ -468,7 +475,8 @@ def _bisect(bench: Bench, src: Path, good: str, commits: list[str], runfile: str
                                    if margin[0] is not None else "")
         say(f"bisect: measuring {short} against {good_full[:8]} ({how})")
         res = bench.ab({"good": good_side.ref, short: side.ref}, good_side, runfile=runfile, blocks=blocks,
-                       seed=seed, outdir=str(out / "runs"), tags=None, test=case, argv=argv, detect=margin[0])
+                       seed=seed, outdir=str(out / "runs"), tags=None, test=case, argv=argv, detect=margin[0],
+                       smoke=smoke)
         st = _step_of(res, src, commit, case, figure)
         steps[commit] = st
         state["steps"][commit] = st.__dict__
@@ -478,7 +486,9 @@ def _bisect(bench: Bench, src: Path, good: str, commits: list[str], runfile: str
 
     last = measure(commits[-1])
     if not ChangeVerdict(last.verdict).decided:
-        print(f"bisect: {bad} against {good}: {last.verdict} — no change beyond the noise floor to look for")
+        why = (f"its {blocks} blocks cannot call a change (p < {ALPHA:g} needs {MIN_BLOCKS}): nothing to look for"
+               if last.verdict == ChangeVerdict.TOO_FEW else "no change beyond the noise floor to look for")
+        print(f"bisect: {bad} against {good}: {last.verdict} — {why}")
         _print_steps(steps, commits)
         return 1
     direction = last.verdict

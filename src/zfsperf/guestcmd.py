@@ -56,7 +56,7 @@ def bisect_here(args: argparse.Namespace) -> int:
     bench = LocalBench(cleanup=args.cleanup, html=not args.no_html)     # kernel OpenZFS, headers: before any build
     return ab.bisect(bench, args.zfs_src, args.good, args.bad, args.runfile, args.case, args.figure, blocks=blocks,
                      seed=args.seed, outdir=args.outdir or "zfsperf-bisect",
-                     argv=redact_argv(["zfsperf", *sys.argv[1:]]), detect=args.detect)
+                     argv=redact_argv(["zfsperf", *sys.argv[1:]]), detect=args.detect, smoke=args.smoke)
 
 
 def _checked(args: argparse.Namespace, action: str, command: str) -> int:
@@ -71,7 +71,12 @@ def _checked(args: argparse.Namespace, action: str, command: str) -> int:
         raise InputError("--rebuild is for guest ab (the A/A′ floor of one source built twice)", field="--rebuild")
     if args.detect is not None and not args.detect > 0:
         raise InputError(f"--detect takes a change in per cent above 0, got {args.detect:g}", field="--detect")
-    blocks = ab.DEFAULT_BLOCKS if args.blocks is None else args.blocks
+    if args.smoke and (args.detect is not None or args.rebuild):
+        other = "--detect" if args.detect is not None else "--rebuild"
+        raise InputError(f"--smoke runs a fixed count and keeps nothing, and {other} asks for a verdict or a "
+                         "floor: give one of them", field="--smoke")
+    from .plan import SMOKE_BLOCKS
+    blocks = (SMOKE_BLOCKS if args.smoke else ab.DEFAULT_BLOCKS) if args.blocks is None else args.blocks
     if blocks < 2:
         raise InputError(f"--blocks takes a whole number >= 2, got {blocks}", field="--blocks")
     if action == "ab":
@@ -89,7 +94,7 @@ def _guest_ab_or_bisect(args: argparse.Namespace) -> int:
     if args.guest_action == "ab":
         return ab.guest_ab(args.a, args.b, args.runfile, blocks=blocks, seed=args.seed,
                            outdir=args.outdir or "zfsperf-results", test=args.test, argv=argv, turns=args.turns,
-                           detect=args.detect, rebuild=args.rebuild, cleanup=args.cleanup)
+                           detect=args.detect, rebuild=args.rebuild, cleanup=args.cleanup, smoke=args.smoke)
     return ab.guest_bisect(args.zfs_src, args.good, args.bad, args.runfile, args.case, args.figure, blocks=blocks,
                            seed=args.seed, outdir=args.outdir or "zfsperf-bisect", argv=argv, turns=args.turns,
-                           detect=args.detect, cleanup=args.cleanup)
+                           detect=args.detect, cleanup=args.cleanup, smoke=args.smoke)
