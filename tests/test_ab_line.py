@@ -49,10 +49,12 @@ def test_a_one_line_ab_runs_and_prints_the_paired_verdict(lab, tmp_path):
     """The README's `zfsperf ab checksum=fletcher2,fletcher4` as a user runs it (from their own
     directory, the default output directory and target; fewer and smaller pairs by its flags): a
     real A/B taking turns on the embedded zfs-fuse, the runfile it wrote the one the run recorded,
-    and the lines the README shows: the design, the table's title, a verdict for the headline."""
+    and the lines the README shows: the design, the table's title, the headline's verdict. At 2
+    pairs (issue 84: 6 took 225 s of the host lane beside the others), so the verdict is "too few
+    iterations", said before the run; compare's verdicts of real turns: tests/test_compare_designs.py."""
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert "zfsperf ab checksum=fletcher2,fletcher4 " in readme
-    res = zfsperf("ab", "checksum=fletcher2,fletcher4", "-I", "6", "--size", "16M", "--runfile-out", "ab.toml",
+    res = zfsperf("ab", "checksum=fletcher2,fletcher4", "-I", "2", "--size", "16M", "--runfile-out", "ab.toml",
                   "--no-history", cwd=str(tmp_path), timeout=900)
     assert res.returncode == 0, why(res)
     assert "design: turns" in res.stdout
@@ -65,7 +67,8 @@ def test_a_one_line_ab_runs_and_prints_the_paired_verdict(lab, tmp_path):
     table = after_compare_title(res.stdout)                           # compare's, after the run's summary
     assert table.split("\n\n")[1].split()[:2] == ["figure", "old"], table
     row = table_row(table, "throughput")
-    assert any(w in row for w in ("better", "WORSE", "same", "not significant")), res.stdout
+    assert "too few iterations" in row and "ab: warning: -I 2: 2 pair(s) can never reach p < 0.05" in res.stdout, \
+        res.stdout
 
 
 @pytest.mark.parametrize("args, said", [
