@@ -7,6 +7,11 @@ import argparse
 import re
 
 
+# --smoke of a build A/B or bisect (guest ab, guest bisect, bisect); run's own says it of a run
+SMOKE_AB = ("the A/B at its smallest, to check its set-up before a long one: 2 blocks (or --blocks) instead of "
+            "the 6 a verdict needs; a bisect stops after BAD's step, which cannot call a change")
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a runfile (default: the built-in 'quick' suite)",
                        description="Run the cases of a runfile and write a results directory. Short flags "
@@ -350,8 +355,7 @@ def _add_guest(sub: argparse._SubParsersAction) -> None:
         a.add_argument("--detect", type=float, metavar="PCT", help="more iterations until each verdict is decided "
                        "or could see PCT %%" + (f" ({what})" if what else ""))
         a.add_argument("--seed", type=int, help="the seed of the block order")
-        a.add_argument("--smoke", action="store_true", help="the A/B at its smallest, to check its set-up before a long one: 2 blocks (or --blocks) "
-                       "instead of the 6 a verdict needs; a bisect stops after BAD's step, which cannot call a change")
+        a.add_argument("--smoke", action="store_true", help=SMOKE_AB)
         a.add_argument("-o", "--outdir", help="where results go")
         a.add_argument("-x", "--cleanup", action="store_true", help="first remove what earlier zfsperf runs left "
                        "in the guests (their marked pools, their vdev files), as run -x does")
@@ -461,8 +465,7 @@ def _add_bisect(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--detect", type=float, metavar="PCT", help="more blocks until each step's verdict is decided or "
                    "could see PCT %% (a step after the first: half of BAD's change)")
     p.add_argument("--seed", type=int, help="the seed of the block order")
-    p.add_argument("--smoke", action="store_true", help="the A/B at its smallest, to check its set-up before a long one: 2 blocks (or --blocks) "
-                   "instead of the 6 a verdict needs; a bisect stops after BAD's step, which cannot call a change")
+    p.add_argument("--smoke", action="store_true", help=SMOKE_AB)
     p.add_argument("-o", "--outdir", help="where bisect.json and each step's run go (default zfsperf-bisect)")
     p.add_argument("-x", "--cleanup", action="store_true", help="first remove what earlier zfsperf runs left "
                    "(their marked pools, their vdev files), as run -x does")

@@ -39,8 +39,8 @@ class Choice:
 
 
 # --smoke: the blocks of an A/B (interleaved, an `ab` test, a duet) when -I gives none: the fewest
-# that pair each case with its other side and run both orders' mechanics, a third of the 6 its
-# paired test needs to call a change (report/abstats.MIN_BLOCKS); any other case runs once
+# that pair each case with its other side more than once (turns: ABBA's two orders), a third of the
+# 6 its paired test needs to call a change (report/abstats.MIN_BLOCKS); any other case runs once
 SMOKE_BLOCKS = 2
 
 
