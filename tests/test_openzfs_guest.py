@@ -822,7 +822,7 @@ def test_inside_the_guest_nothing_reaches_outside_the_pool(guest, tmp_path):
     them, received with -u -x mountpoint); afterwards the mount table, /etc and zpool.cache are as
     they were. Every other refusal (an import cache, a system file as the stream, and the rest) is
     the same check of the runfile on any target, before one is opened: tests/test_host_safety.py
-    (each was a zfsperf start of its own here until 2026-12-07, 12-15 s apiece under TCG)."""
+    (each was a zfsperf start of its own here until 2026-12-07, 12-21 s apiece under TCG)."""
     # a stream carrying mountpoint=/etc, made in the guest on a scratch pool under an altroot
     guest_sh(guest, "sh", "-c", "set -e; truncate -s 128M /var/tmp/safety.img; "
              "zpool create -o cachefile=none -R /tmp/safety-alt zsafe /var/tmp/safety.img; "
