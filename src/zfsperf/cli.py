@@ -100,8 +100,8 @@ def cmd_run(args: argparse.Namespace, argv: list[str], *, text: str | None = Non
     detect = parse_precision(args.detect, {"field": "--detect"}) if args.detect else None
     smoke = bool(getattr(args, "smoke", False))
     if smoke and (precision is not None or detect is not None):
-        raise InputError(f"--smoke runs a fixed count, and {'--precision' if precision is not None else '--detect'} "
-                         "iterates until it is met: give one of them", field="--smoke")
+        from .plan import smoke_refused
+        raise smoke_refused("--precision" if precision is not None else "--detect")
     if args.arc_max is not None and not 16 <= args.arc_max <= 16384:
         raise InputError(f"--arc-max takes zfs-fuse's range, 16 to 16384 MB, not {args.arc_max}", field="--arc-max")
     disks = [] if args.files else disks_from_env()

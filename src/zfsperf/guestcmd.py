@@ -71,11 +71,9 @@ def _checked(args: argparse.Namespace, action: str, command: str) -> int:
         raise InputError("--rebuild is for guest ab (the A/A′ floor of one source built twice)", field="--rebuild")
     if args.detect is not None and not args.detect > 0:
         raise InputError(f"--detect takes a change in per cent above 0, got {args.detect:g}", field="--detect")
+    from .plan import SMOKE_BLOCKS, smoke_refused
     if args.smoke and (args.detect is not None or args.rebuild):
-        other = "--detect" if args.detect is not None else "--rebuild"
-        raise InputError(f"--smoke runs a fixed count and keeps nothing, and {other} asks for a verdict or a "
-                         "floor: give one of them", field="--smoke")
-    from .plan import SMOKE_BLOCKS
+        raise smoke_refused("--detect" if args.detect is not None else "--rebuild")
     blocks = (SMOKE_BLOCKS if args.smoke else ab.DEFAULT_BLOCKS) if args.blocks is None else args.blocks
     if blocks < 2:
         raise InputError(f"--blocks takes a whole number >= 2, got {blocks}", field="--blocks")

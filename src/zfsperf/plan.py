@@ -44,6 +44,12 @@ class Choice:
 SMOKE_BLOCKS = 2
 
 
+def smoke_refused(other: str) -> InputError:
+    """--smoke beside an option that asks for more than a check (a stopping rule, a verdict, a floor)."""
+    return InputError(f"--smoke runs a fixed count and keeps nothing, and {other} asks for a stopping rule, a "
+                      "verdict or a floor: give one of them", field="--smoke")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Plan:
     runfile: Runfile
