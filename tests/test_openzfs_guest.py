@@ -209,61 +209,10 @@ tunables = {{ %s = ["268435456", "262144"] }}
 """ % DIRTY
 
 
-@pytest.mark.parametrize("iterations", [
-    2,                                                  # the mechanics: both values, ABBA, put back
-    pytest.param(8, marks=pytest.mark.slow),            # the verdict under TCG (issue 84): make test-slow
-])
-def test_a_module_tunable_taking_turns_is_called_observed_and_restored(guest, tmp_path, iterations):
-    """A real runtime tunable change, taking turns on one pool in the guest: zfs_dirty_data_max
-    256 MiB → 256 KiB makes the write throttle (from 60 % of it) delay every receive tx. While it
-    runs the guest's parameter takes both values; the per-round read-back is in each record, the
-    writes in ABBA order in the case log; afterwards the value from before is back; compare judges
-    it by the turns design. That it is called WORSE is a verdict under TCG, at 8 iterations (the
-    slow case): at 6, 10 quiet runs of this runfile and one in CI (beside the host lane) were all
-    WORSE, by -36.7 … -39.0 %; the CI run's least pair was -9.7 %; at 8, one pair the other way (a
-    small one) still leaves p < 0.05 (docs/benchmarks.md)."""
-    param = f"{PARAMS}/{DIRTY}"
-    before = guest_sh(guest, "cat", param).strip()
-    assert before not in ("268435456", "262144")
-    p = in_guest_popen("run", "-r", str(write_runfile(tmp_path, DIRTY_TURNS.format(iterations=iterations))),
-                       "-o", str(tmp_path / "o"),
-                       "--no-history")
-    seen = set()
-    while p.poll() is None:
-        seen.add(guest_sh(guest, "cat", param).strip())
-        time.sleep(0.5)
-    out, err = p.communicate()
-    assert p.returncode == 0, out + err
-    assert {"268435456", "262144"} <= seen                        # observed in the guest, both values
-    assert guest_sh(guest, "cat", param).strip() == before         # and put back
-    d = last_dir(out)
-    recs = records(d)
-    assert len(recs) == 2 * iterations and {r["status"] for r in recs} == {"PASS"}
-    for r in recs:
-        v = r["sweep"][DIRTY]
-        assert r["tunables"][DIRTY] == {"before": before, "set": str(v), "scope": "runtime"}
-        assert r["turn_tunables"] == [{DIRTY: str(v)}] * r["rounds"] and r["rounds"] >= 1, r
-    log = next((d / "logs").glob("*.iter1.log")).read_text()
-    written = [ln.rsplit("= ", 1)[1] for ln in log.splitlines() if ln.startswith(f"# turn: {DIRTY} = ")]
-    assert written[:4] == ["268435456", "262144", "262144", "268435456"], written   # ABBA, A first on odd
-    ch = next(c for c in json.loads(zfsperf("compare", str(d), "--json", "--no-history").stdout)["changes"]
-              if c["figure"] == "throughput")
-    assert ch["design"] == "turns", ch
-    if iterations < 6:              # the fewest pairs with which an exact sign-flip p < 0.05 is possible
-        assert ch["verdict"] == "too few iterations", ch
-    else:
-        assert ch["verdict"] == "worse" and ch["ci_pct"][1] < 0, ch
-
-
+# the A/A in turns of one runtime tunable written two ways, beside the dirty-data test in the same
+# run at 2 iterations (one zfsperf start in the guest for both; until 2026-12-07 two runs, 56 + 46 s
+# of the lane alone)
 BATCH_AA = """
-[defaults]
-iterations = 2
-timeout = "20m"
-[defaults.pool]
-vdevs = 1
-vdev_size = "1G"
-[defaults.dataset]
-primarycache = "none"
 [[test]]
 name = "recv-aa"
 workload = "receive"
@@ -273,32 +222,98 @@ duration = "2s"
 duet = "turns"
 steady = { mode = "off" }
 tunables = { zfs_recv_write_batch_size = ["1M", "1048576"] }
+pool = { vdevs = 1, vdev_size = "1G" }
+dataset = { primarycache = "none" }
 """
 
 
-def test_a_module_tunable_aa_in_turns_is_judged_in_turns_and_both_arms_pay_the_write(guest, tmp_path):
+def _dirty_turns_run(guest, tmp_path, iterations: int, extra: str = "") -> tuple:
+    """The dirty-data test in turns (and `extra` tests beside it) run by zfsperf in the guest, the
+    guest's parameter read while it runs: (results directory, the values seen, the value before)."""
+    param = f"{PARAMS}/{DIRTY}"
+    before = guest_sh(guest, "cat", param).strip()
+    assert before not in ("268435456", "262144")
+    p = in_guest_popen("run", "-r", str(write_runfile(tmp_path, DIRTY_TURNS.format(iterations=iterations) + extra)),
+                       "-o", str(tmp_path / "o"), "--no-history")
+    seen = set()
+    while p.poll() is None:
+        seen.add(guest_sh(guest, "cat", param).strip())
+        time.sleep(0.5)
+    out, err = p.communicate()
+    assert p.returncode == 0, out + err
+    return last_dir(out), seen, before
+
+
+@pytest.fixture(scope="module")
+def turns_run(openzfs_guest, tmp_path_factory):
+    """Both module-tunable tests in turns at 2 iterations (the mechanics), one run in the guest."""
+    return _dirty_turns_run(openzfs_guest, tmp_path_factory.mktemp("turns"), 2, BATCH_AA)
+
+
+def _case_change(d, case: str) -> dict:
+    """compare's throughput change of one test of a results directory (its two sides' pair)."""
+    res = zfsperf("compare", str(d), "--json", "--no-history")
+    assert res.returncode == 0, res.stdout + res.stderr
+    return next(c for c in json.loads(res.stdout)["changes"]
+                if c["figure"] == "throughput" and c["case"].split(" ", 1)[0] == case)
+
+
+@pytest.mark.parametrize("iterations", [
+    2,                                                  # the mechanics: both values, ABBA, put back
+    pytest.param(8, marks=pytest.mark.slow),            # the verdict under TCG (issue 84): make test-slow
+])
+def test_a_module_tunable_taking_turns_is_called_observed_and_restored(guest, tmp_path, iterations, request):
+    """A real runtime tunable change, taking turns on one pool in the guest: zfs_dirty_data_max
+    256 MiB → 256 KiB makes the write throttle (from 60 % of it) delay every receive tx. While it
+    runs the guest's parameter takes both values; the per-round read-back is in each record, the
+    writes in ABBA order in the case log; afterwards the value from before is back; compare judges
+    it by the turns design. That it is called WORSE is a verdict under TCG, at 8 iterations (the
+    slow case): at 6, 10 quiet runs of this runfile and one in CI (beside the host lane) were all
+    WORSE, by -36.7 … -39.0 %; the CI run's least pair was -9.7 %; at 8, one pair the other way (a
+    small one) still leaves p < 0.05 (docs/benchmarks.md). At 2 iterations, the run the A/A below
+    shares (turns_run)."""
+    d, seen, before = (request.getfixturevalue("turns_run") if iterations == 2
+                       else _dirty_turns_run(guest, tmp_path, iterations))
+    assert {"268435456", "262144"} <= seen                        # observed in the guest, both values
+    assert guest_sh(guest, "cat", f"{PARAMS}/{DIRTY}").strip() == before         # and put back
+    recs = [r for r in records(d) if r["case"].startswith("dirty")]
+    assert len(recs) == 2 * iterations and {r["status"] for r in recs} == {"PASS"}
+    for r in recs:
+        v = r["sweep"][DIRTY]
+        assert r["tunables"][DIRTY] == {"before": before, "set": str(v), "scope": "runtime"}
+        assert r["turn_tunables"] == [{DIRTY: str(v)}] * r["rounds"] and r["rounds"] >= 1, r
+    log = next((d / "logs").glob("dirty*.iter1.log")).read_text()
+    written = [ln.rsplit("= ", 1)[1] for ln in log.splitlines() if ln.startswith(f"# turn: {DIRTY} = ")]
+    assert written[:4] == ["268435456", "262144", "262144", "268435456"], written   # ABBA, A first on odd
+    ch = _case_change(d, "dirty")
+    assert ch["design"] == "turns", ch
+    if iterations < 6:              # the fewest pairs with which an exact sign-flip p < 0.05 is possible
+        assert ch["verdict"] == "too few iterations", ch
+    else:
+        assert ch["verdict"] == "worse" and ch["ci_pct"][1] < 0, ch
+
+
+def test_a_module_tunable_aa_in_turns_is_judged_in_turns_and_both_arms_pay_the_write(turns_run):
     """A runtime tunable A/A in turns: zfs_recv_write_batch_size 1M against 1048576, one value
     written two ways, so both arms pay the write and the read-back of every round (until 2026-11-27
     equal values once normalised wrote nothing between rounds: test_lifecycle has that defect's
-    test). The mechanics only, at 2 pairs: every record PASS, compare pairs them by the turns design
-    and says 2 pairs are too few for a verdict (the turns verdict's p and interval: the quiet lane's
-    tests/test_compare_designs.py on zfs-fuse). Whether the A/A is called, and how wide its interval
-    is under TCG, are measured figures of a benchmark (bench/tunable_turns.py), not judged here: until
-    2026-12-03 this test asserted them and failed CI when TCG's speed followed the host's load, and
-    it ran 6 pairs (90 s) until 2026-12-04 (issue 84)."""
-    p = in_guest_popen("run", "-r", str(write_runfile(tmp_path, BATCH_AA)), "-o", str(tmp_path / "o"),
-                       "--no-history")
-    out, err = p.communicate()
-    assert p.returncode == 0, out + err
-    d = last_dir(out)
-    recs = records(d)
+    test). The mechanics only, at 2 pairs (in the dirty-data test's run, turns_run): every record
+    PASS, compare pairs them by the turns design and says 2 pairs are too few for a verdict (the
+    turns verdict's p and interval: the quiet lane's tests/test_compare_designs.py on zfs-fuse).
+    Whether the A/A is called, and how wide its interval is under TCG, are measured figures of a
+    benchmark (bench/tunable_turns.py), not judged here: until 2026-12-03 this test asserted them and
+    failed CI when TCG's speed followed the host's load, and it ran 6 pairs (90 s) until 2026-12-04
+    (issue 84)."""
+    d, _seen, _before = turns_run
+    recs = [r for r in records(d) if r["case"].startswith("recv-aa")]
     assert len(recs) == 4 and {r["status"] for r in recs} == {"PASS"}
-    res = zfsperf("compare", str(d), "--json", "--no-history")
-    assert res.returncode == 0, res.stdout + res.stderr
-    ch = next(c for c in json.loads(res.stdout)["changes"] if c["figure"] == "throughput")
+    ch = _case_change(d, "recv-aa")
     assert ch["design"] == "turns" and ch["verdict"] == "too few iterations", ch
     for r in recs:                   # every round of both sides ran under the one value, read back
         assert r["turn_tunables"] == [{"zfs_recv_write_batch_size": "1048576"}] * r["rounds"] and r["rounds"] >= 1, r
+    # each test of the shared run on the pool and dataset it asked for
+    assert {r["pool"]["layout"] for r in recs} == {"stripe of 1 × 1G"} and all(
+        r["pool"]["dataset"].get("primarycache") == "none" for r in recs), recs[0]["pool"]
 
 
 LOADED = ONE_SMALL_POOL + """[[test]]

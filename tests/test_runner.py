@@ -313,3 +313,27 @@ def test_turns_over_a_tunable_need_one_tunable_and_two_values(tmp_path):
     rf = write_runfile(tmp_path, TUNABLE_TURNS.replace('duet = "turns"', "duet = true"))
     res = zfsperf("run", "-r", str(rf), "-o", str(tmp_path / "o"))
     assert res.returncode == 2 and 'duet = "turns" writes it between rounds' in res.stderr, res.stderr
+
+
+def test_a_checkout_is_dirty_when_its_code_changed_not_its_tests_or_documents(tmp_path):
+    """run.json's software.dirty: whether the checkout's code (src/, pyproject.toml) differs from its
+    commit; a changed test or document leaves it clean (git reads only the code's files: over 9p, in
+    the OpenZFS guest, every file's stat was a round trip, 1.3 s of each start)."""
+    from zfsperf.runinfo import checkout
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for f in ("src/zfsperf/rule.py", "tests/test_rule.py", "docs/guide.md", "pyproject.toml"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("one\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert checkout(tmp_path) | {"zfsperf": None} == {"zfsperf": None, "commit": head, "dirty": False}
+    for f in ("tests/test_rule.py", "docs/guide.md"):
+        (tmp_path / f).write_text("two\n")
+    assert checkout(tmp_path)["dirty"] is False
+    for f in ("src/zfsperf/rule.py", "pyproject.toml"):
+        (tmp_path / f).write_text("two\n")
+        assert checkout(tmp_path)["dirty"] is True, f
+        subprocess.run([*git, "checkout", "-q", "--", f], check=True)
+    assert checkout(tmp_path)["dirty"] is False
