@@ -3,11 +3,11 @@
 A git repository is made from Debian's zfs-dkms 2.3 source with four commits (helpers.openzfs_repo):
 the import, a comment in dmu_recv.c, a deliberate 100 ms pause per WRITE record of a receive, and a
 README note. zfsperf builds each commit's modules (incrementally, from the guest build's own tree
-of the same source: a commit that touches one file compiles one file). The A/B runs them taking
-turns in two guests (the lab's and its twin, one paused at a time) in a bisect that must call the
-pause's commit WORSE with an interval and name it; elsewhere they are swapped in one guest between
-blocks (over ssh, and by zfsperf inside the guest). Under TCG the
-pause is a real cost (a sleep, not emulated CPU work): the verdict is about the build, not QEMU."""
+of the same source: a commit that touches one file compiles one file). A bisect by zfsperf inside
+the guest swaps them in one guest between blocks and must call the pause's commit WORSE with an
+interval and name it; over ssh they are swapped between blocks too, and a bisect's step takes turns
+in two guests (the lab's and its twin, one paused at a time) at 2 iterations, its mechanics. Under
+TCG the pause is a real cost (a sleep, not emulated CPU work): the verdict is about the build, not QEMU."""
 
 import json
 import os
@@ -348,9 +348,11 @@ def test_a_local_build_ab_killed_with_9_is_undone_by_the_next_start_a_bisect_her
     # comment..cost, one commit: BAD's own step, an A/B of module swaps between blocks, decides it
     SourceBuilder().build_commit(repo, commits["comment"])
     (tmp_path / "next").mkdir()
+    # seed 48: blocks in the order ABBA ABBA ABBA, 6 module swaps between the 12 receives (seed 5's
+    # order took 8; 8.5 on average): each swap an unload and a load under TCG
     argv = ("guest", "run", "--", "bisect", "--zfs-src", str(repo), "--good", commits["comment"],
             "--bad", commits["cost"], "-r", str(write_runfile(tmp_path / "next", BUILD_RECV)), "--case", "recv",
-            "--figure", "throughput", "--seed", "5", "-x", "-o", str(tmp_path / "b"))
+            "--figure", "throughput", "--seed", "48", "-x", "-o", str(tmp_path / "b"))
     nxt = zfsperf(*argv, timeout=1800)
     assert nxt.returncode == 0, why(nxt)
     said = [ln for ln in (nxt.stdout + nxt.stderr).splitlines() if "journal: " in ln]
@@ -374,6 +376,10 @@ def test_a_local_build_ab_killed_with_9_is_undone_by_the_next_start_a_bisect_her
     assert [r["status"] for r in records(step)] == ["PASS"] * 12
     log = "".join(p.read_text() for p in sorted((step / "logs").glob("*.log")))
     assert f"build {bad}, srcversion {builds[bad]['srcversion']}" in log, log[-3000:]
+    # a module loaded only where the build changes: the first, then one a block (ABBA ABBA ABBA)
+    loads = sum(ln.startswith("$ ") and " insmod " in ln and ln.rstrip("'").endswith("/zfs.ko")
+                for ln in log.splitlines())
+    assert loads == 7, loads
     ch = next(c for c in json.loads(zfsperf("compare", str(step), "--json").stdout)["changes"]
               if c["figure"] == "throughput")
     assert ch["verdict"] == "worse" and ch["design"] == "paired" and ch["ci_pct"][1] < 0, ch

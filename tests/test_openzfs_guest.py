@@ -235,10 +235,10 @@ def _dirty_turns_run(guest, tmp_path, iterations: int, extra: str = "") -> tuple
     assert before not in ("268435456", "262144")
     p = in_guest_popen("run", "-r", str(write_runfile(tmp_path, DIRTY_TURNS.format(iterations=iterations) + extra)),
                        "-o", str(tmp_path / "o"), "--no-history")
-    seen = set()
-    while p.poll() is None:
-        seen.add(guest_sh(guest, "cat", param).strip())
-        time.sleep(0.5)
+    seen: set[str] = set()
+    while p.poll() is None and not {"268435456", "262144"} <= seen:   # read until both were seen: each
+        seen.add(guest_sh(guest, "cat", param).strip())                 # read is an ssh session and a cat
+        time.sleep(0.5)                                                 # the emulated CPU runs
     out, err = p.communicate()
     assert p.returncode == 0, out + err
     return last_dir(out), seen, before
@@ -616,9 +616,11 @@ def test_inside_the_guest_a_tunable_sweep_with_every_metric(guest, tmp_path):
 
 
 def guest_fio(guest) -> list[str]:
-    """pids of the live fio processes in the guest."""
-    return guest_sh(guest, "sh", "-c", "for d in /proc/[0-9]*; do grep -qsx fio $d/comm && "
-                    "! grep -qs '^State:.Z' $d/status && echo ${d#/proc/}; done; true").split()
+    """pids of the live fio processes in the guest (read with the shell's own `read`: a grep for each
+    process was two hundred programs started a call, seconds under TCG)."""
+    return guest_sh(guest, "sh", "-c", "for d in /proc/[0-9]*; do read -r c < $d/comm || continue; "
+                    '[ "$c" = fio ] && read -r s < $d/stat && set -- $s && [ "$3" != Z ] && echo ${d#/proc/}; '
+                    "done 2>/dev/null; true").split()
 
 
 def test_inside_the_guest_kill9_then_journal_and_leftovers(guest, tmp_path):
