@@ -30,6 +30,10 @@ def _lines(path: Path) -> list[str]:
         return []
 
 
+# how long a stopped group has to end on SIGTERM before SIGKILL, and then to be gone
+TERM_GRACE, KILL_WAIT = 5.0, 2.0
+
+
 def stop_procs(entries: list[str], say: Callable[[str], None]) -> None:
     """Stop the recorded processes still alive (\"PID START\" lines; a reused pid is not signalled)."""
     live = []
@@ -39,7 +43,7 @@ def stop_procs(entries: list[str], say: Callable[[str], None]) -> None:
         now = start_time(pid)
         if now == start or (now is None and proc.group_members(pid)):     # the leader gone, its group not
             live.append(pid)
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
+    for sig, wait in ((signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, KILL_WAIT)):
         # a group whose leader is gone may still have members: the group's id cannot be reused
         # while any of them lives, so they are still the ones zfsperf started (a process that made
         # a session of its own, as fio's job processes do, is not reached this way: fio starts with

@@ -61,7 +61,8 @@ def test_stop_pid_of_a_group_stops_a_member_that_outlives_its_leader():
         _kill(member, p.pid)
 
 
-def test_the_guard_stops_a_member_that_outlives_its_leader():
+def test_the_guard_stops_a_member_that_outlives_its_leader(monkeypatch):
+    monkeypatch.setattr(guardian, "TERM_GRACE", 0.5)          # the member ignores SIGTERM: 5 s, shorter
     p, member = _start()
     said: list[str] = []
     try:
