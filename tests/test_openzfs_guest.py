@@ -210,8 +210,8 @@ tunables = {{ %s = ["268435456", "262144"] }}
 
 
 # the A/A in turns of one runtime tunable written two ways, beside the dirty-data test in the same
-# run at 2 iterations (one zfsperf start in the guest for both; until 2026-12-07 two runs, 56 + 46 s
-# of the lane alone)
+# run at 2 iterations: one zfsperf start in the guest for both (until 2026-12-07 two runs; the one
+# run measured no quicker, 137 s beside the host lanes against 80 + 55 s, docs/benchmarks.md)
 BATCH_AA = """
 [[test]]
 name = "recv-aa"
