@@ -47,6 +47,14 @@ DISK_GB = int(os.environ.get("ZFSPERF_GUEST_DISK_GB", "16"))
 # 4.4-5.8, zfsperf's start 10.3-11.1 s against 14.2-16.3 (docs/benchmarks.md). The guest's clock is
 # HPET with either. Under KVM the guest has the host's CPU.
 TCG_CPU = "qemu64"
+# An emulated guest's processes at fixed addresses (the kernel's `norandmaps`): TCG keeps the code
+# it translated by the address it ran at, so with randomized mappings every process (each zfsperf
+# start, each zfs and zpool command) translated Python, numpy and libzfs again: 69,000 blocks an
+# `import numpy`, the 1 GiB translation cache filled every other run. With fixed ones a second
+# `import numpy` translates 16 blocks and takes 3.9-4.2 s against 5.0-5.5; a run inside the guest
+# 42.3 and 42.9 s against 53.8 and 44.9 (alternately, 2026-12-07, docs/benchmarks.md). The guest is
+# zfsperf's own lab, reached on 127.0.0.1 with its own key; under KVM nothing is translated.
+TCG_KERNEL_ARGS = ("norandmaps",)
 HOSTROOT = "/hostroot"       # where the guest sees the host's root, read-only (guest/init_script.py)
 
 
@@ -173,7 +181,8 @@ class Guest:
                 "-smp", str(min(4, os.cpu_count() or 2)), "-m", str(MEM_MB), "-display", "none", "-monitor", "none",
                 "-qmp", f"unix:{self.qmp_socket},server=on,wait=off", "-serial", f"file:{self.root / 'serial.log'}", "-no-reboot",
                 "-kernel", str(build.kernel_image), "-initrd", str(build.initramfs),
-                "-append", f"console=ttyS0 quiet loglevel=4 panic=-1 zfsperf.key={key} zfsperf.exchange={self.exchange}",
+                "-append", " ".join(["console=ttyS0 quiet loglevel=4 panic=-1", *(TCG_KERNEL_ARGS if accel == "tcg" else ()),
+                                     f"zfsperf.key={key}", f"zfsperf.exchange={self.exchange}"]),
                 "-virtfs", f"local,path=/,mount_tag=hostroot,readonly=on,{share}",
                 "-virtfs", f"local,path={self.exchange},mount_tag=exchange,{share}",
                 "-drive", f"file={disk},if=none,id=d0,format=raw,cache=unsafe", "-device", "virtio-blk-pci,drive=d0",
