@@ -801,13 +801,12 @@ def test_the_guests_own_modules_are_bound_once_a_boot_not_once_a_run(guest):
     assert len(own_module_binds(guest)) == 1, own_module_binds(guest)
 
 
-
 def test_an_emulated_guest_runs_its_processes_at_fixed_addresses(guest):
     """Under TCG the guest boots with `norandmaps` (guest/vm.py TCG_KERNEL_ARGS): QEMU keeps the code
     it translated by the address it ran at, and randomized mappings had every zfsperf start and every
-    zfs and zpool command translate Python, numpy and libzfs again (a run inside the guest 14 %
-    slower, its translation cache filled every other run). Under KVM the guest's mappings stay
-    randomized, as the kernel has them."""
+    zfs and zpool command translate Python, numpy and libzfs again (a run inside the guest took
+    45-54 s against 42-43, its translation cache filled every other run). Under KVM the guest's
+    mappings stay randomized, as the kernel has them."""
     aslr = guest_sh(guest, "cat", "/proc/sys/kernel/randomize_va_space").strip()
     assert aslr == ("0" if guest.state().accel == "tcg" else "2"), aslr
 
