@@ -55,6 +55,14 @@ TCG_CPU = "qemu64"
 # 42.3 and 42.9 s against 53.8 and 44.9 (alternately, 2026-12-07, docs/benchmarks.md). The guest is
 # zfsperf's own lab, reached on 127.0.0.1 with its own key; under KVM nothing is translated.
 TCG_KERNEL_ARGS = ("norandmaps",)
+# An emulated guest's CPUs: one. Multi-threaded TCG gives each emulated CPU a host thread, and
+# stops them all together (an exclusive section) to invalidate translated code or flush every
+# CPU's TLB; when another process holds a host core, the second emulated CPU waits for its thread
+# to be scheduled. Beside one busy host process, `import` of zfsperf's run modules inside the guest
+# took 31.5 and 33.9 s with two CPUs against 11.2 and 9.6 with one, 80 zpool/zfs commands 5.7 and
+# 8.3 s against 4.4 and 5.1 (alternately, 2026-12-07, docs/benchmarks.md); in `make test` the
+# other lanes keep the host's second core busy. Under KVM the guest has up to 4 of the host's CPUs.
+TCG_SMP = 1
 HOSTROOT = "/hostroot"       # where the guest sees the host's root, read-only (guest/init_script.py)
 
 
@@ -178,7 +186,7 @@ class Guest:
         key = base64.b64encode(Path(str(self.key) + ".pub").read_bytes().strip()).decode()
         argv = ["qemu-system-x86_64", *(["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else
                                          ["-accel", "tcg,thread=multi", "-cpu", TCG_CPU]),
-                "-smp", str(min(4, os.cpu_count() or 2)), "-m", str(MEM_MB), "-display", "none", "-monitor", "none",
+                "-smp", str(TCG_SMP if accel == "tcg" else min(4, os.cpu_count() or 2)), "-m", str(MEM_MB), "-display", "none", "-monitor", "none",
                 "-qmp", f"unix:{self.qmp_socket},server=on,wait=off", "-serial", f"file:{self.root / 'serial.log'}", "-no-reboot",
                 "-kernel", str(build.kernel_image), "-initrd", str(build.initramfs),
                 "-append", " ".join(["console=ttyS0 quiet loglevel=4 panic=-1", *(TCG_KERNEL_ARGS if accel == "tcg" else ()),
