@@ -813,9 +813,10 @@ def test_an_emulated_guest_runs_its_processes_at_fixed_addresses(guest):
 
 def test_an_emulated_guest_has_one_cpu(guest):
     """Under TCG the guest has one CPU (guest/vm.py TCG_SMP): multi-threaded TCG stops every emulated
-    CPU together to drop translated code or flush TLBs, and beside a busy host process the second
-    CPU's thread waited to be scheduled (zfsperf's imports inside the guest about three times as
-    long with two). Under KVM it has the host's CPUs, up to 4."""
+    CPU together to drop translated code or flush TLBs, and on a busy host a second CPU held the
+    first up (zfsperf's imports inside the guest beside a busy process about three times as long
+    with two; in the guest lane's cgroup beside two, a mixed script about a fifth longer). Under
+    KVM it has the host's CPUs, up to 4."""
     cpus = int(guest_sh(guest, "nproc").strip())
     assert cpus == (1 if guest.state().accel == "tcg" else min(4, os.cpu_count() or 2)), cpus
 

@@ -55,13 +55,14 @@ TCG_CPU = "qemu64"
 # 42.3 and 42.9 s against 53.8 and 44.9 (alternately, 2026-12-07, docs/benchmarks.md). The guest is
 # zfsperf's own lab, reached on 127.0.0.1 with its own key; under KVM nothing is translated.
 TCG_KERNEL_ARGS = ("norandmaps",)
-# An emulated guest's CPUs: one. Multi-threaded TCG gives each emulated CPU a host thread, and
-# stops them all together (an exclusive section) to invalidate translated code or flush every
-# CPU's TLB; when another process holds a host core, the second emulated CPU waits for its thread
-# to be scheduled. Beside one busy host process, `import` of zfsperf's run modules inside the guest
-# took 31.5 and 33.9 s with two CPUs against 11.2 and 9.6 with one, 80 zpool/zfs commands 5.7 and
-# 8.3 s against 4.4 and 5.1 (alternately, 2026-12-07, docs/benchmarks.md); in `make test` the
-# other lanes keep the host's second core busy. Under KVM the guest has up to 4 of the host's CPUs.
+# An emulated guest's CPUs: one. Multi-threaded TCG gives each emulated CPU a host thread and
+# stops them all together (an exclusive section) to drop translated code or flush every CPU's TLB,
+# so on a host whose cores are busy (in `make test` the other lanes keep both busy) a second
+# emulated CPU is one more thread the first may wait for. Measured alternately in two guests
+# (2026-12-07, docs/benchmarks.md): beside one busy host process, the imports of a zfsperf run
+# 31.5 and 33.9 s with two CPUs against 11.2 and 9.6 s with one; in a cgroup of 16 times the share
+# (the guest lane's) beside two, a script of module loads, commands, imports and a pool 24.2-29.1 s
+# against 19.8-23.3 s; alone, no difference beyond the noise. Under KVM: up to 4 of the host's CPUs.
 TCG_SMP = 1
 HOSTROOT = "/hostroot"       # where the guest sees the host's root, read-only (guest/init_script.py)
 
