@@ -76,6 +76,14 @@ def test_receive_sweep_and_fio_on_openzfs(guest, tmp_path):
     assert run["target"]["implementation"] == "openzfs-linux"
     assert run["target"]["zfs_version"].startswith("OpenZFS 2.3")
     assert run["target"]["accelerator"] == guest.state().accel
+    # the machine measured is the guest, not the host that drove it: its CPU (QEMU's model, one
+    # under TCG), memory and kernel, read from its own /proc (run.json's hardware is this host's)
+    seen = guest_sh(guest, "sh", "-c", "grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2; nproc; "
+                    "awk '/^MemTotal:/ {print $2 * 1024}' /proc/meminfo; uname -r").split("\n")
+    assert run["target"]["machine"] == {"cpu_model": seen[0].strip(), "cpus": int(seen[1]),
+                                        "memory_bytes": int(seen[2]), "kernel": guest.state().kernel}, seen
+    assert run["target"]["machine"] != {k: run["hardware"][k] for k in ("cpu_model", "cpus", "memory_bytes")} | {
+        "kernel": run["kernel"]}
     recv2 = next(r for r in recs if r["sweep"].get("threads") == 2)
     assert recv2["figures"]["txgs"]["value"] > 0 and recv2["figures"]["blocks"]["value"] > 0
     # the stream's WRITE records against the blocks OpenZFS's own zdb finds in the received dataset

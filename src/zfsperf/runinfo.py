@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__, proc
 from .errors import ZfsperfError
+from .machinefacts import cpu_model, memory_bytes
 from .redact import redact_argv
 
 if TYPE_CHECKING:                   # `zfsperf --version` asks checkout() alone: not the runfile's model
@@ -74,22 +75,12 @@ def software() -> dict[str, Any]:
 
 def hardware() -> dict[str, Any]:
     """The CPU (model, logical CPUs) and memory of the machine zfsperf ran on."""
-    model = None
-    try:
-        for ln in Path("/proc/cpuinfo").read_text().splitlines():
-            if ln.lower().startswith(("model name", "hardware", "cpu model")) and ":" in ln:
-                model = ln.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = None
-    try:
-        for ln in Path("/proc/meminfo").read_text().splitlines():
-            if ln.startswith("MemTotal:"):
-                mem = int(ln.split()[1]) * 1024
-                break
-    except (OSError, ValueError):
-        pass
+    def text(path: str) -> str:
+        try:
+            return Path(path).read_text()
+        except OSError:
+            return ""
+    model, mem = cpu_model(text("/proc/cpuinfo")), memory_bytes(text("/proc/meminfo"))
     hw = {"cpu_model": model or platform.processor() or None, "cpus": os.cpu_count(), "memory_bytes": mem}
     limit = cpu_limit()
     if limit is not None and limit < (os.cpu_count() or 0):

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from .. import proc
 from ..errors import TargetError
+from ..machinefacts import facts
 from ..sshlink import STAGE_SCRIPT, ZFS_FUSE_SOCKET, Ssh, retry_ssh_failure
 from .base import Target
 from .kstat import parse_zdb_txg
@@ -105,7 +106,17 @@ class _SshMixin:
     def info(self) -> dict[str, Any]:
         out = super().info()  # type: ignore[misc]
         out["transport"] = self.ssh.url
+        out["machine"] = self.machine()
         return out
+
+    def machine(self) -> dict[str, Any] | None:
+        """The machine at the other end, which the run measured (run.json's hardware is the one
+        zfsperf ran on): its CPU, memory and kernel read from its own /proc; None if unreadable."""
+        try:
+            return facts(self.ssh.read_text("/proc/cpuinfo"), self.ssh.read_text("/proc/meminfo"),
+                         self.ssh.read_text("/proc/sys/kernel/osrelease").strip() or None)
+        except OSError:
+            return None
 
     def close(self) -> None:
         self.ssh.run(["rm", "-rf", "--", f"/tmp/zfsperf-stage-{os.getpid()}"], log=proc.NULL_LOG)
