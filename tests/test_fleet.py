@@ -136,6 +136,12 @@ def test_a_machines_class_is_derived_from_what_it_is_or_named(tmp_path):
     label = machine_label({"cpus": 4, "cpu_model": "EPYC", "memory_bytes": 64 * 2 ** 30}, {"disk": "nvme"},
                                   {"implementation": "openzfs-linux", "zfs_version": "2.3.2-1"})
     assert label == "4 × EPYC, 64 GiB, nvme disk, openzfs-linux 2.3.2-1"
+    # over ssh the class is the measured machine's (what the OpenZFS guest's /proc said), not the
+    # controller's, whose disk is not the remote vdevs'
+    guest = {"cpus": 1, "cpu_model": "QEMU Virtual CPU version 2.5+", "memory_bytes": 3 * 2 ** 30, "kernel": "6.1.0-57-amd64"}
+    assert machine_label({"cpus": 4, "cpu_model": "EPYC", "memory_bytes": 64 * 2 ** 30}, {"disk": "nvme"},
+                         {"implementation": "openzfs-linux", "zfs_version": "OpenZFS 2.3.2", "machine": guest}) \
+        == "1 × QEMU Virtual CPU version 2.5+, 3 GiB, openzfs-linux OpenZFS 2.3.2"
     d = host(tmp_path, "h1", 1.0)
     run = json.loads((d / "run.json").read_text())
     run["machine_class"] = {"label": "lab rack 3", "given": True}

@@ -84,6 +84,7 @@ def test_receive_sweep_and_fio_on_openzfs(guest, tmp_path):
                                         "memory_bytes": int(seen[2]), "kernel": guest.state().kernel}, seen
     assert run["target"]["machine"] != {k: run["hardware"][k] for k in ("cpu_model", "cpus", "memory_bytes")} | {
         "kernel": run["kernel"]}
+    assert run["machine_class"]["label"].startswith(f"{int(seen[1])} × {seen[0].strip()}, "), run["machine_class"]
     recv2 = next(r for r in recs if r["sweep"].get("threads") == 2)
     assert recv2["figures"]["txgs"]["value"] > 0 and recv2["figures"]["blocks"]["value"] > 0
     # the stream's WRITE records against the blocks OpenZFS's own zdb finds in the received dataset
