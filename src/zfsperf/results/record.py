@@ -354,7 +354,7 @@ class CaseRecord:
 
 def machine_label(hardware: dict[str, Any], storage: dict[str, Any], target: dict[str, Any]) -> str:
     """A machine's class in words (a fleet's verdicts are combined per class): its CPUs, memory,
-    the disk under its vdevs and the target's ZFS. Over ssh (and in the guest) the machine is the
+    the disk under its vdevs and the target's ZFS. Over ssh (`--target guest` too) the machine is the
     one measured, `target.machine`, not the one zfsperf ran on; its disk was not read there."""
     if target.get("machine"):
         hardware, storage = target["machine"], {}
