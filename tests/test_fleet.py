@@ -142,6 +142,11 @@ def test_a_machines_class_is_derived_from_what_it_is_or_named(tmp_path):
     assert machine_label({"cpus": 4, "cpu_model": "EPYC", "memory_bytes": 64 * 2 ** 30}, {"disk": "nvme"},
                          {"implementation": "openzfs-linux", "zfs_version": "OpenZFS 2.3.2", "machine": guest}) \
         == "1 × QEMU Virtual CPU version 2.5+, 3 GiB, openzfs-linux OpenZFS 2.3.2"
+    # and its disk the one the target read under its own vdevs (the controller's nvme is not it)
+    assert machine_label({"cpus": 4, "cpu_model": "EPYC", "memory_bytes": 64 * 2 ** 30},
+                         {"disk": "rotational", "read_on": "target"},
+                         {"implementation": "openzfs-linux", "zfs_version": "OpenZFS 2.3.2", "machine": guest}) \
+        == "1 × QEMU Virtual CPU version 2.5+, 3 GiB, rotational disk, openzfs-linux OpenZFS 2.3.2"
     d = host(tmp_path, "h1", 1.0)
     run = json.loads((d / "run.json").read_text())
     run["machine_class"] = {"label": "lab rack 3", "given": True}

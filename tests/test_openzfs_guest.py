@@ -15,6 +15,7 @@ import pytest
 from helpers import why
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
+from zfsperf import runinfo
 from zfsperf.guest.vm import Guest
 from zfsperf.metrics.profile import read_folded
 from zfsperf.sshlink import Ssh
@@ -79,12 +80,20 @@ def test_receive_sweep_and_fio_on_openzfs(guest, tmp_path):
     # the machine measured is the guest, not the host that drove it: its CPU (QEMU's model, one
     # under TCG), memory and kernel, read from its own /proc (run.json's hardware is this host's)
     seen = guest_sh(guest, "sh", "-c", "grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2; nproc; "
-                    "awk '/^MemTotal:/ {print $2 * 1024}' /proc/meminfo; uname -r").split("\n")
+                    "awk '/^MemTotal:/ {print $2 * 1024}' /proc/meminfo; uname -r; cat /proc/cmdline").split("\n")
     assert run["target"]["machine"] == {"cpu_model": seen[0].strip(), "cpus": int(seen[1]),
-                                        "memory_bytes": int(seen[2]), "kernel": guest.state().kernel}, seen
-    assert run["target"]["machine"] != {k: run["hardware"][k] for k in ("cpu_model", "cpus", "memory_bytes")} | {
-        "kernel": run["kernel"]}
+                                        "memory_bytes": int(seen[2]), "kernel": guest.state().kernel,
+                                        "kernel_cmdline": seen[4].strip()}, seen
+    assert "norandmaps" in run["target"]["machine"]["kernel_cmdline"].split() or guest.state().accel == "kvm"
+    assert run["target"]["machine"] != {k: run["hardware"][k] for k in ("cpu_model", "cpus", "memory_bytes",
+                                                                        "kernel_cmdline")} | {"kernel": run["kernel"]}
     assert run["machine_class"]["label"].startswith(f"{int(seen[1])} × {seen[0].strip()}, "), run["machine_class"]
+    # and the filesystem under its vdev files is the guest's, as its own df names it
+    df = guest_sh(guest, "sh", "-c", 'p=$1; while [ -n "$p" ] && [ ! -e "$p" ]; do p=${p%/*}; done; '
+                  'df -P "${p:-/}" | tail -1', "sh", run["vdev_dir"]).split()
+    assert [run["storage"]["device"], run["storage"]["mount"]] == [df[0], df[-1]], (run["storage"], df)
+    assert run["storage"]["fstype"] and run["storage"] != {**runinfo.storage(run["vdev_dir"]), "read_on": "target"}
+    assert run["storage"]["read_on"] == "target", run["storage"]
     recv2 = next(r for r in recs if r["sweep"].get("threads") == 2)
     assert recv2["figures"]["txgs"]["value"] > 0 and recv2["figures"]["blocks"]["value"] > 0
     # the stream's WRITE records against the blocks OpenZFS's own zdb finds in the received dataset

@@ -13,7 +13,7 @@ from helpers import why
 from sshd import sshd_running
 from helpers import zfsperf
 from helpers import last_dir, records, write_runfile
-from zfsperf import proc
+from zfsperf import proc, runinfo
 from zfsperf.errors import InputError
 from zfsperf.sshlink import Ssh, parse_url
 
@@ -177,6 +177,13 @@ def test_run_over_ssh_creates_measures_destroys(sshd, lab, tmp_path):
     assert fio["figures"]["read_iops"]["value"] > 0 and fio["histograms"]["read"]["count"] > 0
     run = json.loads((d / "run.json").read_text())
     assert run["target"]["transport"] == sshd and run["target"]["implementation"] == "zfs-fuse"
+    # the machine and the filesystem under the vdevs as the remote machine reads them (its own
+    # /proc, mount table and /sys, over ssh): the ssh host is this machine, so they are its own
+    assert run["target"]["machine"] == {k: run["hardware"][k] for k in ("cpu_model", "cpus", "memory_bytes",
+                                                                        "kernel_cmdline")} | {
+        "kernel": run["kernel"]}, run["target"]["machine"]
+    assert run["storage"] == runinfo.storage(str(vdevs)) | {"read_on": "target"}, run["storage"]
+    assert run["storage"]["fstype"] and run["storage"]["mount"]
     # created, measured, destroyed: no pool of that run is left, nor its vdev files
     pools = lab.run(["zpool", "list", "-H", "-o", "name"]).stdout.split()
     assert recv["pool"]["name"] not in pools and fio["pool"]["name"] not in pools

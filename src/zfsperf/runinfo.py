@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__, proc
 from .errors import ZfsperfError
-from .machinefacts import cpu_model, memory_bytes
+from .machinefacts import cpu_model, memory_bytes, mount_of, rotational_kind
 from .redact import redact_argv
 
 if TYPE_CHECKING:                   # `zfsperf --version` asks checkout() alone: not the runfile's model
@@ -74,14 +74,15 @@ def software() -> dict[str, Any]:
 
 
 def hardware() -> dict[str, Any]:
-    """The CPU (model, logical CPUs) and memory of the machine zfsperf ran on."""
+    """The CPU (model, logical CPUs), memory and kernel command line of the machine zfsperf ran on."""
     def text(path: str) -> str:
         try:
             return Path(path).read_text()
         except OSError:
             return ""
     model, mem = cpu_model(text("/proc/cpuinfo")), memory_bytes(text("/proc/meminfo"))
-    hw = {"cpu_model": model or platform.processor() or None, "cpus": os.cpu_count(), "memory_bytes": mem}
+    hw = {"cpu_model": model or platform.processor() or None, "cpus": os.cpu_count(), "memory_bytes": mem,
+          "kernel_cmdline": text("/proc/cmdline").strip() or None}
     limit = cpu_limit()
     if limit is not None and limit < (os.cpu_count() or 0):
         hw["cpu_limit"] = limit
@@ -124,28 +125,20 @@ def cpu_limit(cgroup_file: Path = Path("/proc/self/cgroup")) -> float | None:
 
 
 def storage(path: str) -> dict[str, Any]:
-    """The filesystem and device the vdev files live on (the deepest mount holding path):
-    zfs-fuse's vdev I/O lands in that filesystem's page cache, so its figures depend on it."""
+    """The filesystem and device the vdev files live on (the deepest mount holding path), on this
+    machine: zfs-fuse's vdev I/O lands in that filesystem's page cache, so its figures depend on it.
+    A target on another machine reads its own (Target.storage)."""
     p = Path(path)
     while not p.exists() and p != p.parent:
         p = p.parent
-    real = os.path.realpath(p)
-    best: tuple[str, str, str] | None = None
     try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+        mountinfo = Path("/proc/self/mountinfo").read_text()
     except OSError:
-        lines = []
-    for ln in lines:
-        pre, _, post = ln.partition(" - ")
-        f, g = pre.split(), post.split()
-        if len(f) < 5 or len(g) < 2:
-            continue
-        mnt = f[4].replace("\\040", " ")
-        if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and (best is None or len(mnt) > len(best[0])):
-            best = (mnt, g[0], g[1])
-    if best is None:
+        mountinfo = ""
+    mnt = mount_of(os.path.realpath(p), mountinfo)
+    if mnt is None:
         return {"path": path, "mount": None, "fstype": None, "device": None, "disk": None}
-    return {"path": path, "mount": best[0], "fstype": best[1], "device": best[2], "disk": disk_kind(best[2])}
+    return {"path": path, **mnt, "disk": disk_kind(mnt["device"])}
 
 
 def disk_kind(device: str | None) -> str | None:
@@ -158,10 +151,9 @@ def disk_kind(device: str | None) -> str | None:
         disk = node.resolve()
         if (disk / "partition").exists():
             disk = disk.parent
-        rot = (disk / "queue" / "rotational").read_text().strip()
+        return rotational_kind((disk / "queue" / "rotational").read_text(), disk.name)
     except OSError:
         return None
-    return "rotational" if rot == "1" else "nvme" if disk.name.startswith("nvme") else "ssd"
 
 
 def run_info(rf: Runfile, target: Target, cases: list[Case], t_start: float, tun_names: list[str], *,
@@ -172,7 +164,7 @@ def run_info(rf: Runfile, target: Target, cases: list[Case], t_start: float, tun
     inventory (a run of `zfsperf fleet run`)."""
     from .results.record import RunRecord, machine_label
     fio = proc.run(["fio", "--version"])
-    hw, st, tgt = hardware(), storage(vdev_dir), target.info()
+    hw, st, tgt = hardware(), target.storage(vdev_dir) or storage(vdev_dir), target.info()
     return RunRecord(
         zfsperf_version=__version__, command_line=redact_argv(argv), host=platform.node(),
         os=platform.platform(), kernel=platform.release(), python=sys.version.split()[0],

@@ -355,9 +355,11 @@ class CaseRecord:
 def machine_label(hardware: dict[str, Any], storage: dict[str, Any], target: dict[str, Any]) -> str:
     """A machine's class in words (a fleet's verdicts are combined per class): its CPUs, memory,
     the disk under its vdevs and the target's ZFS. Over ssh (`--target guest` too) the machine is the
-    one measured, `target.machine`, not the one zfsperf ran on; its disk was not read there."""
+    one measured, `target.machine`, not the one zfsperf ran on, and its disk the one the target read
+    (`storage.read_on`; a run recorded before that has the controller's storage: no disk)."""
     if target.get("machine"):
-        hardware, storage = target["machine"], {}
+        hardware = target["machine"]
+        storage = storage if storage.get("read_on") == "target" else {}
     cpus = f"{hardware.get('cpus')} × {hardware.get('cpu_model')}" if hardware.get("cpus") else "CPUs not recorded"
     if hardware.get("cpu_limit"):
         cpus += f" limited to {hardware['cpu_limit']:g} CPUs"

@@ -195,6 +195,12 @@ class Target(ABC):
         restarted, it logs to its own syslog, it is torn down with its run), or None (kernel ZFS)."""
         return None
 
+    def storage(self, path: str) -> dict[str, Any] | None:
+        """The filesystem and disk under path on the machine this target measures, when that is
+        another machine (over ssh): run.json's storage. None: the machine zfsperf runs on, which
+        runinfo.storage reads itself."""
+        return None
+
     def profile_scope(self) -> ProfileScope | None:
         """What a profile of this target keeps: the whole machine, where a kernel OpenZFS runs in
         kernel threads and its callers' system calls; None for a target reached through a

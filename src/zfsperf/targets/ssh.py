@@ -17,13 +17,22 @@ from typing import Any, Sequence
 
 from .. import proc
 from ..errors import TargetError
-from ..machinefacts import facts
+from ..machinefacts import facts, mount_of, rotational_kind
 from ..sshlink import STAGE_SCRIPT, ZFS_FUSE_SOCKET, Ssh, retry_ssh_failure
 from .base import Target
 from .kstat import parse_zdb_txg
 from ..tunables import FileTunables, SysctlTunables
 from .openzfs_freebsd import OpenZfsFreeBsdTarget
 from .openzfs_linux import KSTAT, PARAMS, OpenZfsLinuxTarget
+
+# remote files printed by one command, each after a line of its own: the files are its arguments
+_SECTION = "--- zfsperf section ---"
+_CAT_SECTIONS = 'm=$1; shift; for f; do echo "$m"; cat -- "$f" || exit 1; done'
+# the real path of $2, which need not exist yet: its deepest existing directory's, symlinks
+# resolved, with the rest after it (busybox's realpath, a small guest's, has no -m)
+_REAL_PATH = ('p=$2; t=; while [ -n "$p" ] && [ ! -e "$p" ]; do t="/${p##*/}$t"; p=${p%/*}; done; '
+              'r=$(cd -P "${p:-/}" && pwd -P) || exit 1; r="${r%/}$t"; echo "${r:-/}"')
+
 
 class _SshMixin:
     """Runs a target's commands and file operations on the remote host."""
@@ -111,12 +120,35 @@ class _SshMixin:
 
     def machine(self) -> dict[str, Any] | None:
         """The machine at the other end, which the run measured (run.json's hardware is the one
-        zfsperf ran on): its CPU, memory and kernel read from its own /proc; None if unreadable."""
-        try:
-            return facts(self.ssh.read_text("/proc/cpuinfo"), self.ssh.read_text("/proc/meminfo"),
-                         self.ssh.read_text("/proc/sys/kernel/osrelease").strip() or None)
-        except OSError:
+        zfsperf ran on): its CPU, memory, kernel and the kernel's command line, read from its own
+        /proc in one command; None if unreadable (a FreeBSD host has no /proc/cpuinfo)."""
+        res = self.ssh.run(["sh", "-c", _CAT_SECTIONS, "sh", _SECTION, "/proc/cpuinfo", "/proc/meminfo",
+                            "/proc/sys/kernel/osrelease", "/proc/cmdline"], log=proc.NULL_LOG)
+        texts = res.stdout.split(f"{_SECTION}\n")[1:]
+        if not res.ok or len(texts) != 4:
             return None
+        return facts(texts[0], texts[1], texts[2].strip() or None, texts[3])
+
+    def storage(self, path: str) -> dict[str, Any]:
+        """The filesystem under path on the remote machine (its own mount table; the path need not
+        exist yet) and the kind of disk under it (its own /sys); each field None where unread."""
+        out: dict[str, Any] = {"path": path, "mount": None, "fstype": None, "device": None, "disk": None,
+                               "read_on": "target"}
+        res = self.ssh.run(["sh", "-c", _REAL_PATH + ' && echo "$1" && cat /proc/self/mountinfo', "sh",
+                            _SECTION, path], log=proc.NULL_LOG)
+        real, sep, mountinfo = res.stdout.partition(f"\n{_SECTION}\n")
+        mnt = mount_of(real.strip(), mountinfo) if res.ok and sep else None
+        if mnt is None:
+            return out
+        out.update(mnt)
+        if mnt["device"].startswith("/dev/"):
+            # the disk of a partition is its parent in /sys; its kernel name says nvme
+            disk = self.ssh.run(["sh", "-c", 'd=$(readlink -f "/sys/class/block/${1##*/}") || exit 1; '
+                                 '[ -e "$d/partition" ] && d=${d%/*}; echo "${d##*/}"; cat "$d/queue/rotational"',
+                                 "sh", mnt["device"]], log=proc.NULL_LOG)
+            name, _, rot = disk.stdout.partition("\n")
+            out["disk"] = rotational_kind(rot, name) if disk.ok else None
+        return out
 
     def close(self) -> None:
         self.ssh.run(["rm", "-rf", "--", f"/tmp/zfsperf-stage-{os.getpid()}"], log=proc.NULL_LOG)
