@@ -25,6 +25,16 @@ def test_the_files_install_where_asked_and_name_every_command(tmp_path):
     assert man.startswith(".TH ZFSPERF") and all(f"\\fI\\,{c}\\/\\fR" in man for c in _commands()), _commands()
     zsh = places["zsh"].read_text()
     assert zsh.startswith("#compdef zfsperf") and all(c in zsh for c in _commands())
+    # again: zfsperf's own files are kept as they are when nothing changed, rewritten when they
+    # differ; a file of the same name that is not zfsperf's (a package's, the user's) is never touched
+    assert shellfiles.install(places) == [f"{k}: {v} (unchanged)" for k, v in places.items()]
+    places["bash"].write_text(places["bash"].read_text().replace("guest", "gust"))
+    mine = "# my own completion for another zfsperf\ncomplete -W 'x' zfsperf\n"
+    places["zsh"].write_text(mine)
+    got = shellfiles.install(places)
+    assert got == [f"bash: {places['bash']}", f"zsh: {places['zsh']} left as it is (not zfsperf's)",
+                   f"man: {places['man']} (unchanged)"], got
+    assert places["zsh"].read_text() == mine and "guest" in places["bash"].read_text()
     if shutil.which("man"):
         text = subprocess.run(["man", "-l", str(places["man"])], capture_output=True, text=True,
                               env={"MANWIDTH": "100", "PATH": "/usr/bin:/bin"}).stdout

@@ -50,11 +50,29 @@ def _roff(text: str) -> str:
     return "\\&" + text if text.startswith((".", "'")) else text
 
 
+def _ours(text: str) -> bool:
+    """Whether a file at one of the places is one zfsperf wrote (shtab's completion of zfsperf, or
+    argparse-manpage's zfsperf(1)): another's (a package's, the user's own) is never overwritten."""
+    return ("shtab" in text and "_zfsperf" in text) or text.startswith(".TH ZFSPERF")
+
+
 def install(places: dict[str, Path] | None = None) -> list[str]:
-    """Write the three files (their directories made); returns what was written where."""
+    """Write the three files (their directories made) where none is, or where zfsperf's own is and
+    differs; a file of the same name that is not zfsperf's is left as it is. Returns, per file, where
+    it went and what was done."""
     out = []
     for what, path in (places or PLACES).items():
         text = manpage() if what == "man" else completion(what)
+        try:
+            old: str | None = path.read_text(errors="replace")
+        except FileNotFoundError:
+            old = None
+        if old is not None and not _ours(old):
+            out.append(f"{what}: {path} left as it is (not zfsperf's)")
+            continue
+        if old == text:
+            out.append(f"{what}: {path} (unchanged)")
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         out.append(f"{what}: {path}")
