@@ -82,7 +82,7 @@ def install(places: dict[str, Path] | None = None) -> list[str]:
 if __name__ == "__main__":
     if sys.argv[1:] == ["install"]:
         for line in install():
-            print(f"installed {line}")
+            print(f"zfsperf shell files: {line}")
     elif len(sys.argv) == 2 and sys.argv[1] in ("bash", "zsh", "man"):
         print(manpage() if sys.argv[1] == "man" else completion(sys.argv[1]), end="")
     else:
