@@ -8,7 +8,7 @@ import pytest
 
 from helpers import zfsperf
 from zfsperf.errors import InputError
-from zfsperf.inguest import shadowed, split_outdir
+from zfsperf.inguest import host_paths, shadowed, split_outdir
 
 
 def test_the_results_directory_is_taken_out_of_run_and_bisect_only(tmp_path, monkeypatch):
@@ -31,6 +31,19 @@ def test_paths_the_guest_mounts_over_are_named():
     assert shadowed("/var/tmp/clone/.venv/bin/python") == "/var/tmp"
     assert shadowed("/run/user/0") == "/run"
     assert shadowed("/variable") is None and shadowed("/tmp/pytest-of-root/x") is None
+
+
+def test_the_host_files_a_guest_run_names_are_looked_up_afresh_in_the_guest(tmp_path):
+    """The paths the guest checks before it runs (a file it once looked for in vain stays missing
+    there until its names are dropped): the working directory and every argument, or option value
+    after `=`, naming a file or directory here, by real path; none the guest mounts its own over."""
+    (tmp_path / "rf.toml").write_text("")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "d")
+    got = host_paths(["run", "-r", "rf.toml", "--store=d", "-I", "2", "-D", "x=1", "link", "gone.toml",
+                      "/var/tmp", "/proc"], str(tmp_path))
+    real = str(tmp_path.resolve())
+    assert got == [real, f"{real}/rf.toml", f"{real}/d"], got
 
 
 def test_guest_run_needs_a_command_and_refuses_nesting(tmp_path):

@@ -677,6 +677,18 @@ def test_inside_the_guest_kill9_then_journal_and_leftovers(guest, tmp_path):
     assert guest_sh(guest, "zpool", "list", "-H", "-o", "name").strip() == ""
 
 
+def test_a_runfile_written_after_the_guest_looked_for_it_is_found(guest, tmp_path, monkeypatch):
+    """A file the guest looked for before this host had it stays missing in the guest's view for the
+    boot (overlayfs keeps the failed lookup over the 9p share): the next `guest run` naming it, here
+    relative to the working directory, finds it."""
+    monkeypatch.chdir(tmp_path)
+    res = in_guest("run", "--dry-run", "-r", "late.toml")
+    assert res.returncode == 2 and "late.toml: no such runfile" in res.stdout + res.stderr, why(res)
+    (tmp_path / "late.toml").write_text(INSIDE.format(runtime=2, values='"2"'))
+    res = in_guest("run", "--dry-run", "-r", "late.toml")
+    assert res.returncode == 0 and "fio-tuned" in res.stdout, why(res)
+
+
 def test_inside_the_guest_sigint(guest, tmp_path):
     """SIGINT to `zfsperf guest run` reaches zfsperf in the guest: exit 3, tunable restored, no pool."""
     before = guest_sh(guest, "cat", PARAM).strip()

@@ -38,6 +38,12 @@ IN_GUEST = "/opt/zfsperf-openzfs/bin/zfsperf-in-guest"
 # before the chroot: the guest's own modules bound where the chroot looks for them, if the boot's
 # bind is missing (guest/init_script.py); the command runs either way
 OWN_MODULES = BIND_OWN_MODULES + '; exec "$@"'
+# before that: the host files the arguments name ($1 of them, then the command), each looked up in
+# the guest's view. A file the guest looked for before the host had it stays missing there for
+# the boot (overlayfs keeps the failed lookup over the 9p share, whose changes it is not told of):
+# then the guest's cached names are dropped (5-8 s of Python imports over 9p after; only then)
+FRESH = ('n=$1; shift; miss=; while [ "$n" -gt 0 ]; do [ -e "' + ROOT + '$1" ] || miss=1; shift; n=$((n - 1)); '
+         'done; [ -z "$miss" ] || echo 2 > /proc/sys/vm/drop_caches; ')
 # the guest mounts its own filesystems here, over the host's: a program or directory the guest
 # must reach cannot live under them
 SHADOWED = ("/proc", "/sys", "/dev", "/run", "/var/tmp")
@@ -75,6 +81,17 @@ def split_outdir(args: list[str]) -> tuple[list[str], Path | None]:
             out.append(a)
         i += 1
     return out, Path(dest).expanduser().resolve()
+
+
+def host_paths(args: list[str], cwd: str) -> list[str]:
+    """The files and directories on this host that the arguments name (an argument, or an option's
+    value after `=`, relative to cwd), and cwd: their real paths, as the guest sees them under ROOT."""
+    out = [os.path.realpath(cwd)]
+    for a in args:
+        for v in (a, a.split("=", 1)[1] if a.startswith("-") and "=" in a else ""):
+            if v and not v.startswith("-") and os.path.exists(os.path.join(cwd, v)):
+                out.append(os.path.realpath(os.path.join(cwd, v)))
+    return [p for p in dict.fromkeys(out) if not shadowed(p)]        # the guest's own mounts: not the host's
 
 
 def held(command: str, draw: bool, tail: list[str], line: str) -> bool:
@@ -138,7 +155,8 @@ class InsideRun:
             # report.html is drawn here, on the host, from the same records: under TCG, matplotlib's
             # import and pictures took a third of a short run's time in the guest
             args = [args[0], "-o", str(xdir), *(["--no-html"] if draw else []), *args[1:]]
-        command = ["sh", "-c", OWN_MODULES, "sh",
+        fresh = host_paths(args, cwd)
+        command = ["sh", "-c", FRESH + OWN_MODULES, "sh", str(len(fresh)), *fresh,
                    "chroot", ROOT, IN_GUEST, self.pidfile, cwd, sys.executable, "-m", "zfsperf.cli", *args]
         old = {s: signal.signal(s, self._forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
