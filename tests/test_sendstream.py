@@ -17,6 +17,16 @@ def zstreamdump_summary(path):
     return {k: int(v) for k, v in counts.items()}, length
 
 
+def zstreamdump_file_bytes(path):
+    """The bytes of the WRITE records of files' contents (object type 19) that `zstreamdump -v` lists."""
+    with open(path, "rb") as f:
+        out = subprocess.run(["zstreamdump", "-v"], stdin=f, capture_output=True, text=True, check=True).stdout
+    # zfs-fuse's prints the offset and length on the line after (OpenZFS's: logical_size, on the same)
+    writes = re.findall(r"^WRITE object = \d+ type = (\d+) .*?(?:length|logical_size) = (\d+)", out, re.M | re.S)
+    assert writes, out[:2000]
+    return sum(int(n) for t, n in writes if t == "19"), sum(int(n) for _t, n in writes)
+
+
 @pytest.mark.parametrize("kind", ["random", "small-records", "incremental"])
 def test_walker_matches_zstreamdump(kind, target, vdev_root):
     c = corpus.make(target, kind, "16M", seed=3, vdev_dir=vdev_root / "corpus")
@@ -25,6 +35,10 @@ def test_walker_matches_zstreamdump(kind, target, vdev_root):
         info = walk_file(s.path)
         assert info.length == length == s.length
         assert info.writes == counts["WRITE"] == s.writes
+        # the data of the files, the rest of the WRITE records being directories, ZAPs and other metadata
+        files, writes = zstreamdump_file_bytes(s.path)
+        assert info.file_bytes == files == s.file_bytes and info.write_bytes == writes, (files, writes)
+        assert 0 < files < writes
         for k, v in counts.items():
             assert info.records.get(k, 0) == v, k
     assert c.stream.incremental == (kind == "incremental")

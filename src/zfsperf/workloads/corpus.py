@@ -57,6 +57,7 @@ class Stream:
     on_target: str = ""           # its path on the target's machine (set for each run by the receive workload)
     sha256: str = ""              # of the file: the corpus's identity in run.json ("" in caches made before it)
     compound: bool = False        # zfs send -p / -R: the stream carries its source's properties
+    file_bytes: int | None = None  # of write_bytes, files' contents (None in caches made before it)
 
     def identity(self) -> dict[str, Any]:
         return {"path": self.path, "bytes": self.length, "sha256": self.sha256 or file_sha256(self.path)}
@@ -65,7 +66,7 @@ class Stream:
     def from_info(cls, path: str, info: StreamInfo) -> "Stream":
         snap = info.toname.split("@", 1)[1] if "@" in info.toname else ""
         return cls(path, info.length, info.writes, info.write_bytes, info.incremental, snapshot=snap,
-                   compound=info.compound)
+                   compound=info.compound, file_bytes=info.file_bytes)
 
 
 @dataclass
@@ -134,8 +135,15 @@ def cached(target: Target, kind: str, size: int, seed: int) -> Corpus | None:
     for s in (corpus.stream, corpus.base):
         if s is not None and (not os.path.exists(s.path) or os.path.getsize(s.path) != s.length):
             return None
-    if not corpus.stream.sha256 or (corpus.base is not None and not corpus.base.sha256):
-        _checksum(corpus, meta)             # a cache made before corpora had an identity
+    streams = [st for st in (corpus.stream, corpus.base) if st is not None]
+    if any(not st.sha256 or st.file_bytes is None for st in streams):
+        try:                                # a cache made before corpora had an identity, or their data's bytes
+            for st in streams:
+                if st.file_bytes is None:
+                    st.file_bytes = walk_file(st.path).file_bytes
+        except (OSError, StreamError):
+            return None
+        _checksum(corpus, meta)
     return corpus
 
 

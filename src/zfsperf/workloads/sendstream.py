@@ -28,6 +28,7 @@ TYPES = ("BEGIN", "OBJECT", "FREEOBJECTS", "WRITE", "FREE", "END", "WRITE_BYREF"
          "WRITE_EMBEDDED", "OBJECT_RANGE", "REDACT")
 DRR_BEGIN, DRR_OBJECT, DRR_WRITE, DRR_END, DRR_SPILL, DRR_WRITE_EMBEDDED = 0, 1, 3, 5, 7, 8
 DMU_COMPOUNDSTREAM = 2
+DMU_OT_PLAIN_FILE_CONTENTS = 19          # a WRITE record's object type (drr_type) for a file's data
 
 
 class StreamError(ValueError):
@@ -45,6 +46,7 @@ class StreamInfo:
     length: int = 0
     records: dict[str, int] = field(default_factory=dict)
     write_bytes: int = 0            # logical bytes in WRITE records
+    file_bytes: int = 0             # of them, files' contents (the rest: directories, ZAPs, SA metadata)
     toname: str = ""                # from the first BEGIN: the snapshot the stream is of
     incremental: bool = False       # from the first BEGIN (a compound stream: its header, see above)
     fromsnap: str = ""              # a compound -R stream's incremental source, as its header names it
@@ -185,7 +187,10 @@ def walk(f: BinaryIO, name: str = "stream") -> StreamInfo:
                     # nvlist, and a -R -i from a clone's origin names no fromsnap in it
                     info.incremental = info.incremental or fromguid != 0
         elif rtype == DRR_WRITE:
-            info.write_bytes += struct.unpack_from(endian + "Q", hdr, u + 24)[0]
+            logical = struct.unpack_from(endian + "Q", hdr, u + 24)[0]
+            info.write_bytes += logical
+            if struct.unpack_from(endian + "I", hdr, u + 8)[0] == DMU_OT_PLAIN_FILE_CONTENTS:
+                info.file_bytes += logical
         elif rtype == DRR_END:
             if in_header:
                 in_header = False
