@@ -406,14 +406,15 @@ class ReceiveWorkload:
         records (directories, ZAPs, SA metadata: 36 KiB of a 1 MiB file's stream) are allowed
         above, never counted: ZFS compresses metadata whatever the dataset's compression, so they
         take less than their logical size (a 1 MiB stream was 0.9 % short of all its WRITEs)."""
-        known = all(r.file_bytes is not None for r in rounds)
+        known = all(r.file_bytes is not None for r in rounds) and any(r.file_bytes for r in rounds)
         ours = float(sum((r.file_bytes or 0) if known else r.write_bytes for r in rounds))
         meta = float(sum(r.write_bytes for r in rounds)) - ours
         pool = float(sum(r.pool_bytes or 0 for r in rounds))
         compressed = any(r.compressratio != 1.0 for r in rounds)
         above = self.METADATA_MARGIN_PCT + (100.0 * meta / ours if ours else 0.0)
         margin = None if compressed else (round(above, 2) if pool >= ours else 0.5)
-        what = "files' contents" if known else "all records (a corpus cached before their kinds were counted)"
+        what = "files' contents" if known else ("all records (a corpus cached before their kinds were counted, or "
+                                                 "a stream of no file's or zvol's data)")
         how = (f"stream WRITE payload of {what} vs the space the received datasets took (zfs get -Hp: their "
                f"parent's usedbychildren, an incremental's Δused), which also holds their metadata (allowed: up to "
                f"{self.METADATA_MARGIN_PCT:g} % more, and the stream's other WRITE records, {meta / 1024:.0f} KiB)")

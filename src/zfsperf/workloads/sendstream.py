@@ -28,7 +28,8 @@ TYPES = ("BEGIN", "OBJECT", "FREEOBJECTS", "WRITE", "FREE", "END", "WRITE_BYREF"
          "WRITE_EMBEDDED", "OBJECT_RANGE", "REDACT")
 DRR_BEGIN, DRR_OBJECT, DRR_WRITE, DRR_END, DRR_SPILL, DRR_WRITE_EMBEDDED = 0, 1, 3, 5, 7, 8
 DMU_COMPOUNDSTREAM = 2
-DMU_OT_PLAIN_FILE_CONTENTS = 19          # a WRITE record's object type (drr_type) for a file's data
+# a WRITE record's object type (drr_type, dmu_object_type_t) for data: a file's contents, a zvol's
+DATA_TYPES = (19, 23)                    # DMU_OT_PLAIN_FILE_CONTENTS, DMU_OT_ZVOL
 
 
 class StreamError(ValueError):
@@ -46,7 +47,7 @@ class StreamInfo:
     length: int = 0
     records: dict[str, int] = field(default_factory=dict)
     write_bytes: int = 0            # logical bytes in WRITE records
-    file_bytes: int = 0             # of them, files' contents (the rest: directories, ZAPs, SA metadata)
+    file_bytes: int = 0             # of them, files' (or a zvol's) contents (the rest: directories, ZAPs, SA metadata)
     toname: str = ""                # from the first BEGIN: the snapshot the stream is of
     incremental: bool = False       # from the first BEGIN (a compound stream: its header, see above)
     fromsnap: str = ""              # a compound -R stream's incremental source, as its header names it
@@ -189,7 +190,7 @@ def walk(f: BinaryIO, name: str = "stream") -> StreamInfo:
         elif rtype == DRR_WRITE:
             logical = struct.unpack_from(endian + "Q", hdr, u + 24)[0]
             info.write_bytes += logical
-            if struct.unpack_from(endian + "I", hdr, u + 8)[0] == DMU_OT_PLAIN_FILE_CONTENTS:
+            if struct.unpack_from(endian + "I", hdr, u + 8)[0] in DATA_TYPES:
                 info.file_bytes += logical
         elif rtype == DRR_END:
             if in_header:
