@@ -4,8 +4,8 @@
 Runs real cases on the embedded zfs-fuse (its own daemon, sparse files) through `zfsperf run`
 and prints, for every cross-check zfsperf records, the deviation of the independent measure from
 zfsperf's in each iteration, side by side:
-  received data vs pool space    the stream's WRITE payload vs Δused of the received datasets
-                                 (`zfs get -Hp`), compression off and (shown, not judged) lzjb
+  received data vs pool space    the stream's WRITE payload of files' data vs Δused of the received
+                                 datasets (`zfs get -Hp`), compression off and (shown, not judged) lzjb
   workload vs pool bandwidth     fio's MiB/s vs `zpool iostat` read+write MiB/s over the samples
                                  fio moved data in (reads past the ARC: primarycache=none; writes)
   ARC hit ratio                  the sampler's access-weighted ratio vs arcstats counters at the

@@ -18,13 +18,14 @@ def zstreamdump_summary(path):
 
 
 def zstreamdump_file_bytes(path):
-    """The bytes of the WRITE records of files' contents (object type 19) that `zstreamdump -v` lists."""
+    """The bytes of the WRITE records of data (a file's contents, type 19; a zvol's, 23) that
+    `zstreamdump -v` lists, and of every WRITE record."""
     with open(path, "rb") as f:
         out = subprocess.run(["zstreamdump", "-v"], stdin=f, capture_output=True, text=True, check=True).stdout
     # zfs-fuse's prints the offset and length on the line after (OpenZFS's: logical_size, on the same)
     writes = re.findall(r"^WRITE object = \d+ type = (\d+) .*?(?:length|logical_size) = (\d+)", out, re.M | re.S)
     assert writes, out[:2000]
-    return sum(int(n) for t, n in writes if t == "19"), sum(int(n) for _t, n in writes)
+    return sum(int(n) for t, n in writes if t in ("19", "23")), sum(int(n) for _t, n in writes)
 
 
 @pytest.mark.parametrize("kind", ["random", "small-records", "incremental"])
