@@ -114,6 +114,18 @@ class Ssh:
             raise FileNotFoundError(2, res.error_text() or "cannot read", path)
         return res.stdout
 
+    # each file read by read_texts follows a line of its own: the files are the script's arguments
+    SECTION = "--- zfsperf section ---"
+    _CAT_SECTIONS = 'm=$1; shift; for f; do echo "$m"; cat -- "$f" || exit 1; done'
+
+    def read_texts(self, paths: Sequence[str]) -> list[str]:
+        """Several remote files in one round trip, in order; FileNotFoundError if one is unreadable."""
+        res = self.run(["sh", "-c", self._CAT_SECTIONS, "sh", self.SECTION, *paths], log=proc.NULL_LOG)
+        texts = res.stdout.split(f"{self.SECTION}\n")[1:]
+        if not res.ok or len(texts) != len(paths):
+            raise FileNotFoundError(2, res.error_text() or "cannot read", " ".join(paths))
+        return texts
+
     def write_text(self, path: str, text: str) -> None:
         # one remote command, idempotent as a whole: ssh may report failure (255) for a command
         # that ran, and a retry of a separate `mv` would then fail on the file it already moved

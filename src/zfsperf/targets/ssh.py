@@ -25,9 +25,6 @@ from ..tunables import FileTunables, SysctlTunables
 from .openzfs_freebsd import OpenZfsFreeBsdTarget
 from .openzfs_linux import KSTAT, PARAMS, OpenZfsLinuxTarget
 
-# remote files printed by one command, each after a line of its own: the files are its arguments
-_SECTION = "--- zfsperf section ---"
-_CAT_SECTIONS = 'm=$1; shift; for f; do echo "$m"; cat -- "$f" || exit 1; done'
 # the real path of $2, which need not exist yet: its deepest existing directory's, symlinks
 # resolved, with the rest after it (busybox's realpath, a small guest's, has no -m)
 _REAL_PATH = ('p=$2; t=; while [ -n "$p" ] && [ ! -e "$p" ]; do t="/${p##*/}$t"; p=${p%/*}; done; '
@@ -122,12 +119,12 @@ class _SshMixin:
         """The machine at the other end, which the run measured (run.json's hardware is the one
         zfsperf ran on): its CPU, memory, kernel and the kernel's command line, read from its own
         /proc in one command; None if unreadable (a FreeBSD host has no /proc/cpuinfo)."""
-        res = self.ssh.run(["sh", "-c", _CAT_SECTIONS, "sh", _SECTION, "/proc/cpuinfo", "/proc/meminfo",
-                            "/proc/sys/kernel/osrelease", "/proc/cmdline"], log=proc.NULL_LOG)
-        texts = res.stdout.split(f"{_SECTION}\n")[1:]
-        if not res.ok or len(texts) != 4:
+        try:
+            cpu, mem, release, cmdline = self.ssh.read_texts(["/proc/cpuinfo", "/proc/meminfo",
+                                                             "/proc/sys/kernel/osrelease", "/proc/cmdline"])
+        except OSError:
             return None
-        return facts(texts[0], texts[1], texts[2].strip() or None, texts[3])
+        return facts(cpu, mem, release.strip() or None, cmdline)
 
     def storage(self, path: str) -> dict[str, Any]:
         """The filesystem under path on the remote machine (its own mount table; the path need not
@@ -135,8 +132,8 @@ class _SshMixin:
         out: dict[str, Any] = {"path": path, "mount": None, "fstype": None, "device": None, "disk": None,
                                "read_on": "target"}
         res = self.ssh.run(["sh", "-c", _REAL_PATH + ' && echo "$1" && cat /proc/self/mountinfo', "sh",
-                            _SECTION, path], log=proc.NULL_LOG)
-        real, sep, mountinfo = res.stdout.partition(f"\n{_SECTION}\n")
+                            Ssh.SECTION, path], log=proc.NULL_LOG)
+        real, sep, mountinfo = res.stdout.partition(f"\n{Ssh.SECTION}\n")
         mnt = mount_of(real.strip(), mountinfo) if res.ok and sep else None
         if mnt is None:
             return out
